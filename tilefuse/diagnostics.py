@@ -1,0 +1,39 @@
+"""
+User-facing errors: one sentence, with the `file:line:col` of the offending op.
+
+Everything a user can get wrong (malformed IR, unknown ops, type mismatches, an
+op the compiler cannot handle) surfaces as a `CompileError`; the tools print it
+and exit with status 1, never with a Python traceback.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import FileLineColLoc
+from xdsl.ir import Operation
+from xdsl.utils.exceptions import DiagnosticException
+
+
+def op_location(op: Operation) -> str | None:
+    """The `file:line:col` an op was parsed from, if known."""
+    loc = op.location
+    if isinstance(loc, FileLineColLoc):
+        return f"{loc.filename.data}:{loc.line.data}:{loc.column.data}"
+    return None
+
+
+class CompileError(DiagnosticException):
+    """An error in the user's program, or a construct tilefuse cannot compile."""
+
+    def __init__(self, message: str, location: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.location = location
+
+    @staticmethod
+    def at(op: Operation, message: str) -> CompileError:
+        """An error located at `op`, naming it."""
+        return CompileError(f"'{op.name}' op {message}", op_location(op))
+
+    def __str__(self) -> str:
+        prefix = f"{self.location}: " if self.location else ""
+        return f"{prefix}error: {self.message}"

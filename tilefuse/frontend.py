@@ -1,0 +1,67 @@
+"""
+Reading MLIR text: parse with xDSL, remember where every op came from, verify.
+
+`parse_module` is the single entry point the tools and the Python API use.
+Every op gets a `FileLineColLoc`, so later diagnostics (verifier failures,
+refusals by passes, backend errors) can point at the source line.
+"""
+
+from __future__ import annotations
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
+from xdsl.ir import Operation
+from xdsl.parser import Parser
+from xdsl.utils.exceptions import DiagnosticException, ParseError
+
+from tilefuse.diagnostics import CompileError, op_location
+
+
+class LocatingParser(Parser):
+    """An xDSL parser that records each op's source position as its location."""
+
+    line_offset: int = 0
+
+    def parse_operation(self) -> Operation:
+        start = self._current_token.span
+        op = super().parse_operation()
+        if isinstance(op.location, UnknownLoc):
+            loc = start.get_location()
+            op.location = FileLineColLoc(
+                StringAttr(loc.file), IntAttr(loc.line + self.line_offset), IntAttr(loc.col)
+            )
+        return op
+
+
+def parse_module(
+    ctx: Context, text: str, filename: str = "<input>", line_offset: int = 0
+) -> ModuleOp:
+    """Parse and verify `text`; raise `CompileError` with a location on failure."""
+    parser = LocatingParser(ctx, text, filename)
+    parser.line_offset = line_offset
+    try:
+        module = parser.parse_module()
+    except ParseError as e:
+        raise CompileError(parse_error_message(e), parse_error_location(e, line_offset)) from e
+    verify(module)
+    return module
+
+
+def parse_error_location(e: ParseError, line_offset: int = 0) -> str:
+    loc = e.span.get_location()
+    return f"{loc.file}:{loc.line + line_offset}:{loc.col}"
+
+
+def parse_error_message(e: ParseError) -> str:
+    context = e.span.print_with_context(e.msg).splitlines()
+    # print_with_context puts the location first; keep the source line and caret.
+    return e.msg + "\n" + "\n".join(context[1:3])
+
+
+def verify(module: ModuleOp) -> None:
+    """Verify op by op, so a failure names the innermost op that broke."""
+    for op in module.walk():
+        try:
+            op.verify(verify_nested_ops=False)
+        except DiagnosticException as e:
+            raise CompileError(f"'{op.name}' op {e}", op_location(op)) from e

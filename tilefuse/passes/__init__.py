@@ -1,0 +1,45 @@
+"""
+The pass registry: every pass `tilefuse-opt -p` knows, by name.
+
+Passes of our own live one per file in this package; a few general-purpose
+xDSL passes (canonicalize, cse, dce) are registered alongside.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from xdsl.passes import ModulePass
+
+
+def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
+    """Pass name -> factory returning the pass class (imported lazily)."""
+
+    def canonicalize():
+        from xdsl.transforms.canonicalize import CanonicalizePass
+
+        return CanonicalizePass
+
+    def cse():
+        from xdsl.transforms.common_subexpression_elimination import (
+            CommonSubexpressionElimination,
+        )
+
+        return CommonSubexpressionElimination
+
+    def dce():
+        from xdsl.transforms.dead_code_elimination import DeadCodeElimination
+
+        return DeadCodeElimination
+
+    def linalg_generalize():
+        from tilefuse.passes.linalg_generalize import LinalgGeneralizePass
+
+        return LinalgGeneralizePass
+
+    return {
+        "canonicalize": canonicalize,
+        "cse": cse,
+        "dce": dce,
+        "linalg-generalize": linalg_generalize,
+    }

@@ -1,0 +1,510 @@
+"""
+The reference evaluator: runs a program with numpy, the oracle for every pass.
+
+`evaluate(module, inputs)` executes the module's entry function on numpy
+arrays and returns its results. It interprets every IR form the pipeline
+produces (linalg in any spelling, tensor slices, `scf` loops, `tilefuse`
+groups), so "this pass preserved meaning" is one comparison of two runs.
+
+Floating-point values are held in float64 and rounded to their IR type after
+every op (f16 through numpy, bf16 by round-to-nearest-even on the bits), so an
+f16/bf16 program is evaluated at its own precision, except that reductions
+accumulate in float64 before rounding, as every GPU kernel accumulates wider.
+
+Linalg ops are vectorised over their whole loop space: each operand is viewed
+with one axis per loop (size 1 where it does not vary), the payload runs once
+on those arrays, and reductions use the payload's combiner as a numpy
+reduction (`np.add.reduce`, `np.maximum.reduce`, ...) or, for a contraction,
+`np.einsum`. Payloads with no recognised combiner fall back to a loop over the
+reduction indices only, still vectorised over the parallel loops.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from xdsl.dialects import arith, func, scf, tensor
+from xdsl.dialects import math as mathd
+from xdsl.dialects.linalg import ops as linalg
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    DenseIntOrFPElementsAttr,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    TensorType,
+)
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+
+from tilefuse.diagnostics import CompileError
+from tilefuse.dialects import tilefuse as tf
+from tilefuse.structured import REDUCTION, StructuredOp, as_structured, element_type
+
+Env = dict[SSAValue, np.ndarray]
+
+# ---------------------------------------------------------------------------
+# Element types
+# ---------------------------------------------------------------------------
+
+
+def round_bf16(x: np.ndarray) -> np.ndarray:
+    """Round float values to bfloat16 (nearest even), returned as float64."""
+    f = np.asarray(x, dtype=np.float32)
+    bits = f.view(np.uint32).astype(np.uint64)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    out = rounded.astype(np.uint32).view(np.float32)
+    return np.where(np.isnan(f), f, out).astype(np.float64)
+
+
+def round_to(x: np.ndarray, t: Attribute) -> np.ndarray:
+    """Round `x` to element type `t` (held as float64 or int64)."""
+    if isinstance(t, Float32Type):
+        return np.asarray(x, np.float32).astype(np.float64)
+    if isinstance(t, Float16Type):
+        return np.asarray(x, np.float16).astype(np.float64)
+    if isinstance(t, BFloat16Type):
+        return round_bf16(x)
+    if isinstance(t, Float64Type):
+        return np.asarray(x, np.float64)
+    if isinstance(t, IntegerType) and t.width.data == 1:
+        return np.asarray(x, bool)
+    if isinstance(t, IntegerType | IndexType):
+        return np.asarray(x, np.int64)
+    raise CompileError(f"the reference evaluator does not support type {t}")
+
+
+def numpy_dtype(t: Attribute) -> np.dtype:
+    """The numpy dtype used to hand values of element type `t` to callers."""
+    if isinstance(t, Float32Type):
+        return np.dtype(np.float32)
+    if isinstance(t, Float16Type):
+        return np.dtype(np.float16)
+    if isinstance(t, Float64Type):
+        return np.dtype(np.float64)
+    if isinstance(t, BFloat16Type):
+        return np.dtype(np.float32)  # numpy has no bfloat16: values are bf16-exact
+    if isinstance(t, IntegerType | IndexType):
+        return np.dtype(np.int64)
+    raise CompileError(f"the reference evaluator does not support type {t}")
+
+
+# ---------------------------------------------------------------------------
+# Scalar payload ops (applied elementwise to arrays)
+# ---------------------------------------------------------------------------
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    return np.frompyfunc(math.erf, 1, 1)(x).astype(np.float64)
+
+
+_CMPF = {
+    "oeq": np.equal, "ogt": np.greater, "oge": np.greater_equal, "olt": np.less,
+    "ole": np.less_equal, "one": np.not_equal, "ueq": np.equal, "ugt": np.greater,
+    "uge": np.greater_equal, "ult": np.less, "ule": np.less_equal, "une": np.not_equal,
+}  # fmt: skip
+_CMPI = {0: np.equal, 1: np.not_equal, 2: np.less, 3: np.less_equal, 4: np.greater,
+         5: np.greater_equal, 6: np.less, 7: np.less_equal, 8: np.greater,
+         9: np.greater_equal}  # fmt: skip
+
+Fn = Callable[..., np.ndarray]
+ELEMENTWISE: dict[type[Operation], Fn] = {
+    arith.AddfOp: np.add, arith.SubfOp: np.subtract, arith.MulfOp: np.multiply,
+    arith.DivfOp: np.divide, arith.MaximumfOp: np.maximum, arith.MinimumfOp: np.minimum,
+    arith.MaxnumfOp: np.fmax, arith.MinnumfOp: np.fmin, arith.NegfOp: np.negative,
+    arith.AddiOp: np.add, arith.SubiOp: np.subtract, arith.MuliOp: np.multiply,
+    arith.DivSIOp: lambda a, b: np.trunc(a / b).astype(np.int64),
+    arith.RemSIOp: np.fmod, arith.AndIOp: np.bitwise_and, arith.OrIOp: np.bitwise_or,
+    arith.XOrIOp: np.bitwise_xor, arith.MaxSIOp: np.maximum, arith.MinSIOp: np.minimum,
+    arith.SelectOp: np.where,
+    arith.ExtFOp: np.asarray, arith.TruncFOp: np.asarray, arith.SIToFPOp: np.asarray,
+    arith.UIToFPOp: np.asarray, arith.FPToSIOp: np.trunc, arith.IndexCastOp: np.asarray,
+    mathd.ExpOp: np.exp, mathd.Exp2Op: np.exp2, mathd.LogOp: np.log,
+    mathd.Log2Op: np.log2, mathd.Log1pOp: np.log1p, mathd.TanhOp: np.tanh,
+    mathd.ErfOp: _erf, mathd.SqrtOp: np.sqrt, mathd.RsqrtOp: lambda a: 1.0 / np.sqrt(a),
+    mathd.AbsFOp: np.abs, mathd.PowFOp: np.power, mathd.FmaOp: lambda a, b, c: a * b + c,
+    mathd.SinOp: np.sin, mathd.CosOp: np.cos, mathd.FloorOp: np.floor,
+    mathd.CeilOp: np.ceil, mathd.AbsIOp: np.abs,
+}  # fmt: skip
+
+# Combiners a reduction payload may end in, and the numpy reduction they become.
+COMBINERS: dict[type[Operation], np.ufunc] = {
+    arith.AddfOp: np.add, arith.MulfOp: np.multiply, arith.MaximumfOp: np.maximum,
+    arith.MinimumfOp: np.minimum, arith.MaxnumfOp: np.fmax, arith.MinnumfOp: np.fmin,
+    arith.AddiOp: np.add, arith.MuliOp: np.multiply, arith.MaxSIOp: np.maximum,
+    arith.MinSIOp: np.minimum,
+}  # fmt: skip
+
+
+def constant_value(op: arith.ConstantOp) -> np.ndarray:
+    """The value of an `arith.constant`, as an array (0-d for a scalar)."""
+    v = op.value
+    if isinstance(v, FloatAttr | IntegerAttr):
+        return round_to(np.asarray(v.value.data), op.result.type)
+    if isinstance(v, DenseIntOrFPElementsAttr):
+        t = v.get_type()
+        data = np.asarray(v.get_values(), dtype=np.float64)
+        return round_to(np.broadcast_to(data, tuple(t.get_shape())), t.element_type)
+    raise CompileError.at(op, f"has a constant the evaluator cannot read: {v}")
+
+
+def eval_scalar_op(op: Operation, env: Env) -> None:
+    """Evaluate an `arith`/`math` op on (arrays of) scalars."""
+    if isinstance(op, arith.ConstantOp):
+        env[op.result] = constant_value(op)
+        return
+    args = [env[o] for o in op.operands]
+    if isinstance(op, arith.CmpfOp):
+        value = _CMPF[_cmpf_name(op)](*args)
+    elif isinstance(op, arith.CmpiOp):
+        value = _CMPI[op.predicate.value.data](*args)
+    elif (fn := ELEMENTWISE.get(type(op))) is not None:
+        with np.errstate(all="ignore"):
+            value = fn(*args)
+    else:
+        raise CompileError.at(op, "is not supported by the reference evaluator")
+    env[op.results[0]] = round_to(value, element_type(op.results[0].type))
+
+
+def _cmpf_name(op: arith.CmpfOp) -> str:
+    names = ["false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord", "ueq", "ugt",
+             "uge", "ult", "ule", "une", "uno", "true"]  # fmt: skip
+    return names[op.predicate.value.data]
+
+
+# ---------------------------------------------------------------------------
+# Structured (linalg) ops
+# ---------------------------------------------------------------------------
+
+
+def to_loop_space(array: np.ndarray, dims: Sequence[int], num_loops: int) -> np.ndarray:
+    """View `array` (indexed by loops `dims`) with one axis per loop."""
+    order = sorted(range(len(dims)), key=lambda i: dims[i])
+    moved = np.transpose(array, order) if len(dims) > 1 else array
+    shape = [1] * num_loops
+    for i in order:
+        shape[dims[i]] = array.shape[i]
+    return moved.reshape(shape)
+
+
+def from_loop_space(
+    value: np.ndarray, dims: Sequence[int], ranges: Sequence[int]
+) -> np.ndarray:
+    """Take an array over the loop space back to an operand indexed by `dims`."""
+    full_shape = [ranges[d] if d in dims else 1 for d in range(len(ranges))]
+    value = np.broadcast_to(value, np.broadcast_shapes(value.shape, tuple(full_shape)))
+    drop = tuple(d for d in range(len(ranges)) if d not in dims)
+    value = value.reshape([s for d, s in enumerate(value.shape) if d not in drop])
+    kept = sorted(dims)
+    return np.ascontiguousarray(np.transpose(value, [kept.index(d) for d in dims]))
+
+
+def eval_payload(
+    block: Block, args: Sequence[np.ndarray], env: Env, index: Sequence[np.ndarray]
+) -> list[np.ndarray]:
+    """Run a payload block on arrays; returns the yielded arrays."""
+    local: Env = dict(env)
+    for arg, value in zip(block.args, args, strict=True):
+        local[arg] = value
+    for op in block.ops:
+        if isinstance(op, linalg.YieldOp):
+            return [local[v] for v in op.operands]
+        if isinstance(op, linalg.IndexOp):
+            local[op.result] = index[op.dim.value.data]
+        else:
+            eval_scalar_op(op, local)
+    raise CompileError("payload block without linalg.yield")
+
+
+def eval_structured(s: StructuredOp, env: Env) -> list[np.ndarray]:
+    """Evaluate a linalg op, vectorised over its loop space."""
+    n = s.num_loops
+    index = [
+        np.arange(r).reshape([r if d == k else 1 for k in range(n)])
+        for d, r in enumerate(s.loop_ranges)
+    ]
+    ins = [to_loop_space(env[v], s.operand_dims(i), n) for i, v in enumerate(s.inputs)]
+    inits = [
+        to_loop_space(env[v], s.operand_dims(len(s.inputs) + i), n)
+        for i, v in enumerate(s.outputs)
+    ]
+    if not s.reduction_dims:
+        results = eval_payload(s.payload, ins + inits, env, index)
+    else:
+        results = _eval_reduction(s, ins, inits, env, index)
+    return [
+        round_to(
+            from_loop_space(r, s.operand_dims(len(s.inputs) + i), s.loop_ranges),
+            element_type(s.outputs[i].type),
+        )
+        for i, r in enumerate(results)
+    ]
+
+
+def _combiner(s: StructuredOp, i: int) -> tuple[Operation, SSAValue] | None:
+    """If output `i` yields `comb(x, acc_i)`, return (comb op, x)."""
+    yield_op = s.payload.last_op
+    assert yield_op is not None
+    acc = s.payload.args[len(s.inputs) + i]
+    value = yield_op.operands[i]
+    op = value.owner
+    if not isinstance(op, Operation) or type(op) not in COMBINERS:
+        return None
+    a, b = op.operands
+    other = b if a is acc else a if b is acc else None
+    if other is None or _depends_on_accumulators(other, s):
+        return None
+    return op, other
+
+
+def _depends_on_accumulators(value: SSAValue, s: StructuredOp) -> bool:
+    accs = set(s.payload.args[len(s.inputs) :])
+    stack, seen = [value], set()
+    while stack:
+        v = stack.pop()
+        if v in accs:
+            return True
+        if v in seen or not isinstance(v.owner, Operation):
+            continue
+        seen.add(v)
+        stack.extend(v.owner.operands)
+    return False
+
+
+def _eval_reduction(
+    s: StructuredOp,
+    ins: list[np.ndarray],
+    inits: list[np.ndarray],
+    env: Env,
+    index: list[np.ndarray],
+) -> list[np.ndarray]:
+    combiners = [_combiner(s, i) for i in range(len(s.outputs))]
+    if any(c is None for c in combiners):
+        return _eval_reduction_loop(s, ins, inits, env, index)
+    axes = s.reduction_dims
+    results = []
+    for init, comb in zip(inits, combiners, strict=True):
+        assert comb is not None
+        op, x = comb
+        if (partial := _einsum_contraction(s, op, x, ins)) is None:
+            contrib = _eval_value(x, s, ins, inits, env, index)
+            full = np.broadcast_shapes(contrib.shape, tuple(s.loop_ranges))
+            partial = COMBINERS[type(op)].reduce(
+                np.broadcast_to(contrib, full), axis=axes, keepdims=True
+            )
+        with np.errstate(all="ignore"):
+            results.append(COMBINERS[type(op)](init, partial))
+    return results
+
+
+def _eval_value(
+    x: SSAValue,
+    s: StructuredOp,
+    ins: list[np.ndarray],
+    inits: list[np.ndarray],
+    env: Env,
+    index: list[np.ndarray],
+) -> np.ndarray:
+    """Evaluate payload value `x` over the full loop space."""
+    local: Env = dict(env)
+    for arg, value in zip(s.payload.args, ins + inits, strict=True):
+        local[arg] = value
+    for op in s.payload.ops:
+        if x in local:
+            break
+        if isinstance(op, linalg.IndexOp):
+            local[op.result] = index[op.dim.value.data]
+        elif not isinstance(op, linalg.YieldOp):
+            eval_scalar_op(op, local)
+    return local[x]
+
+
+def _einsum_contraction(
+    s: StructuredOp, comb: Operation, x: SSAValue, ins: list[np.ndarray]
+) -> np.ndarray | None:
+    """`sum(a * b)` over two input elements: evaluate with einsum, unmaterialised."""
+    mul = x.owner
+    if not (isinstance(comb, arith.AddfOp) and isinstance(mul, arith.MulfOp)):
+        return None
+    args = list(s.payload.args[: len(s.inputs)])
+    if not all(o in args for o in mul.operands):
+        return None
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    positions = [args.index(o) for o in mul.operands]
+    dims = [s.operand_dims(i) for i in positions]
+    present = set(dims[0]) | set(dims[1])
+    if any(d not in present for d in s.parallel_dims):
+        return None
+    specs = ["".join(letters[d] for d in ds) for ds in dims]
+    keep = "".join(letters[d] for d in s.parallel_dims)
+    arrays = [ins[i].reshape([ins[i].shape[d] for d in sorted(ds)]) for i, ds in zip(positions, dims, strict=True)]
+    specs = ["".join(letters[d] for d in sorted(ds)) for ds in dims]
+    out = np.einsum(f"{specs[0]},{specs[1]}->{keep}", *arrays, optimize=True)
+    shape = [1 if it == REDUCTION else r for r, it in zip(s.loop_ranges, s.iterators, strict=True)]
+    return out.reshape(shape)
+
+
+def _eval_reduction_loop(
+    s: StructuredOp,
+    ins: list[np.ndarray],
+    inits: list[np.ndarray],
+    env: Env,
+    index: list[np.ndarray],
+) -> list[np.ndarray]:
+    """General reductions: iterate over reduction indices, vectorised otherwise."""
+    red = s.reduction_dims
+    par_shape = [1 if d in red else r for d, r in enumerate(s.loop_ranges)]
+    accs = [np.broadcast_to(a, par_shape).copy() for a in inits]
+    for point in itertools.product(*(range(s.loop_ranges[d]) for d in red)):
+        sl = [slice(None)] * s.num_loops
+        for d, k in zip(red, point, strict=True):
+            sl[d] = slice(k, k + 1)
+        args = [a[tuple(sl)] if a.ndim else a for a in _pick(ins, sl)]
+        idx = [ix[tuple(sl)] for ix in index]
+        accs = eval_payload(s.payload, args + accs, env, idx)
+    return accs
+
+
+def _pick(arrays: list[np.ndarray], sl: list[slice]) -> list[np.ndarray]:
+    out = []
+    for a in arrays:
+        view = tuple(s if a.shape[d] != 1 else slice(None) for d, s in enumerate(sl))
+        out.append(a[view])
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Tensor, scf, func and tilefuse ops
+# ---------------------------------------------------------------------------
+
+
+def _static_or_dynamic(static: Sequence[int], dynamic: Sequence[SSAValue], env: Env) -> list[int]:
+    dyn = iter(dynamic)
+    return [int(env[next(dyn)]) if v == -(2**63) else v for v in static]
+
+
+def _slice_spec(op: tensor.ExtractSliceOp | tensor.InsertSliceOp, env: Env) -> tuple[slice, ...]:
+    offsets = _static_or_dynamic(op.static_offsets.get_values(), op.offsets, env)
+    sizes = _static_or_dynamic(op.static_sizes.get_values(), op.sizes, env)
+    strides = _static_or_dynamic(op.static_strides.get_values(), op.strides, env)
+    return tuple(
+        slice(o, o + sz * st, st) for o, sz, st in zip(offsets, sizes, strides, strict=True)
+    )
+
+
+def _result_shape(op: Operation) -> tuple[int, ...]:
+    t = op.results[0].type
+    assert isinstance(t, TensorType)
+    return tuple(t.get_shape())
+
+
+def eval_op(op: Operation, env: Env) -> list[np.ndarray] | None:
+    """Evaluate one op; returns the values of a terminator, else None."""
+    if (s := as_structured(op)) is not None:
+        results = eval_structured(s, env)
+        for r, v in zip(op.results, results, strict=True):
+            env[r] = v
+    elif isinstance(op, tensor.EmptyOp):
+        env[op.tensor] = np.full(_result_shape(op), np.nan)
+    elif isinstance(op, tensor.ExtractSliceOp):
+        src = env[op.source][_slice_spec(op, env)]
+        env[op.result] = src.reshape(_result_shape(op)).copy()
+    elif isinstance(op, tensor.InsertSliceOp):
+        dest = env[op.dest].copy()
+        view = _slice_spec(op, env)
+        dest[view] = env[op.source].reshape(dest[view].shape)
+        env[op.result] = dest
+    elif isinstance(op, scf.ForOp):
+        _eval_for(op, env)
+    elif isinstance(op, tf.GroupOp):
+        results = eval_block(op.entry, [env[v] for v in op.inputs], {})
+        for r, v in zip(op.results, results, strict=True):
+            env[r] = v
+    elif isinstance(op, func.ReturnOp | scf.YieldOp | tf.YieldOp):
+        return [env[v] for v in op.operands]
+    elif isinstance(op, func.CallOp):
+        callee = _lookup(op, op.callee.root_reference.data)
+        results = eval_block(callee.body.block, [env[v] for v in op.arguments], {})
+        for r, v in zip(op.results, results, strict=True):
+            env[r] = v
+    elif op.dialect_name() in ("arith", "math"):
+        eval_scalar_op(op, env)
+    else:
+        raise CompileError.at(op, "is not supported by the reference evaluator")
+    return None
+
+
+def _eval_for(op: scf.ForOp, env: Env) -> None:
+    lb, ub, step = (int(env[v]) for v in (op.lb, op.ub, op.step))
+    carried = [env[v] for v in op.iter_args]
+    for i in range(lb, ub, step):
+        carried = eval_block(op.body.block, [np.asarray(i), *carried], env)
+    for r, v in zip(op.results, carried, strict=True):
+        env[r] = v
+
+
+def _lookup(op: Operation, name: str) -> func.FuncOp:
+    module = op.get_toplevel_object()
+    for f in module.walk():
+        if isinstance(f, func.FuncOp) and f.sym_name.data == name:
+            return f
+    raise CompileError.at(op, f"calls @{name}, which does not exist")
+
+
+def eval_block(block: Block, args: Sequence[np.ndarray], outer: Env) -> list[np.ndarray]:
+    """Run a block with the given argument values; returns its terminator's values."""
+    env: Env = dict(outer)
+    for arg, value in zip(block.args, args, strict=True):
+        env[arg] = value
+    for op in block.ops:
+        if (results := eval_op(op, env)) is not None:
+            return results
+    return []
+
+
+# ---------------------------------------------------------------------------
+# Entry points
+# ---------------------------------------------------------------------------
+
+
+def entry_function(module: ModuleOp, name: str | None = None) -> func.FuncOp:
+    """The function to run: `name`, or the module's only (or last) public function."""
+    funcs = [op for op in module.ops if isinstance(op, func.FuncOp)]
+    if name is not None:
+        funcs = [f for f in funcs if f.sym_name.data == name]
+        if not funcs:
+            raise CompileError(f"the module has no function named @{name}")
+    if not funcs:
+        raise CompileError("the module has no func.func to run")
+    return funcs[-1]
+
+
+def evaluate(
+    module: ModuleOp, inputs: Sequence[np.ndarray], name: str | None = None
+) -> list[np.ndarray]:
+    """Run the entry function on `inputs`; results come back in their IR dtypes."""
+    f = entry_function(module, name)
+    arg_types = f.function_type.inputs.data
+    if len(inputs) != len(arg_types):
+        raise CompileError(
+            f"@{f.sym_name.data} takes {len(arg_types)} arguments, got {len(inputs)}"
+        )
+    args = []
+    for i, (x, t) in enumerate(zip(inputs, arg_types, strict=True)):
+        expected = tuple(t.get_shape()) if isinstance(t, TensorType) else ()
+        if tuple(np.shape(x)) != expected:
+            raise CompileError(f"argument {i} has shape {np.shape(x)}, expected {expected}")
+        args.append(round_to(np.asarray(x, np.float64), element_type(t)))
+    results = eval_block(f.body.block, args, {})
+    out_types = f.function_type.outputs.data
+    return [
+        np.asarray(r).astype(numpy_dtype(element_type(t)))
+        for r, t in zip(results, out_types, strict=True)
+    ]

@@ -1,0 +1,162 @@
+"""
+One view of every linalg op: a loop nest, indexing maps and a scalar payload.
+
+Upstream linalg spells the same thing many ways (`generic`, `matmul`, `fill`,
+`reduce`, `broadcast`, `transpose`, named elementwise ops). Everything after
+parsing (the evaluator, the cost model, tiling, code generation) reasons about
+the one form below, built by `as_structured(op)`:
+
+- `loop_ranges[d]`: the trip count of loop `d`,
+- `iterators[d]`: "parallel" or "reduction",
+- `maps[i]`: the affine map from loops to operand `i`'s indices (inputs first,
+  then outputs; a scalar input has a map with no results),
+- `payload`: the block computing one element; its arguments are the input
+  elements then the output (accumulator) elements, it ends in `linalg.yield`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.dialects.linalg import abstract_ops
+from xdsl.dialects.linalg import ops as linalg
+from xdsl.dialects.builtin import ShapedType, TensorType
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir.affine import AffineDimExpr, AffineMap
+
+from tilefuse.diagnostics import CompileError
+
+PARALLEL = "parallel"
+REDUCTION = "reduction"
+
+
+@dataclass(frozen=True)
+class StructuredOp:
+    """A linalg op seen as a perfectly nested loop over a scalar payload."""
+
+    op: Operation
+    inputs: tuple[SSAValue, ...]
+    outputs: tuple[SSAValue, ...]
+    maps: tuple[AffineMap, ...]
+    iterators: tuple[str, ...]
+    payload: Block
+    loop_ranges: tuple[int, ...]
+
+    @property
+    def num_loops(self) -> int:
+        return len(self.iterators)
+
+    @property
+    def operands(self) -> tuple[SSAValue, ...]:
+        return self.inputs + self.outputs
+
+    @property
+    def input_maps(self) -> tuple[AffineMap, ...]:
+        return self.maps[: len(self.inputs)]
+
+    @property
+    def output_maps(self) -> tuple[AffineMap, ...]:
+        return self.maps[len(self.inputs) :]
+
+    @property
+    def reduction_dims(self) -> tuple[int, ...]:
+        return tuple(d for d, it in enumerate(self.iterators) if it == REDUCTION)
+
+    @property
+    def parallel_dims(self) -> tuple[int, ...]:
+        return tuple(d for d, it in enumerate(self.iterators) if it == PARALLEL)
+
+    def operand_dims(self, index: int) -> tuple[int, ...]:
+        """The loop dim read by each index of operand `index` (projected maps)."""
+        return map_dims(self.maps[index])
+
+
+def map_dims(amap: AffineMap) -> tuple[int, ...]:
+    """Loop dims of a projected-permutation map's results, in result order."""
+    dims = []
+    for expr in amap.results:
+        if not isinstance(expr, AffineDimExpr):
+            raise ValueError(f"indexing map {amap} is not a projected permutation")
+        dims.append(expr.position)
+    return tuple(dims)
+
+
+def shape_of(value: SSAValue) -> tuple[int, ...]:
+    """Static shape of a tensor value; () for a scalar."""
+    t = value.type
+    if isinstance(t, ShapedType):
+        return tuple(t.get_shape())
+    return ()
+
+
+def element_type(t: Attribute) -> Attribute:
+    """Element type of a tensor type; the type itself for a scalar."""
+    return t.get_element_type() if isinstance(t, TensorType) else t
+
+
+def as_structured(op: Operation) -> StructuredOp | None:
+    """The structured view of a linalg op; None for any other op."""
+    if isinstance(op, linalg.ReduceOp):
+        return _reduce(op)
+    if isinstance(op, linalg.BroadcastOp):
+        return _broadcast(op)
+    if not isinstance(op, abstract_ops.LinalgStructuredOperation):
+        return None
+    block = op.body.block
+    maps = tuple(m.data for m in op.get_indexing_maps())
+    iterators = tuple(str(it.data) for it in op.get_iterator_types())
+    return _build(op, tuple(op.inputs), tuple(op.outputs), maps, iterators, block)
+
+
+def _reduce(op: linalg.ReduceOp) -> StructuredOp:
+    rank = len(shape_of(op.input))
+    reduced = set(op.dimensions.get_values())
+    kept = [d for d in range(rank) if d not in reduced]
+    maps = (AffineMap.identity(rank), _projection(rank, kept))
+    iterators = tuple(REDUCTION if d in reduced else PARALLEL for d in range(rank))
+    return _build(op, (op.input,), (op.init,), maps, iterators, op.region.block)
+
+
+def _broadcast(op: linalg.BroadcastOp) -> StructuredOp:
+    rank = len(shape_of(op.init))
+    added = set(op.dimensions.get_values())
+    kept = [d for d in range(rank) if d not in added]
+    maps = (_projection(rank, kept), AffineMap.identity(rank))
+    return _build(
+        op, (op.input,), (op.init,), maps, (PARALLEL,) * rank, op.hidden_region.block
+    )
+
+
+def _projection(rank: int, dims: Sequence[int]) -> AffineMap:
+    return AffineMap(rank, 0, tuple(AffineDimExpr(d) for d in dims))
+
+
+def _build(
+    op: Operation,
+    inputs: tuple[SSAValue, ...],
+    outputs: tuple[SSAValue, ...],
+    maps: tuple[AffineMap, ...],
+    iterators: tuple[str, ...],
+    payload: Block,
+) -> StructuredOp:
+    ranges: list[int | None] = [None] * len(iterators)
+    for value, amap in zip(inputs + outputs, maps, strict=True):
+        try:
+            dims = map_dims(amap)
+        except ValueError as e:
+            raise CompileError.at(op, f"has an unsupported {e}") from e
+        for size, d in zip(shape_of(value), dims, strict=True):
+            if ranges[d] is not None and ranges[d] != size:
+                raise CompileError.at(
+                    op, f"gives loop d{d} two sizes ({ranges[d]} and {size})"
+                )
+            ranges[d] = size
+    for amap in maps[len(inputs) :]:
+        if any(iterators[d] == REDUCTION for d in map_dims(amap)):
+            raise CompileError.at(op, "indexes an output with a reduction loop")
+    if any(r is None for r in ranges):
+        raise CompileError.at(op, "has a loop that no operand's shape bounds")
+    return StructuredOp(
+        op, inputs, outputs, maps, iterators, payload, tuple(r or 0 for r in ranges)
+    )

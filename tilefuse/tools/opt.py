@@ -1,0 +1,136 @@
+"""
+`tilefuse-opt`: the optimizer driver, built on xDSL's `xDSLOptMain`.
+
+It adds to xdsl-opt: the dialects and passes of tilefuse only, source locations
+on every op, MLIR's `// -----// IR Dump After <pass> //----- //` dumps
+(`--print-ir-after-all`), re-specialisation of a program's sizes and element
+type (`--set-dim N=8192`, `--set-dtype bf16`), and user errors printed as
+`file:line:col: error: ...` with exit status 1 instead of a traceback
+(`--debug` shows the traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import IO
+
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass, PassPipeline
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import DiagnosticException, ParseError, PassFailedException
+from xdsl.xdsl_opt_main import xDSLOptMain
+
+from tilefuse.diagnostics import CompileError
+from tilefuse.frontend import parse_module, verify
+from tilefuse.passes import get_all_passes
+from tilefuse.specialize import SpecializeError, specialize
+from tilefuse.universe import register_dialects
+
+
+class TilefuseOptMain(xDSLOptMain):
+    """The `tilefuse-opt` command line tool."""
+
+    def register_all_dialects(self) -> None:
+        register_dialects(self.ctx)
+
+    def register_all_passes(self) -> None:
+        for name, factory in get_all_passes().items():
+            self.register_pass(name, factory)
+
+    def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
+        super().register_all_arguments(arg_parser)
+        arg_parser.add_argument(
+            "--set-dim",
+            action="append",
+            default=[],
+            metavar="NAME=SIZE",
+            help="re-specialise a dimension declared in the tilefuse.dims header",
+        )
+        arg_parser.add_argument(
+            "--set-dtype",
+            default=None,
+            metavar="TYPE",
+            help="replace the storage type declared in the tilefuse.dtype header",
+        )
+        arg_parser.add_argument(
+            "--print-ir-after-all",
+            action="store_true",
+            help="print the IR after every pass, with MLIR's dump header (to stderr)",
+        )
+        arg_parser.add_argument(
+            "--debug", action="store_true", help="show Python tracebacks on errors"
+        )
+
+    def setup_pipeline(self) -> None:
+        def callback(
+            previous: ModulePass | None, module: ModuleOp, next_pass: ModulePass | None
+        ) -> None:
+            if not self.args.disable_verify:
+                verify(module)
+            if previous is not None and self.args.print_ir_after_all:
+                dump_ir(previous.name, module, sys.stderr)
+
+        self.pipeline = PassPipeline.parse_spec(
+            self.available_passes, self.args.passes, callback
+        )
+
+    def parse_chunk(
+        self, chunk: IO[bytes], file_extension: str, start_offset: int = 0
+    ) -> ModuleOp | None:
+        text = chunk.read().decode()
+        dims = parse_dim_options(self.args.set_dim)
+        text = specialize(text, dims, self.args.set_dtype)
+        return parse_module(self.ctx, text, self.get_input_name(), start_offset)
+
+
+def parse_dim_options(options: Sequence[str]) -> dict[str, int]:
+    """`["N=8192", "M=16"]` -> `{"N": 8192, "M": 16}`."""
+    dims = {}
+    for item in options:
+        name, _, value = item.partition("=")
+        if not value.isdigit():
+            raise SpecializeError(f"--set-dim expects NAME=SIZE, got '{item}'.")
+        dims[name] = int(value)
+    return dims
+
+
+def dump_ir(pass_name: str, module: ModuleOp, stream: IO[str]) -> None:
+    """Print `module` under MLIR's dump header for `pass_name`."""
+    print(f"// -----// IR Dump After {pass_name} //----- //", file=stream)
+    Printer(stream=stream).print_op(module)
+    print("\n", file=stream)
+
+
+def run_reporting_errors(main: type[xDSLOptMain], argv: Sequence[str] | None) -> int:
+    """Run an xDSL-style tool; user errors become one message and exit status 1."""
+    debug = "--debug" in (argv if argv is not None else sys.argv)
+    try:
+        try:
+            tool = main(args=argv)
+        except ValueError as e:  # unknown pass or target, bad pass options
+            raise CompileError(str(e)) from e
+        tool.run()
+    except (CompileError, SpecializeError) as e:
+        if debug:
+            raise
+        print(e, file=sys.stderr)
+        return 1
+    except (ParseError, DiagnosticException, PassFailedException) as e:
+        if debug:
+            raise
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except FileNotFoundError as e:
+        print(f"error: cannot open '{e.filename}': {e.strerror}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_reporting_errors(TilefuseOptMain, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,30 @@
+"""The dialects tilefuse reads and writes, registered in one place."""
+
+from __future__ import annotations
+
+from xdsl.context import Context
+from xdsl.dialects.arith import Arith
+from xdsl.dialects.builtin import Builtin
+from xdsl.dialects.func import Func
+from xdsl.dialects.linalg import Linalg
+from xdsl.dialects.math import Math
+from xdsl.dialects.scf import Scf
+from xdsl.dialects.tensor import Tensor
+
+from tilefuse.dialects.tilefuse import Tilefuse
+
+DIALECTS = (Builtin, Func, Arith, Math, Linalg, Tensor, Scf, Tilefuse)
+
+
+def register_dialects(ctx: Context) -> None:
+    """Make every dialect tilefuse understands known to `ctx`."""
+    for dialect in DIALECTS:
+        if ctx.get_optional_dialect(dialect.name) is None:
+            ctx.load_dialect(dialect)
+
+
+def make_context() -> Context:
+    """A fresh context with tilefuse's dialects loaded."""
+    ctx = Context()
+    register_dialects(ctx)
+    return ctx
