@@ -43,7 +43,7 @@ class GroupOp(IRDLOperation):
       %s = linalg.add ins(%a, %b : tensor<4xf32>, tensor<4xf32>)
              outs(%a : tensor<4xf32>) -> tensor<4xf32>
       tilefuse.yield %s : tensor<4xf32>
-    } -> tensor<4xf32>
+    } -> (tensor<4xf32>)
     ```
     """
 
@@ -59,7 +59,7 @@ class GroupOp(IRDLOperation):
 
     assembly_format = (
         "$sym_name `ins` `(` $inputs `:` type($inputs) `)` "
-        "(`reason` $reason^)? attr-dict-with-keyword $body `->` type($outputs)"
+        "(`reason` $reason^)? attr-dict-with-keyword $body `->` `(` type($outputs) `)`"
     )
 
     def __init__(

@@ -1,0 +1,32 @@
+// Bad input gives one located message, exit status 1, and no traceback.
+
+// RUN: not tilefuse-opt %S/Inputs/malformed.mlir 2>&1 | filecheck %s --check-prefix=MALFORMED
+// MALFORMED: malformed.mlir:2:23: error: {{.*}}
+// MALFORMED-NOT: Traceback
+
+// RUN: not tilefuse-opt %S/Inputs/unknown_op.mlir 2>&1 | filecheck %s --check-prefix=UNKNOWN
+// UNKNOWN: unknown_op.mlir:2:16: error: Operation foo.bar is not registered
+// UNKNOWN-NEXT: %y = foo.bar %x : tensor<4xf32>
+// UNKNOWN-NOT: Traceback
+
+// RUN: not tilefuse-opt %S/Inputs/type_mismatch.mlir 2>&1 | filecheck %s --check-prefix=TYPE
+// TYPE: type_mismatch.mlir:3:129: error: operand is used with type tensor<5xf32>, but has been previously used or defined with type tensor<4xf32>
+
+// RUN: not tilefuse-opt %S/Inputs/shape_mismatch.mlir -p linalg-generalize 2>&1 | filecheck %s --check-prefix=SHAPE
+// SHAPE: shape_mismatch.mlir:3:3: error: 'linalg.generic' op {{.*}}
+// SHAPE-NOT: Traceback
+
+// RUN: not tilefuse-opt %S/Inputs/return_mismatch.mlir 2>&1 | filecheck %s --check-prefix=RETURN
+// RETURN: return_mismatch.mlir:2:3: error: 'func.return' op {{.*}}
+
+// RUN: not tilefuse-opt %S/Inputs/does_not_exist.mlir 2>&1 | filecheck %s --check-prefix=MISSING
+// MISSING: error: cannot open '{{.*}}does_not_exist.mlir': No such file or directory
+
+// RUN: not tilefuse-opt %S/Inputs/malformed.mlir -p no-such-pass 2>&1 | filecheck %s --check-prefix=PASS
+// PASS: error: Unrecognized passes: ['no-such-pass']
+
+// RUN: not tilefuse-opt %S/Inputs/unknown_op.mlir --debug 2>&1 | filecheck %s --check-prefix=DEBUG
+// DEBUG: Traceback
+
+// RUN: not tilefuse-opt %S/Inputs/missing_function.mlir 2>&1 | filecheck %s --check-prefix=CALL
+// CALL: missing_function.mlir:2:3: error: 'func.call' op '@g' could not be found in symbol table
