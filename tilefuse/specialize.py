@@ -126,7 +126,7 @@ def _retype(text: str, old: str, new: str) -> str:
         return f"{_to_bits_hex(v, new)}{m.group(2)}{new}"
 
     text = HEX_RE.sub(hex_const, text)
-    text = re.sub(rf"(?<![\w.]){old}(?!\w)", new, text)
+    text = re.sub(rf"(?:(?<=\dx)|(?<![\w.])){old}(?!\w)", new, text)
     return DTYPE_RE.sub(f"// tilefuse.dtype: {new}", text, count=1)
 
 

@@ -1,0 +1,67 @@
+"""
+Loading programs and making inputs for them: what the tools and tests share.
+
+```python
+module = load_program("samples/softmax.mlir", dims={"N": 8192}, dtype="bf16")
+inputs = random_inputs(module, seed=0)
+```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp, TensorType
+
+from tilefuse.frontend import parse_module
+from tilefuse.reference import entry_function, numpy_dtype, round_to
+from tilefuse.specialize import specialize
+from tilefuse.structured import element_type
+from tilefuse.universe import make_context
+
+
+def load_program(
+    source: str | Path,
+    dims: Mapping[str, int] | None = None,
+    dtype: str | None = None,
+) -> ModuleOp:
+    """Parse a program from a path or MLIR text, re-specialised if asked."""
+    if isinstance(source, Path) or (isinstance(source, str) and source.endswith(".mlir")):
+        path = Path(source)
+        text, name = path.read_text(), str(path)
+    else:
+        text, name = source, "<input>"
+    text = specialize(text, dict(dims or {}), dtype)
+    return parse_module(make_context(), text, name)
+
+
+def random_inputs(module: ModuleOp, seed: int = 0, name: str | None = None) -> list[np.ndarray]:
+    """Standard-normal inputs for the entry function, rounded to each argument's type."""
+    rng = np.random.default_rng(seed)
+    f = entry_function(module, name)
+    inputs = []
+    for t in f.function_type.inputs.data:
+        shape = tuple(t.get_shape()) if isinstance(t, TensorType) else ()
+        et = element_type(t)
+        x = round_to(rng.standard_normal(shape), et)
+        inputs.append(np.asarray(x).astype(numpy_dtype(et)))
+    return inputs
+
+
+def relative_error(out: np.ndarray, ref: np.ndarray) -> float:
+    """‖out − ref‖ / ‖ref‖ in float64; inf if `out` has a NaN where `ref` has none."""
+    out64, ref64 = np.asarray(out, np.float64), np.asarray(ref, np.float64)
+    if np.isnan(out64).any() and not np.isnan(ref64).any():
+        return float("inf")
+    denom = float(np.linalg.norm(ref64)) or 1.0
+    return float(np.linalg.norm(out64 - ref64)) / denom
+
+
+TOLERANCE = {"f64": 1e-12, "f32": 1e-5, "f16": 2e-3, "bf16": 1.6e-2}
+
+
+def tolerance(dtype: str) -> float:
+    """Relative-error budget for results stored in `dtype`."""
+    return TOLERANCE.get(dtype, 1e-5)
