@@ -366,9 +366,7 @@ def _eval_reduction_loop(
         sl = [slice(None)] * s.num_loops
         for d, k in zip(red, point, strict=True):
             sl[d] = slice(k, k + 1)
-        args = [a[tuple(sl)] if a.ndim else a for a in _pick(ins, sl)]
-        idx = [ix[tuple(sl)] for ix in index]
-        accs = eval_payload(s.payload, args + accs, env, idx)
+        accs = eval_payload(s.payload, _pick(ins, sl) + accs, env, _pick(index, sl))
     return accs
 
 
