@@ -100,7 +100,9 @@ def format_bytes(nbytes: float) -> str:
     return _format_scaled(nbytes, _BYTE_UNITS, "B")
 
 
-def _format_scaled(value: float, units: tuple[tuple[str, float], ...], zero: str) -> str:
+def _format_scaled(
+    value: float, units: tuple[tuple[str, float], ...], zero: str
+) -> str:
     """`value` in the largest unit that shows it as at least 1 after rounding."""
     if value == 0 or not math.isfinite(value):
         return f"{value:g} {zero}"

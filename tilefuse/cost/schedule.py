@@ -21,6 +21,7 @@ from collections import OrderedDict
 from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
 
+
 @dataclass(frozen=True)
 class TileAccess:
     """One read of one operand tile."""

@@ -17,10 +17,10 @@ H200 SXM entries:
   large bf16 cuBLAS GEMM on random data. It is the default because the cost
   model exists to predict times on that machine, and these are the rates a
   kernel can actually reach there: datasheet peaks would predict ~11% less time
-  than a memory-bound kernel can take and ~21% less than a compute-bound one,
-  and would place the bf16 ridge point at 206 instead of ~184 FLOP/B. Its launch overhead is
-  the measured cost of launching a Triton kernel from Python, which is how
-  tilefuse runs its kernels.
+  than a memory-bound kernel takes and ~21% less than a compute-bound one, and
+  would put the bf16 ridge point at 206 instead of ~184 FLOP/B. Its launch
+  overhead (18 us) is the measured cost of launching a Triton kernel from
+  Python, which is how tilefuse runs its kernels.
 
 The other targets are datasheet targets and use a nominal 4 us launch overhead.
 
@@ -32,8 +32,9 @@ fields (overridden peak-rate tables are merged key by key into the base's).
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -123,7 +124,10 @@ class Target:
     l2_bytes: int
     """L2 cache size, in bytes."""
     peak_tensor_flops: Mapping[str, float] = field(hash=False)
-    """Dense tensor-core FLOP/s per input dtype."""
+    """
+    Dense tensor-core FLOP/s per input dtype. "f32" is the TF32 rate, since
+    Triton runs an f32 `tl.dot` as TF32 by default.
+    """
     peak_simt_flops: Mapping[str, float] = field(hash=False)
     """CUDA-core FLOP/s per dtype, an FMA counted as two FLOPs."""
     launch_overhead: float
@@ -181,7 +185,7 @@ def _check_rate_table(name: str, table: object) -> None:
     if not isinstance(table, Mapping):
         raise TargetError(f"field '{name}' must map dtype names to FLOP/s.")
     for dtype, rate in table.items():
-        if not isinstance(dtype, str) or not _is_positive_number(rate):
+        if not isinstance(dtype, str) or not (_is_number(rate) and rate > 0):
             raise TargetError(
                 f"field '{name}' must map dtype names to positive FLOP/s, "
                 f"not {dtype!r}: {rate!r}."
@@ -192,7 +196,7 @@ def _check_capability(value: object) -> tuple[int, int]:
     if (
         isinstance(value, (tuple, list))
         and len(value) == 2
-        and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+        and all(_is_int(v) and v >= 0 for v in value)
     ):
         return (value[0], value[1])
     raise TargetError(
@@ -203,20 +207,23 @@ def _check_capability(value: object) -> tuple[int, int]:
 def _check_scalars(target: Target) -> None:
     for name in _POSITIVE_INT_FIELDS:
         value = getattr(target, name)
-        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-            raise TargetError(f"field '{name}' must be a positive integer, not {value!r}.")
+        if not (_is_int(value) and value > 0):
+            raise TargetError(
+                f"field '{name}' must be a positive integer, not {value!r}."
+            )
     reserved = target.smem_reserved_per_block
-    if not isinstance(reserved, int) or isinstance(reserved, bool) or reserved < 0:
+    if not (_is_int(reserved) and reserved >= 0):
         raise TargetError(
             f"field 'smem_reserved_per_block' must be a non-negative integer, "
             f"not {reserved!r}."
         )
-    if not _is_positive_number(target.hbm_bandwidth):
+    bandwidth = target.hbm_bandwidth
+    if not (_is_number(bandwidth) and bandwidth > 0):
         raise TargetError(
-            f"field 'hbm_bandwidth' must be a positive number, not {target.hbm_bandwidth!r}."
+            f"field 'hbm_bandwidth' must be a positive number, not {bandwidth!r}."
         )
     overhead = target.launch_overhead
-    if not (_is_positive_number(overhead) or overhead == 0):
+    if not (_is_number(overhead) and overhead >= 0):
         raise TargetError(
             f"field 'launch_overhead' must be a non-negative number, not {overhead!r}."
         )
@@ -225,18 +232,26 @@ def _check_scalars(target: Target) -> None:
             raise TargetError(f"field '{name}' must be a string.")
 
 
-def _is_positive_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
-KB = 1024
-MB = 1024 * 1024
-TERA = 1e12
+def _is_number(value: object) -> bool:
+    """A finite int or float, not a bool."""
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+    )
+
+
+_KB = 1024
+_MB = 1024 * 1024
 
 # Per-SM limits shared by compute capabilities 7.0, 8.0 and 9.0, from the CUDA
 # C++ Programming Guide, "Technical Specifications per Compute Capability".
 _CUDA_LIMITS: dict[str, int] = {
-    "regs_per_sm": 64 * KB,  # 64K 32-bit registers per SM
+    "regs_per_sm": 64 * _KB,  # 64K 32-bit registers per SM
     "max_regs_per_thread": 255,
     "max_threads_per_block": 1024,
     "max_threads_per_sm": 2048,
@@ -253,75 +268,77 @@ _NOMINAL_LAUNCH = 4e-6
 V100 = Target(
     name="v100",
     sm_count=80,  # V100 SXM2, Volta whitepaper
-    smem_per_sm=96 * KB,  # CUDA guide, cc 7.0: up to 96 KB per SM
-    smem_per_block=96 * KB,  # CUDA guide, cc 7.0: 96 KB per block (opt-in)
+    smem_per_sm=96 * _KB,  # CUDA guide, cc 7.0: up to 96 KB per SM
+    smem_per_block=96 * _KB,  # CUDA guide, cc 7.0: 96 KB per block (opt-in)
     **_CUDA_LIMITS,
     hbm_bandwidth=900e9,  # V100 SXM2 datasheet: 900 GB/s HBM2
-    l2_bytes=6 * MB,  # Volta whitepaper: 6144 KB L2
+    l2_bytes=6 * _MB,  # Volta whitepaper: 6144 KB L2
     peak_tensor_flops={
-        "f16": 125 * TERA,  # V100 SXM2 datasheet: 125 TFLOPS tensor
+        "f16": 125e12,  # V100 SXM2 datasheet: 125 TFLOPS tensor
     },
     peak_simt_flops={
-        "f64": 7.8 * TERA,  # V100 SXM2 datasheet
-        "f32": 15.7 * TERA,  # V100 SXM2 datasheet
-        "f16": 31.4 * TERA,  # twice f32 through half2 FMA (Volta whitepaper)
+        "f64": 7.8e12,  # V100 SXM2 datasheet
+        "f32": 15.7e12,  # V100 SXM2 datasheet
+        "f16": 31.4e12,  # twice f32 through half2 FMA (Volta whitepaper)
     },
     launch_overhead=_NOMINAL_LAUNCH,
     compute_capability=(7, 0),
     source="NVIDIA V100 SXM2 datasheet and Volta whitepaper; CUDA C++ Programming Guide",
     smem_reserved_per_block=0,  # the 1 KB system reservation starts at cc 8.0
 )
+"""NVIDIA V100 SXM2 (Volta), datasheet numbers."""
 
 A100 = Target(
     name="a100",
     sm_count=108,  # A100 whitepaper
-    smem_per_sm=164 * KB,  # CUDA guide, cc 8.0: 164 KB per SM
-    smem_per_block=163 * KB,  # CUDA guide, cc 8.0: 163 KB per block (opt-in)
+    smem_per_sm=164 * _KB,  # CUDA guide, cc 8.0: 164 KB per SM
+    smem_per_block=163 * _KB,  # CUDA guide, cc 8.0: 163 KB per block (opt-in)
     **_CUDA_LIMITS,
     hbm_bandwidth=2039e9,  # A100 80GB SXM datasheet: 2,039 GB/s HBM2e
-    l2_bytes=40 * MB,  # A100 whitepaper: 40 MB L2
+    l2_bytes=40 * _MB,  # A100 whitepaper: 40 MB L2
     peak_tensor_flops={
-        "tf32": 156 * TERA,  # A100 datasheet, dense
+        "tf32": 156e12,  # A100 datasheet, dense
         # Triton runs an f32 tl.dot as TF32 by default (input_precision="tf32").
-        "f32": 156 * TERA,
-        "f16": 312 * TERA,  # A100 datasheet, dense
-        "bf16": 312 * TERA,  # A100 datasheet, dense
-        "f64": 19.5 * TERA,  # A100 datasheet, FP64 tensor core
+        "f32": 156e12,
+        "f16": 312e12,  # A100 datasheet, dense
+        "bf16": 312e12,  # A100 datasheet, dense
+        "f64": 19.5e12,  # A100 datasheet, FP64 tensor core
     },
     peak_simt_flops={
-        "f64": 9.7 * TERA,  # A100 datasheet
-        "f32": 19.5 * TERA,  # A100 datasheet
-        "f16": 78 * TERA,  # A100 whitepaper, FP16 non-tensor
-        "bf16": 39 * TERA,  # A100 whitepaper, BF16 non-tensor
+        "f64": 9.7e12,  # A100 datasheet
+        "f32": 19.5e12,  # A100 datasheet
+        "f16": 78e12,  # A100 whitepaper, FP16 non-tensor
+        "bf16": 39e12,  # A100 whitepaper, BF16 non-tensor
     },
     launch_overhead=_NOMINAL_LAUNCH,
     compute_capability=(8, 0),
     source="NVIDIA A100 80GB datasheet and A100 whitepaper; CUDA C++ Programming Guide",
-    smem_reserved_per_block=1 * KB,  # CUDA guide, cc 8.x: 1 KB per block for the system
+    smem_reserved_per_block=_KB,  # CUDA guide, cc 8.x: 1 KB a block for the system
 )
+"""NVIDIA A100 80GB SXM (Ampere), datasheet numbers."""
 
 # The GH100 rates shared by the H100 SXM and H200 SXM (same chip and clocks),
 # from the H100 whitepaper, table 3, H100 SXM5 column (dense); the H200
 # datasheet lists the same rates.
 _GH100_TENSOR: dict[str, float] = {
-    "tf32": 494.7 * TERA,
+    "tf32": 494.7e12,
     # Triton runs an f32 tl.dot as TF32 by default (input_precision="tf32").
-    "f32": 494.7 * TERA,
-    "f16": 989.4 * TERA,
-    "bf16": 989.4 * TERA,
-    "f64": 66.9 * TERA,
+    "f32": 494.7e12,
+    "f16": 989.4e12,
+    "bf16": 989.4e12,
+    "f64": 66.9e12,
 }
 _GH100_SIMT: dict[str, float] = {
-    "f64": 33.5 * TERA,
-    "f32": 66.9 * TERA,
-    "f16": 133.8 * TERA,
-    "bf16": 133.8 * TERA,
+    "f64": 33.5e12,
+    "f32": 66.9e12,
+    "f16": 133.8e12,
+    "bf16": 133.8e12,
 }
 # CUDA guide, cc 9.0: 228 KB per SM, 227 KB per block (opt-in), 1 KB reserved.
 _GH100_SMEM: dict[str, int] = {
-    "smem_per_sm": 228 * KB,
-    "smem_per_block": 227 * KB,
-    "smem_reserved_per_block": 1 * KB,
+    "smem_per_sm": 228 * _KB,
+    "smem_per_block": 227 * _KB,
+    "smem_reserved_per_block": _KB,
 }
 
 H100 = Target(
@@ -330,17 +347,18 @@ H100 = Target(
     **_GH100_SMEM,
     **_CUDA_LIMITS,
     hbm_bandwidth=3.35e12,  # H100 SXM datasheet: 3.35 TB/s HBM3
-    l2_bytes=50 * MB,  # H100 whitepaper: 50 MB L2 on H100 SXM5
+    l2_bytes=50 * _MB,  # H100 whitepaper: 50 MB L2 on H100 SXM5
     peak_tensor_flops=_GH100_TENSOR,
     peak_simt_flops=_GH100_SIMT,
     launch_overhead=_NOMINAL_LAUNCH,
     compute_capability=(9, 0),
     source="NVIDIA H100 SXM datasheet and H100 whitepaper; CUDA C++ Programming Guide",
 )
+"""NVIDIA H100 SXM (Hopper), datasheet numbers."""
 
 # cudaDeviceProp::l2CacheSize read on the lent H200 (62914560 B); the H200
 # datasheet gives no L2 size.
-_H200_L2 = 60 * MB
+_H200_L2 = 60 * _MB
 
 H200_DATASHEET = Target(
     name="h200-datasheet",
@@ -355,6 +373,7 @@ H200_DATASHEET = Target(
     compute_capability=(9, 0),
     source="NVIDIA H200 SXM datasheet, H100 whitepaper rates; CUDA C++ Programming Guide",
 )
+"""NVIDIA H200 SXM (Hopper), datasheet numbers."""
 
 # Measured on the lent H200 through PyTorch and triton.testing.do_bench
 # (2026-11, several machines): a device-to-device copy moved 4.24-4.3 TB/s
@@ -368,17 +387,17 @@ H200 = Target(
     hbm_bandwidth=4.25e12,  # measured copy bandwidth, above
     l2_bytes=_H200_L2,
     peak_tensor_flops={
-        "tf32": 390 * TERA,  # measured, above
-        "f32": 390 * TERA,  # an f32 tl.dot runs as TF32 by default
-        "f16": 780 * TERA,  # bf16's rate: f16 measured the same within noise
-        "bf16": 780 * TERA,  # the middle of the measured bf16 runs
-        "f64": 66.9 * TERA,  # not measured: datasheet
+        "tf32": 390e12,  # measured, above
+        "f32": 390e12,  # an f32 tl.dot runs as TF32 by default
+        "f16": 780e12,  # bf16's rate: f16 measured the same within noise
+        "bf16": 780e12,  # the middle of the measured bf16 runs
+        "f64": 66.9e12,  # not measured: datasheet
     },
     peak_simt_flops={
-        "f64": 33.5 * TERA,  # not measured: datasheet
-        "f32": 51 * TERA,  # measured f32 GEMM with TF32 off
-        "f16": 133.8 * TERA,  # not measured: datasheet
-        "bf16": 133.8 * TERA,  # not measured: datasheet
+        "f64": 33.5e12,  # not measured: datasheet
+        "f32": 51e12,  # measured f32 GEMM with TF32 off
+        "f16": 133.8e12,  # not measured: datasheet
+        "bf16": 133.8e12,  # not measured: datasheet
     },
     # An empty Triton kernel launched back to back from Python took 17.6-19.9 us
     # per launch (an eager PyTorch op 11.9 us, a CUDA-graph replay 0.93 us).
@@ -388,14 +407,13 @@ H200 = Target(
     source="measured on the lent H200 (bandwidth, tensor f32/f16/bf16, SIMT f32, "
     "launch); H200 SXM datasheet for the rest",
 )
+"""NVIDIA H200 SXM with the rates measured on the lent machine: the default."""
 
 _BUILTINS: dict[str, Target] = {
     t.name: t for t in (V100, A100, H100, H200, H200_DATASHEET)
 }
 _FIELD_NAMES = frozenset(f.name for f in fields(Target))
-_REQUIRED_FIELDS = frozenset(
-    f.name for f in fields(Target) if f.name not in ("smem_reserved_per_block",)
-)
+_REQUIRED_FIELDS = frozenset(f.name for f in fields(Target) if f.default is MISSING)
 
 
 def target_names() -> list[str]:
@@ -464,5 +482,7 @@ def _target_fields(data: dict[str, Any], path: Path) -> dict[str, Any]:
     values.update(data)
     missing = sorted(_REQUIRED_FIELDS - values.keys())
     if missing:
-        raise TargetError(f"missing key '{missing[0]}' (and no 'base' to take it from).")
+        raise TargetError(
+            f"missing key '{missing[0]}' (and no 'base' to take it from)."
+        )
     return values
