@@ -37,7 +37,13 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return LinalgGeneralizePass
 
+    def fusion_groups():
+        from tilefuse.passes.fusion_groups import FusionGroupsPass
+
+        return FusionGroupsPass
+
     return {
+        "fusion-groups": fusion_groups,
         "canonicalize": canonicalize,
         "cse": cse,
         "dce": dce,

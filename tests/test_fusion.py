@@ -1,0 +1,185 @@
+"""Per-op cost, fused vs unfused traffic, fusion decisions, and the fusion-groups pass."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tilefuse.cost.fusion import plan_fusion, spilled_bytes
+from tilefuse.cost.opcost import group_cost, op_cost
+from tilefuse.cost.target import get_target
+from tilefuse.dataflow import build_graph
+from tilefuse.passes.fusion_groups import FusionGroupsPass
+from tilefuse.passes.linalg_generalize import LinalgGeneralizePass
+from tilefuse.program import load_program, random_inputs, relative_error
+from tilefuse.reference import entry_function, evaluate
+from tilefuse.universe import make_context
+
+SAMPLES = Path(__file__).parent.parent / "samples"
+NAMES = sorted(p.stem for p in SAMPLES.glob("*.mlir"))
+H200 = get_target("h200")
+
+UNARY = "^bb0(%a: f32, %o: f32):\n  %r = {op} : f32\n  linalg.yield %r : f32\n"
+
+
+def chain_program(n: int, ops: list[str]) -> str:
+    """x -> op_1 -> ... -> op_k over n elements, one linalg.generic per op."""
+    lines = [f"func.func @chain(%x: tensor<{n}xf32>, %y: tensor<{n}xf32>) -> tensor<{n}xf32> {{",
+             f"  %e = tensor.empty() : tensor<{n}xf32>"]  # fmt: skip
+    prev = "%x"
+    maps = "{indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = [\"parallel\"]}"
+    for k, op in enumerate(ops):
+        body = op.replace("X", "%a")
+        lines.append(f"  %v{k} = linalg.generic {maps} ins({prev} : tensor<{n}xf32>) outs(%e : tensor<{n}xf32>) {{")
+        lines.append(f"  ^bb0(%a: f32, %o: f32):\n    %r = {body} : f32\n    linalg.yield %r : f32\n  }} -> tensor<{n}xf32>")
+        prev = f"%v{k}"
+    lines.append(f"  func.return {prev} : tensor<{n}xf32>\n}}")
+    return "\n".join(lines)
+
+
+RELU_ADD_TWO_OPS = """
+func.func @relu_add(%x: tensor<1000xf32>, %y: tensor<1000xf32>) -> tensor<1000xf32> {
+  %e = tensor.empty() : tensor<1000xf32>
+  %zero = arith.constant 0.0 : f32
+  %s = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%x, %y : tensor<1000xf32>, tensor<1000xf32>) outs(%e : tensor<1000xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.addf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<1000xf32>
+  %z = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%s : tensor<1000xf32>) outs(%e : tensor<1000xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.maximumf %a, %zero : f32
+    linalg.yield %r : f32
+  } -> tensor<1000xf32>
+  func.return %z : tensor<1000xf32>
+}
+"""
+
+
+def graph_of(source, **kw):
+    return build_graph(entry_function(load_program(source, **kw)))
+
+
+def test_relu_add_fused_moves_3n_unfused_5n():
+    g = graph_of(RELU_ADD_TWO_OPS)
+    n = 1000 * 4
+    cost = group_cost(g, g.nodes)
+    assert cost.unfused_bytes == 5 * n
+    assert cost.fused_bytes == 3 * n
+    assert cost.flops == 2 * 1000
+    assert [op_cost(node).bytes for node in g.nodes] == [3 * n, 2 * n]
+
+
+@pytest.mark.parametrize("k", [1, 4, 8])
+def test_k_op_chain_is_2k_passes_unfused_and_2_fused(k):
+    g = graph_of(chain_program(512, ["math.exp X"] * k))
+    cost = group_cost(g, g.nodes)
+    assert cost.unfused_bytes == 2 * k * 512 * 4
+    assert cost.fused_bytes == 2 * 512 * 4
+    assert len(plan_fusion(g, H200).groups) == 1
+
+
+def test_matmul_flops_are_2mnk():
+    g = graph_of(SAMPLES / "linear_bias_relu.mlir")
+    matmul = next(n for n in g.nodes if n.kind == "contraction")
+    assert op_cost(matmul).flops == 2 * 100 * 96 * 80
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_fused_traffic_never_exceeds_unfused(name):
+    g = graph_of(SAMPLES / f"{name}.mlir")
+    plan = plan_fusion(g, H200)
+    for group in plan.groups:
+        assert group.cost.fused_bytes <= group.cost.unfused_bytes
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_fused_traffic_never_exceeds_unfused_for_random_groups(data):
+    name = data.draw(st.sampled_from(NAMES))
+    g = graph_of(SAMPLES / f"{name}.mlir")
+    subset = data.draw(st.lists(st.sampled_from(g.nodes), min_size=1, unique=True))
+    cost = group_cost(g, subset)
+    assert cost.fused_bytes <= cost.unfused_bytes
+
+
+KERNELS = {"relu_add": 1, "elementwise_chain": 1, "bias_gelu": 1, "softmax": 1,
+           "layernorm": 1, "rmsnorm": 1, "linear_bias_relu": 1, "mlp": 2,
+           "attention": 3, "four_layernorms": 4, "transformer_block": 11}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_kernel_count_per_sample(name):
+    plan = plan_fusion(graph_of(SAMPLES / f"{name}.mlir"), H200)
+    assert len(plan.groups) == KERNELS[name], plan.log()
+
+
+def test_softmax_decision_log():
+    plan = plan_fusion(graph_of(SAMPLES / "softmax.mlir"), H200)
+    assert plan.log().splitlines() == [
+        "[FUSION] fused reduction: reduce_maximum + sub -> fused_kernel_0 (2 nodes)",
+        "[FUSION] fused reduction: reduce_maximum + sub + reduce_add -> fused_kernel_0 (3 nodes)",
+        "[FUSION] fused reduction: reduce_maximum + sub + reduce_add + div -> fused_kernel_0 (4 nodes)",
+    ]
+
+
+def test_linear_epilogue_and_mlp_boundaries():
+    log = plan_fusion(graph_of(SAMPLES / "mlp.mlir"), H200).log()
+    assert "[FUSION] fused epilogue: matmul + add -> fused_kernel_0" in log
+    assert "[FUSION] skipped: matmul + copy + add + matmul (a contraction reads its operands" in log
+
+
+def test_attention_refuses_reduction_over_matmul_rows():
+    log = plan_fusion(graph_of(SAMPLES / "attention.mlir"), H200).log()
+    assert ("[FUSION] skipped: matmul + mul + reduce_maximum (a reduction over a "
+            "contraction's output dim needs whole product rows per tile)") in log  # fmt: skip
+
+
+def test_long_rows_do_not_fit_and_are_refused_with_numbers():
+    g = graph_of(SAMPLES / "softmax.mlir", dims={"N": 131072, "M": 4})
+    plan = plan_fusion(g, H200)
+    assert len(plan.groups) > 1
+    assert "SRAM: one row of the fused values is" in plan.log()
+    assert "> budget 227.0 KB" in plan.log()
+
+
+def test_smaller_sram_refuses_what_a_larger_one_fuses():
+    # Three live f32 rows of 16384: 192 KB, under H200's 227 KB, over V100's 96 KB.
+    g = graph_of(SAMPLES / "softmax.mlir", dims={"N": 16384, "M": 4})
+    assert len(plan_fusion(g, get_target("h200")).groups) == 1
+    assert len(plan_fusion(g, get_target("v100")).groups) > 1
+
+
+def test_sram_overflow_adds_spill_traffic():
+    g = graph_of(SAMPLES / "softmax.mlir", dims={"N": 131072, "M": 4})
+    assert spilled_bytes(g, g.nodes, budget=10**9) == 0
+    row = 131072 * 4  # one f32 row of x, of e = exp(x - m), of y
+    # Rows of x, e, y plus the per-row m and s: dropping e (the largest
+    # intermediate, a 4 x 131072 f32 tensor) is enough under 2.5 rows.
+    assert spilled_bytes(g, g.nodes, budget=int(2.5 * row)) == 2 * 4 * row
+    # Under one row nothing fits: e, m and s all spill (4 f32 each for m and s).
+    assert spilled_bytes(g, g.nodes, budget=row) == 2 * (4 * row + 16 + 16)
+
+
+def fusion_pipeline(module):
+    ctx = make_context()
+    LinalgGeneralizePass().apply(ctx, module)
+    FusionGroupsPass().apply(ctx, module)
+    return module
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_fusion_groups_pass_preserves_meaning(name):
+    before = load_program(SAMPLES / f"{name}.mlir")
+    inputs = random_inputs(before, seed=5)
+    expected = evaluate(before, inputs)
+    after = fusion_pipeline(load_program(SAMPLES / f"{name}.mlir"))
+    from tilefuse.frontend import verify
+
+    verify(after)
+    groups = [op for op in after.walk() if op.name == "tilefuse.group"]
+    assert len(groups) == KERNELS[name]
+    for out, ref in zip(evaluate(after, inputs), expected, strict=True):
+        assert relative_error(out, ref) == 0.0 or np.array_equal(out, ref)

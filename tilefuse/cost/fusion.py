@@ -1,0 +1,367 @@
+"""
+Fusion decisions: which ops share a kernel, and why.
+
+`plan_fusion(graph, target)` walks the ops in program order and, for each
+consumer, tries to merge the group of each producer into its own. Each try is a
+`Decision`, taken or refused, with its reason and numbers:
+
+- pointwise consumers always fuse with their producers;
+- a reduction (or a pointwise op over a reduced dim) fuses when one row of
+  every value the group keeps on chip fits the shared-memory budget and the
+  register file (else the rows would spill back to HBM);
+- a pointwise op after a contraction fuses as its epilogue; a reduction over a
+  contraction's output would need whole output rows per tile and is refused;
+- a contraction never absorbs the producers of its operands (each would be
+  recomputed for every output tile);
+- a merge that would close a cycle between groups is refused;
+- groups are capped at `max_group_ops` ops.
+
+A producer used outside its group is an extra output of the group (written
+once, read back by its other users) unless recomputing it in the consumer's
+group moves fewer bytes than that round trip. `fill` ops are free and are
+recomputed in every group that uses them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from tilefuse.cost.opcost import GroupCost, group_cost, tensor_bytes
+from tilefuse.cost.target import Target
+from tilefuse.dataflow import CONTRACTION, FILL, POINTWISE, REDUCE, Graph, Node, shared_dims
+
+COMPUTE_BYTES = 4  # values live on chip in fp32
+MIN_THREADS = 128  # 4 warps: the smallest program the tile planner uses
+MAX_THREADS = 1024
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One fusion decision, taken or refused, in the seed's log style."""
+
+    taken: bool
+    kind: str
+    ops: tuple[str, ...]
+    reason: str
+    group: str = ""
+
+    def format(self) -> str:
+        names = " + ".join(self.ops)
+        if self.kind == "single op":
+            return f"[FUSION] single op: {names} -> {self.group} (nothing to fuse)"
+        if self.taken:
+            return f"[FUSION] fused {self.kind}: {names} -> {self.group} ({self.reason})"
+        return f"[FUSION] skipped: {names} ({self.reason})"
+
+
+@dataclass(frozen=True)
+class FusionGroup:
+    """Ops that become one kernel; `recomputed` ops are copies of another group's."""
+
+    name: str
+    nodes: tuple[int, ...]
+    root: int
+    recomputed: tuple[int, ...]
+    cost: GroupCost
+
+    @property
+    def all_nodes(self) -> tuple[int, ...]:
+        return tuple(sorted(self.nodes + self.recomputed))
+
+
+@dataclass(frozen=True)
+class FusionPlan:
+    """The groups of a function, in launch order, and the decision log."""
+
+    groups: tuple[FusionGroup, ...]
+    decisions: tuple[Decision, ...]
+
+    def log(self) -> str:
+        return "\n".join(d.format() for d in self.decisions)
+
+
+@dataclass
+class _State:
+    graph: Graph
+    target: Target
+    max_group_ops: int
+    group_of: dict[int, int] = field(default_factory=dict)
+    members: dict[int, list[int]] = field(default_factory=dict)
+    recompute: dict[int, list[int]] = field(default_factory=dict)
+    decisions: list[Decision] = field(default_factory=list)
+    merged_into: dict[int, int] = field(default_factory=dict)
+
+    def final(self, gid: int) -> int:
+        while gid in self.merged_into:
+            gid = self.merged_into[gid]
+        return gid
+
+    def nodes(self, gid: int) -> list[Node]:
+        return [self.graph.nodes[i] for i in self.members[gid]]
+
+
+def plan_fusion(graph: Graph, target: Target, max_group_ops: int = 24) -> FusionPlan:
+    """Decide the fusion groups of `graph` for `target`."""
+    st = _State(graph, target, max_group_ops)
+    for node in graph.nodes:
+        if node.kind == FILL:
+            continue
+        st.group_of[node.index] = node.index
+        st.members[node.index] = [node.index]
+        for p in node.producers:
+            if p.kind != FILL:
+                _try_merge(st, p, node)
+    _attach_fills(st)
+    _decide_multi_use(st)
+    return _finish(st)
+
+
+def _try_merge(st: _State, producer: Node, consumer: Node) -> None:
+    gp, gc = st.group_of[producer.index], st.group_of[consumer.index]
+    if gp == gc:
+        return
+    merged = st.nodes(gp) + st.nodes(gc)
+    labels = (group_label(st.nodes(gp)), consumer.label)
+    refusal = _refusal(st, producer, consumer, gp, gc, merged)
+    if refusal is not None:
+        st.decisions.append(Decision(False, group_kind(merged), labels, refusal))
+        return
+    for i in st.members.pop(gc):
+        st.group_of[i] = gp
+        st.members[gp].append(i)
+    st.merged_into[gc] = gp
+    st.members[gp].sort()
+    st.decisions.append(
+        Decision(True, group_kind(merged), labels, f"{len(merged)} nodes", group=f"@{gp}")
+    )
+
+
+def _refusal(
+    st: _State, producer: Node, consumer: Node, gp: int, gc: int, merged: list[Node]
+) -> str | None:
+    """Why the groups of `producer` and `consumer` must stay apart, or None."""
+    if consumer.kind == CONTRACTION:
+        return (
+            "a contraction reads its operands tile by tile; fusing their producer "
+            "would recompute it for every output tile"
+        )
+    has_contraction = any(n.kind == CONTRACTION for n in merged)
+    if has_contraction and consumer.kind == REDUCE and _reduces_contraction_dim(st, merged):
+        return "a reduction over a contraction's output dim needs whole product rows per tile"
+    if len(merged) > st.max_group_ops:
+        return f"group size limit: {len(merged)} > {st.max_group_ops} ops"
+    if _creates_cycle(st, gp, gc):
+        return "merging would create a cycle between kernels"
+    dims = shared_dims(st.graph, merged)
+    if any(len({d for n2, d in dim.members if n2 == n.index}) != len(
+        [1 for n2, _ in dim.members if n2 == n.index]) for dim in dims.dims for n in merged):  # fmt: skip
+        return "two loops of one op would share a tile dim"
+    return _budget_refusal(st, merged)
+
+
+def _reduces_contraction_dim(st: _State, merged: list[Node]) -> bool:
+    dims = shared_dims(st.graph, merged)
+    contraction_parallel = {
+        dims.of[(n.index, d)] for n in merged if n.kind == CONTRACTION for d in n.s.parallel_dims
+    }
+    reduced = {
+        dims.of[(n.index, d)] for n in merged if n.kind == REDUCE for d in n.s.reduction_dims
+    }
+    return bool(contraction_parallel & reduced)
+
+
+def _budget_refusal(st: _State, merged: list[Node]) -> str | None:
+    """Does one row (every grid dim at 1) of the group's on-chip values fit?"""
+    row_bytes = row_working_set(st.graph, merged)
+    budget = st.target.smem_per_block
+    if row_bytes > budget:
+        spill = spilled_bytes(st.graph, merged, budget)
+        return (
+            f"SRAM: one row of the fused values is {_kb(row_bytes)} > budget "
+            f"{_kb(budget)}; spilling would add {_kb(spill)} of HBM traffic"
+        )
+    regs = math.ceil(row_bytes / COMPUTE_BYTES / MAX_THREADS) + 32
+    if regs > st.target.max_regs_per_thread:
+        return (
+            f"register pressure: {regs} > threshold {st.target.max_regs_per_thread} "
+            f"registers per thread at {MAX_THREADS} threads"
+        )
+    return None
+
+
+def spilled_bytes(graph: Graph, nodes: Sequence[Node], budget: int) -> int:
+    """
+    HBM traffic added when a group's rows do not fit `budget` (seed 000).
+
+    Intermediates leave the chip largest first until one row fits; each one
+    spilled is written once and read back once.
+    """
+    rows = _row_bytes(graph, nodes)
+    row = sum(rows.values())
+    members = set(nodes)
+    intermediates = sorted(
+        (
+            (tensor_bytes(r), r)
+            for n in nodes
+            if n.kind != FILL
+            for r in n.op.results
+            if all(graph.by_op.get(u.operation) in members for u in r.uses)
+        ),
+        key=lambda item: -item[0],
+    )
+    spill = 0
+    for full, value in intermediates:
+        if row <= budget:
+            break
+        row -= rows[value]
+        spill += 2 * full
+    return spill
+
+
+def fused_cost_with_budget(graph: Graph, nodes: Sequence[Node], target: Target) -> int:
+    """Fused bytes of `nodes`, plus what spills when rows exceed shared memory."""
+    return group_cost(graph, nodes).fused_bytes + spilled_bytes(
+        graph, nodes, target.smem_per_block
+    )
+
+
+def row_working_set(graph: Graph, nodes: Sequence[Node]) -> int:
+    """Bytes of the group's distinct values with grid dims at 1 and inner dims whole."""
+    return sum(_row_bytes(graph, nodes).values())
+
+
+def _row_bytes(graph: Graph, nodes: Sequence[Node]) -> dict[object, int]:
+    dims = shared_dims(graph, nodes)
+    seen: dict[object, int] = {}
+    for n in nodes:
+        if n.kind == FILL:
+            continue
+        operands = [(v, n.s.operand_dims(i)) for i, v in enumerate(n.s.inputs)]
+        operands += [
+            (r, n.s.operand_dims(len(n.s.inputs) + i)) for i, r in enumerate(n.op.results)
+        ]
+        for value, loops in operands:
+            inner = [_pow2(dims.dim(n, d).extent) for d in loops if not dims.dim(n, d).is_grid]
+            seen[value] = math.prod(inner) * COMPUTE_BYTES
+    return seen
+
+
+def _creates_cycle(st: _State, ga: int, gb: int) -> bool:
+    """Is there a path between the two groups through a third group?"""
+    a, b = set(st.members[ga]), set(st.members[gb])
+    return _path_outside(st.graph, a, b, a | b) or _path_outside(st.graph, b, a, a | b)
+
+
+def _path_outside(graph: Graph, src: set[int], dst: set[int], inside: set[int]) -> bool:
+    stack = [c for i in src for c in graph.nodes[i].consumers if c.index not in inside]
+    seen: set[int] = set()
+    while stack:
+        n = stack.pop()
+        if n.index in dst:
+            return True
+        if n.index in seen:
+            continue
+        seen.add(n.index)
+        stack.extend(n.consumers)
+    return False
+
+
+def _attach_fills(st: _State) -> None:
+    """Fills are free: recompute each in every group that reads it."""
+    for node in st.graph.nodes:
+        if node.kind != FILL:
+            continue
+        for c in node.consumers:
+            gid = st.group_of[c.index]
+            if node.index not in st.recompute.setdefault(gid, []):
+                st.recompute[gid].append(node.index)
+
+
+def _decide_multi_use(st: _State) -> None:
+    """A producer read by other groups: export it once, or recompute it there."""
+    for node in st.graph.nodes:
+        if node.kind == FILL:
+            continue
+        home = st.group_of[node.index]
+        readers = []
+        for c in node.consumers:
+            other = st.group_of[c.index]
+            if other != home and other not in readers:
+                readers.append(other)
+        exported = [g for g in readers if not _recompute_in(st, node, g)]
+        used_at_home = any(st.group_of[c.index] == home for c in node.consumers)
+        if exported and used_at_home:
+            round_trip = 2 * sum(tensor_bytes(r) for r in node.op.results)
+            st.decisions.append(Decision(
+                False, "multi-use", (node.label,),
+                f"kept as an extra output of its group, read back by {len(exported)} "
+                f"other kernel(s): {_kb(round_trip)} round trip; recompute not cheaper"))  # fmt: skip
+
+
+def _recompute_in(st: _State, node: Node, other: int) -> bool:
+    """Recompute `node` in group `other` if that moves fewer bytes than a round trip."""
+    consumers = [c for c in node.consumers if st.group_of[c.index] == other]
+    if node.kind != POINTWISE or any(c.kind == CONTRACTION for c in consumers):
+        return False
+    if any(st.graph.producer_of(v) is not None for v in node.s.inputs):
+        return False
+    round_trip = 2 * sum(tensor_bytes(r) for r in node.op.results)
+    reads = {v for i in st.members[other] for v in st.graph.nodes[i].s.inputs}
+    extra_reads = sum(tensor_bytes(v) for v in node.s.inputs if v not in reads)
+    if extra_reads >= round_trip:
+        return False
+    st.recompute.setdefault(other, []).append(node.index)
+    st.decisions.append(Decision(
+        True, "recompute", (node.label, consumers[0].label),
+        f"recompute reads {_kb(extra_reads)} < round trip {_kb(round_trip)}",
+        group=f"@{other}"))  # fmt: skip
+    return True
+
+
+def _finish(st: _State) -> FusionPlan:
+    groups = []
+    renames: dict[str, str] = {}
+    for k, gid in enumerate(sorted(st.members, key=lambda g: max(st.members[g]))):
+        name = f"fused_kernel_{k}"
+        renames[f"@{gid}"] = name
+        nodes = st.members[gid]
+        recomputed = sorted(set(st.recompute.get(gid, [])) - set(nodes))
+        all_nodes = [st.graph.nodes[i] for i in sorted(nodes + recomputed)]
+        root = max(nodes)
+        groups.append(FusionGroup(name, tuple(nodes), root, tuple(recomputed),
+                                  group_cost(st.graph, all_nodes)))  # fmt: skip
+    decisions = [
+        Decision(d.taken, d.kind, d.ops, d.reason,
+                 renames[f"@{st.final(int(d.group[1:]))}"] if d.group else "")
+        for d in st.decisions
+    ]  # fmt: skip
+    for g in groups:
+        if len(g.nodes) == 1:
+            label = st.graph.nodes[g.root].label
+            decisions.append(Decision(True, "single op", (label,), "1 node", g.name))
+    return FusionPlan(tuple(groups), tuple(decisions))
+    return FusionPlan(tuple(groups), decisions)
+
+
+def group_kind(nodes: Iterable[Node]) -> str:
+    kinds = {n.kind for n in nodes} - {FILL}
+    if CONTRACTION in kinds:
+        return "epilogue"
+    if REDUCE in kinds:
+        return "reduction"
+    return "pointwise"
+
+
+def group_label(nodes: Sequence[Node]) -> str:
+    labels = [n.label for n in nodes if n.kind != FILL]
+    return " + ".join(labels) if len(labels) <= 3 else f"{labels[0]} ... {labels[-1]}"
+
+
+def _pow2(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
+def _kb(n: float) -> str:
+    return f"{n / 1024:.1f} KB"

@@ -1,0 +1,203 @@
+"""
+The dataflow graph of a function's linalg ops, and the loop dims they share.
+
+`build_graph(func)` lists the structured ops in program order with their
+producer/consumer edges; values used by anything that is not a linalg op (the
+function's return, a tensor op) count as *external* uses. `shared_dims(graph,
+nodes)` unifies the loop dims of a set of ops through the indexing maps of the
+edges between them: in softmax, the row loop of the max-reduction, of the `exp`
+and of the division are one dim; so are the column loops. Which of these dims
+are parallel in every op decides the tile grid.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from xdsl.dialects import arith, func
+from xdsl.ir import Operation, SSAValue
+
+from tilefuse.structured import REDUCTION, StructuredOp, as_structured
+
+FILL, POINTWISE, REDUCE, CONTRACTION = "fill", "pointwise", "reduction", "contraction"
+
+
+@dataclass(eq=False)
+class Node:
+    """One linalg op of the graph."""
+
+    index: int
+    s: StructuredOp
+    kind: str
+    producers: list[Node] = field(default_factory=list)
+    consumers: list[Node] = field(default_factory=list)
+    external_uses: int = 0
+
+    @property
+    def op(self) -> Operation:
+        return self.s.op
+
+    @property
+    def label(self) -> str:
+        """A short name for logs: the payload's main op, e.g. `exp` or `matmul`."""
+        return op_label(self)
+
+    def __repr__(self) -> str:
+        return f"Node({self.index}, {self.label})"
+
+
+@dataclass
+class Graph:
+    """Structured ops of one function, in program order."""
+
+    func: func.FuncOp
+    nodes: list[Node]
+    by_op: dict[Operation, Node]
+
+    def producer_of(self, value: SSAValue) -> Node | None:
+        owner = value.owner
+        return self.by_op.get(owner) if isinstance(owner, Operation) else None
+
+
+def classify(s: StructuredOp) -> str:
+    """fill, pointwise, reduction, or contraction (a sum of products of two tensors)."""
+    tensor_inputs = [v for v, m in zip(s.inputs, s.input_maps, strict=True) if m.results]
+    if not tensor_inputs and not s.reduction_dims:
+        return FILL
+    if not s.reduction_dims:
+        return POINTWISE
+    return CONTRACTION if is_contraction(s) else REDUCE
+
+
+def is_contraction(s: StructuredOp) -> bool:
+    """`acc + a * b` over block arguments `a`, `b` of two tensor inputs."""
+    yield_op = s.payload.last_op
+    if yield_op is None or len(yield_op.operands) != 1 or len(s.outputs) != 1:
+        return False
+    add = yield_op.operands[0].owner
+    if not isinstance(add, arith.AddfOp):
+        return False
+    acc = s.payload.args[len(s.inputs)]
+    others = [o for o in add.operands if o is not acc]
+    if len(others) != 1 or not isinstance(mul := others[0].owner, arith.MulfOp):
+        return False
+    ins = s.payload.args[: len(s.inputs)]
+    return all(o in ins for o in mul.operands) and mul.operands[0] is not mul.operands[1]
+
+
+def op_label(node: Node) -> str:
+    if node.kind == CONTRACTION:
+        return "matmul"
+    if node.kind == FILL:
+        return "fill"
+    names = [
+        op.name.split(".")[-1].removesuffix("f")
+        for op in node.s.payload.ops
+        if op.dialect_name() in ("arith", "math") and not isinstance(op, arith.ConstantOp)
+    ]
+    if not names:
+        return "copy"
+    main = names[-1] if node.kind == REDUCE else names[0]
+    return f"reduce_{main}" if node.kind == REDUCE else main
+
+
+def build_graph(f: func.FuncOp) -> Graph:
+    """The structured ops of `f` (top level of its body) with their edges."""
+    nodes: list[Node] = []
+    by_op: dict[Operation, Node] = {}
+    for op in f.body.block.ops:
+        if (s := as_structured(op)) is not None:
+            node = Node(len(nodes), s, classify(s))
+            nodes.append(node)
+            by_op[op] = node
+    graph = Graph(f, nodes, by_op)
+    for node in nodes:
+        for value in node.s.operands:
+            if (p := graph.producer_of(value)) is not None and p not in node.producers:
+                node.producers.append(p)
+                p.consumers.append(node)
+        for result in node.op.results:
+            node.external_uses += sum(1 for use in result.uses if use.operation not in by_op)
+    return graph
+
+
+# ---------------------------------------------------------------------------
+# Shared loop dims
+# ---------------------------------------------------------------------------
+
+DimKey = tuple[int, int]  # (node index, loop dim of that node)
+
+
+@dataclass(frozen=True)
+class SharedDim:
+    """A loop dim shared by several ops of a group."""
+
+    id: int
+    extent: int
+    members: tuple[DimKey, ...]
+    reduced: bool  # a reduction dim in at least one member op
+
+    @property
+    def is_grid(self) -> bool:
+        """Parallel in every op: can be split across programs."""
+        return not self.reduced
+
+
+@dataclass(frozen=True)
+class SharedDims:
+    """The loop dims of a group, and which shared dim each op loop belongs to."""
+
+    dims: tuple[SharedDim, ...]
+    of: dict[DimKey, int]
+
+    def dim(self, node: Node, loop: int) -> SharedDim:
+        return self.dims[self.of[(node.index, loop)]]
+
+
+def shared_dims(graph: Graph, nodes: Sequence[Node]) -> SharedDims:
+    """Unify the loop dims of `nodes` along the edges between them."""
+    members = {n.index for n in nodes}
+    parent: dict[DimKey, DimKey] = {}
+
+    def find(k: DimKey) -> DimKey:
+        while parent[k] != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+
+    for n in nodes:
+        for d in range(n.s.num_loops):
+            parent[(n.index, d)] = (n.index, d)
+    # Tensors read from outside the group: the same axis of the same tensor
+    # is the same dim in every op that reads it.
+    first_reader: dict[tuple[SSAValue, int], DimKey] = {}
+    for n in nodes:
+        for i, value in enumerate(n.s.operands):
+            p = graph.producer_of(value)
+            if p is not None and p.index in members:
+                result = list(p.op.results).index(value)
+                theirs = [(p.index, d) for d in p.s.operand_dims(len(p.s.inputs) + result)]
+            else:
+                theirs = [
+                    first_reader.setdefault((value, axis), (n.index, d))
+                    for axis, d in enumerate(n.s.operand_dims(i))
+                ]
+            for mine, other in zip(n.s.operand_dims(i), theirs, strict=True):
+                parent[find((n.index, mine))] = find(other)
+    return _collect(nodes, parent, find)
+
+
+def _collect(nodes: Iterable[Node], parent: dict[DimKey, DimKey], find) -> SharedDims:
+    groups: dict[DimKey, list[DimKey]] = {}
+    for key in parent:
+        groups.setdefault(find(key), []).append(key)
+    by_index = {n.index: n for n in nodes}
+    dims, of = [], {}
+    for i, keys in enumerate(sorted(groups.values())):
+        extent = by_index[keys[0][0]].s.loop_ranges[keys[0][1]]
+        reduced = any(by_index[n].s.iterators[d] == REDUCTION for n, d in keys)
+        dims.append(SharedDim(i, extent, tuple(sorted(keys)), reduced))
+        for k in keys:
+            of[k] = i
+    return SharedDims(tuple(dims), of)

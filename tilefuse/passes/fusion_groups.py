@@ -1,0 +1,184 @@
+"""
+`fusion-groups`: wrap the ops the cost model fuses into `tilefuse.group` regions.
+
+Runs after `linalg-generalize`. For each function, `plan_fusion` (cost/fusion.py)
+decides the groups; this pass moves each group's ops into one isolated region,
+in an order that respects the dependencies between groups. Ops recomputed in a
+group (fills, cheap multi-use producers) are cloned into it; constants and
+`tensor.empty` are cloned where used. The group carries its decision and its
+traffic numbers:
+
+```mlir
+%r = tilefuse.group "fused_kernel_0" ins(%x : tensor<70x333xf32>)
+    reason "fused reduction: reduce_maximum + sub + reduce_add + div (6 ops)"
+    attributes {flops = 116550 : i64, fused_bytes = 186480 : i64,
+                unfused_bytes = 561680 : i64} { ... } -> (tensor<70x333xf32>)
+```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, func, tensor
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from tilefuse.cost.fusion import FusionGroup, FusionPlan, group_kind, plan_fusion
+from tilefuse.cost.target import get_target
+from tilefuse.dataflow import Graph, build_graph
+from tilefuse.diagnostics import CompileError
+from tilefuse.dialects.tilefuse import GroupOp, YieldOp
+
+
+def _is_free(op: Operation) -> bool:
+    """Ops cloned into every group that uses them."""
+    return isinstance(op, arith.ConstantOp | tensor.EmptyOp)
+
+
+@dataclass(frozen=True)
+class FusionGroupsPass(ModulePass):
+    """Form kernels: one `tilefuse.group` per fusion group of the cost model."""
+
+    name = "fusion-groups"
+
+    target: str = "h200"
+    max_group_ops: int = 24
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        target = get_target(self.target)
+        for f in [o for o in op.walk() if isinstance(o, func.FuncOp)]:
+            if any(isinstance(o, GroupOp) for o in f.body.walk()):
+                continue
+            graph = build_graph(f)
+            if graph.nodes:
+                plan = plan_fusion(graph, target, self.max_group_ops)
+                rewrite_function(f, graph, plan)
+
+
+def rewrite_function(f: func.FuncOp, graph: Graph, plan: FusionPlan) -> None:
+    """Replace the structured ops of `f` by the plan's group ops."""
+    block = f.body.block
+    structured = set(graph.by_op)
+    _check_supported(block, structured)
+    terminator = block.last_op
+    assert terminator is not None
+    replaced: dict[SSAValue, SSAValue] = {}
+    for group in _launch_order(graph, plan):
+        group_op = _build_group(graph, group, replaced)
+        Rewriter.insert_op(group_op, InsertPoint.before(terminator))
+    for old, new in replaced.items():
+        old.replace_all_uses_with(new)
+    for op in reversed(list(block.ops)):
+        if op in structured or (_is_free(op) and not any(r.uses for r in op.results)):
+            op.detach()
+            op.erase(safe_erase=False)
+
+
+def _check_supported(block: Block, structured: set[Operation]) -> None:
+    for op in block.ops:
+        if op in structured or _is_free(op) or isinstance(op, func.ReturnOp):
+            continue
+        raise CompileError.at(
+            op, "cannot be placed among fusion groups (only linalg, constants, "
+            "tensor.empty and func.return are supported at function level)"
+        )  # fmt: skip
+
+
+def _launch_order(graph: Graph, plan: FusionPlan) -> list[FusionGroup]:
+    """Groups in a dependency-respecting order (ties: by root position)."""
+    owner = {i: g.name for g in plan.groups for i in g.nodes}
+    deps = {g.name: set() for g in plan.groups}
+    for g in plan.groups:
+        for i in g.all_nodes:
+            for p in graph.nodes[i].producers:
+                if p.index in owner and owner[p.index] != g.name and p.index not in g.all_nodes:
+                    deps[g.name].add(owner[p.index])
+    order, done = [], set()
+    pending = sorted(plan.groups, key=lambda g: g.root)
+    while pending:
+        ready = next(g for g in pending if deps[g.name] <= done)
+        order.append(ready)
+        done.add(ready.name)
+        pending.remove(ready)
+    return order
+
+
+def _build_group(graph: Graph, group: FusionGroup, replaced: dict[SSAValue, SSAValue]) -> GroupOp:
+    ops = [graph.nodes[i].op for i in group.all_nodes]
+    inputs = _external_inputs(ops)
+    body = Block(arg_types=[v.type for v in inputs])
+    mapping: dict[SSAValue, SSAValue] = {}
+    for v, arg in zip(inputs, body.args, strict=True):
+        mapping[v] = arg
+    for op in ops:
+        _clone_free_operands(op, body, mapping)
+        body.add_op(op.clone(value_mapper=mapping))
+    own = [graph.nodes[i].op for i in group.nodes]
+    members = set(ops)
+    outputs = [
+        r for op in own for r in op.results
+        if any(u.operation not in members for u in r.uses)
+    ]  # fmt: skip
+    body.add_op(YieldOp([mapping[r] for r in outputs]))
+    group_op = GroupOp(
+        group.name, [replaced.get(v, v) for v in inputs], [r.type for r in outputs],
+        Region(body), reason=_reason(graph, group),
+    )  # fmt: skip
+    group_op.attributes.update(
+        flops=IntegerAttr(group.cost.flops, i64),
+        fused_bytes=IntegerAttr(group.cost.fused_bytes, i64),
+        unfused_bytes=IntegerAttr(group.cost.unfused_bytes, i64),
+    )
+    root = graph.nodes[group.root].op
+    group_op.location = root.location
+    for old, new in zip(outputs, group_op.results, strict=True):
+        replaced[old] = new
+    return group_op
+
+
+def _external_inputs(ops: Sequence[Operation]) -> list[SSAValue]:
+    """Tensors the ops read that are defined outside them (not free ops)."""
+    inside = {r for op in ops for r in op.results}
+    inputs: list[SSAValue] = []
+    for op in ops:
+        for v in _all_used_values(op):
+            if v in inside or v in inputs:
+                continue
+            if isinstance(v.owner, Operation) and _is_free(v.owner):
+                continue
+            inputs.append(v)
+    return inputs
+
+
+def _all_used_values(op: Operation) -> list[SSAValue]:
+    """Operands of `op` and values its regions capture from outside."""
+    values = list(op.operands)
+    for inner in op.walk():
+        for v in inner.operands:
+            owner = v.owner
+            if isinstance(owner, Operation) and not op.is_ancestor(owner):
+                values.append(v)
+            elif not isinstance(owner, Operation) and not op.is_ancestor(owner.parent_op()):
+                values.append(v)
+    return values
+
+
+def _clone_free_operands(op: Operation, body: Block, mapping: dict[SSAValue, SSAValue]) -> None:
+    for v in _all_used_values(op):
+        owner = v.owner
+        if v not in mapping and isinstance(owner, Operation) and _is_free(owner):
+            clone = owner.clone()
+            body.add_op(clone)
+            for old, new in zip(owner.results, clone.results, strict=True):
+                mapping[old] = new
+
+
+def _reason(graph: Graph, group: FusionGroup) -> str:
+    nodes = [graph.nodes[i] for i in group.all_nodes]
+    labels = " + ".join(n.label for n in nodes if n.label != "fill")
+    return f"{group_kind(nodes)}: {labels} ({len(nodes)} ops)"
