@@ -58,7 +58,7 @@ class GeneralizePattern(RewritePattern):
             op.result_types,
         )
         generic.location = op.location
-        rewriter.replace_op(op, generic)
+        rewriter.replace(op, generic)
 
 
 @dataclass(frozen=True)
