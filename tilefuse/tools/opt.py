@@ -22,9 +22,11 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import DiagnosticException, ParseError, PassFailedException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
+from tilefuse.cost.target import DEFAULT_TARGET, TargetError, get_target, target_names
 from tilefuse.diagnostics import CompileError
 from tilefuse.frontend import parse_module, verify
 from tilefuse.passes import get_all_passes
+from tilefuse.report import analyze_program, format_report, roofline_png
 from tilefuse.specialize import SpecializeError, specialize
 from tilefuse.universe import register_dialects
 
@@ -41,6 +43,23 @@ class TilefuseOptMain(xDSLOptMain):
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
+        _rename_emit_option(arg_parser)
+        arg_parser.add_argument(
+            "--target",
+            dest="gpu",
+            default=DEFAULT_TARGET,
+            metavar="NAME",
+            help=f"GPU to compile for: {', '.join(target_names())} or a JSON file "
+            f"(default {DEFAULT_TARGET})",
+        )
+        arg_parser.add_argument(
+            "--report",
+            action="store_true",
+            help="print the fusion report (fused vs unfused cost, timeline, decisions)",
+        )
+        arg_parser.add_argument(
+            "--roofline-png", metavar="FILE", help="with --report: draw the roofline"
+        )
         arg_parser.add_argument(
             "--set-dim",
             action="append",
@@ -76,6 +95,14 @@ class TilefuseOptMain(xDSLOptMain):
             self.available_passes, self.args.passes, callback
         )
 
+    def output_resulting_program(self, prog: ModuleOp) -> str:
+        if self.args.report:
+            report = analyze_program(prog, get_target(self.args.gpu))
+            if self.args.roofline_png:
+                roofline_png(report, self.args.roofline_png)
+            return format_report(report)
+        return super().output_resulting_program(prog)
+
     def parse_chunk(
         self, chunk: IO[bytes], file_extension: str, start_offset: int = 0
     ) -> ModuleOp | None:
@@ -83,6 +110,13 @@ class TilefuseOptMain(xDSLOptMain):
         dims = parse_dim_options(self.args.set_dim)
         text = specialize(text, dims, self.args.set_dtype)
         return parse_module(self.ctx, text, self.get_input_name(), start_offset)
+
+
+def _rename_emit_option(arg_parser: argparse.ArgumentParser) -> None:
+    """xdsl-opt's output format is `-t/--target`; here it is `-t/--emit`."""
+    action = arg_parser._option_string_actions.pop("--target")
+    action.option_strings = ["-t", "--emit"]
+    arg_parser._option_string_actions["--emit"] = action
 
 
 def parse_dim_options(options: Sequence[str]) -> dict[str, int]:
@@ -112,10 +146,15 @@ def run_reporting_errors(main: type[xDSLOptMain], argv: Sequence[str] | None) ->
         except ValueError as e:  # unknown pass or target, bad pass options
             raise CompileError(str(e)) from e
         tool.run()
-    except (CompileError, SpecializeError) as e:
+    except CompileError as e:
         if debug:
             raise
         print(e, file=sys.stderr)
+        return 1
+    except (SpecializeError, TargetError) as e:
+        if debug:
+            raise
+        print(f"error: {e}", file=sys.stderr)
         return 1
     except (ParseError, DiagnosticException, PassFailedException) as e:
         if debug:

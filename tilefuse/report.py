@@ -1,0 +1,175 @@
+"""
+The fusion report: per kernel and for the whole program, fused vs unfused.
+
+`fusion_report(module, target)` prices every op run alone (unfused, one kernel
+each) and every fusion group (one kernel) on the roofline of `target`, and
+prints a table, the totals, a text timeline in the style of an Nsight Systems
+trace (kernels and launch gaps on one time axis, unfused above fused), and the
+decision log. `roofline_png` draws the same points on a roofline plot.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import ModuleOp
+
+from tilefuse.cost.fusion import FusionPlan, plan_fusion
+from tilefuse.cost.opcost import GroupCost, op_cost
+from tilefuse.cost.roofline import RooflinePoint, format_bytes, format_seconds, roofline
+from tilefuse.cost.target import Target
+from tilefuse.dataflow import CONTRACTION, FILL, Graph, Node, build_graph
+from tilefuse.passes.linalg_generalize import LinalgGeneralizePass
+from tilefuse.reference import entry_function
+from tilefuse.structured import element_type
+from tilefuse.universe import make_context
+
+TIMELINE_WIDTH = 72
+
+
+@dataclass(frozen=True)
+class KernelLine:
+    """One kernel of the report: its name, ops and roofline point."""
+
+    name: str
+    ops: str
+    point: RooflinePoint
+
+
+@dataclass(frozen=True)
+class ProgramReport:
+    """Everything the report prints, as data (tests read this)."""
+
+    function: str
+    target: Target
+    plan: FusionPlan
+    unfused: tuple[KernelLine, ...]
+    fused: tuple[KernelLine, ...]
+
+    @property
+    def unfused_time(self) -> float:
+        return sum(k.point.time for k in self.unfused)
+
+    @property
+    def fused_time(self) -> float:
+        return sum(k.point.time for k in self.fused)
+
+
+def dtype_name(node: Node) -> str:
+    """The storage dtype of a node's first result, as the cost tables name it."""
+    t = element_type(node.op.results[0].type)
+    return {"f32": "f32", "f16": "f16", "bf16": "bf16", "f64": "f64"}.get(str(t), "f32")
+
+
+def _point(flops: float, nbytes: float, nodes: list[Node], target: Target) -> RooflinePoint:
+    tensor_cores = any(n.kind == CONTRACTION for n in nodes)
+    dtype = dtype_name(nodes[-1])
+    if tensor_cores and dtype == "f32":
+        dtype = "tf32" if "tf32" in target.peak_tensor_flops else "f32"
+    return roofline(flops, nbytes, target, dtype=dtype, tensor_cores=tensor_cores)
+
+
+def analyze_program(module: ModuleOp, target: Target) -> ProgramReport:
+    """Price `module`'s entry function unfused and fused on `target`."""
+    module = module.clone()
+    LinalgGeneralizePass().apply(make_context(), module)
+    f = entry_function(module)
+    graph = build_graph(f)
+    plan = plan_fusion(graph, target)
+    unfused = tuple(
+        KernelLine(f"{n.label}#{n.index}", n.label, _op_point(n, target))
+        for n in graph.nodes
+        if n.kind != FILL
+    )
+    fused = tuple(_group_line(graph, g.name, g.all_nodes, g.cost, target) for g in plan.groups)
+    return ProgramReport(f.sym_name.data, target, plan, unfused, fused)
+
+
+def _op_point(node: Node, target: Target) -> RooflinePoint:
+    cost = op_cost(node)
+    return _point(cost.flops, cost.bytes, [node], target)
+
+
+def _group_line(
+    graph: Graph, name: str, indices: tuple[int, ...], cost: GroupCost, target: Target
+) -> KernelLine:
+    nodes = [graph.nodes[i] for i in indices]
+    ops = " + ".join(n.label for n in nodes if n.kind != FILL)
+    return KernelLine(name, ops, _point(cost.flops, cost.fused_bytes, nodes, target))
+
+
+def format_report(report: ProgramReport) -> str:
+    """The report as text."""
+    out = io.StringIO()
+    t = report.target
+    print(f"== fusion report: @{report.function} on {t.name} "
+          f"({t.hbm_bandwidth / 1e12:.2f} TB/s, launch {format_seconds(t.launch_overhead)}) ==",
+          file=out)  # fmt: skip
+    for title, lines in (("unfused (one kernel per op)", report.unfused),
+                         ("fused", report.fused)):  # fmt: skip
+        print(f"\n{title}:", file=out)
+        _table(lines, out)
+    uf, fu = report.unfused, report.fused
+    ub, fb = sum(k.point.bytes for k in uf), sum(k.point.bytes for k in fu)
+    print(f"\ntotal: {len(uf)} -> {len(fu)} kernels, HBM {format_bytes(ub)} -> "
+          f"{format_bytes(fb)} ({ub / max(fb, 1):.2f}x less), predicted "
+          f"{format_seconds(report.unfused_time)} -> {format_seconds(report.fused_time)} "
+          f"({report.unfused_time / report.fused_time:.2f}x)", file=out)  # fmt: skip
+    print("\n" + timeline(report), file=out)
+    print("\ndecisions:", file=out)
+    print(report.plan.log(), file=out)
+    return out.getvalue()
+
+
+def _table(lines: tuple[KernelLine, ...], out: io.StringIO) -> None:
+    header = f"  {'kernel':<18} {'FLOPs':>10} {'bytes':>10} {'FLOP/B':>7} {'bound':>7} {'time':>10}  ops"
+    print(header, file=out)
+    for k in lines:
+        p = k.point
+        intensity = f"{p.intensity:.2f}" if p.bytes else "inf"
+        print(f"  {k.name:<18} {p.flops:>10.3g} {format_bytes(p.bytes):>10} "
+              f"{intensity:>7} {p.bound:>7} {format_seconds(p.time):>10}  {k.ops}", file=out)  # fmt: skip
+
+
+def timeline(report: ProgramReport, width: int = TIMELINE_WIDTH) -> str:
+    """Kernels and launch gaps on one time axis, unfused above fused."""
+    total = max(report.unfused_time, report.fused_time)
+    scale = total / width
+    rows = [f"timeline (predicted; 1 char = {format_seconds(scale)}; '.' launch, '#' kernel)"]
+    for title, lines in (("unfused", report.unfused), ("fused", report.fused)):
+        cells = []
+        for k in lines:
+            gap = max(1, round(k.point.launch_time / scale)) if k.point.launch_time else 0
+            busy = max(1, round((k.point.time - k.point.launch_time) / scale))
+            cells.append("." * gap + "#" * busy)
+        rows.append(f"  {title:<8}|{'|'.join(cells)}|")
+    return "\n".join(rows)
+
+
+def roofline_png(report: ProgramReport, path: str) -> None:
+    """Draw each kernel (unfused and fused) on the target's roofline."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    t = report.target
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    xs = [2.0**e for e in range(-4, 12)]
+    peak = t.peak_flops("f32", tensor_cores=False)
+    ax.plot(xs, [min(peak, x * t.hbm_bandwidth) for x in xs], "k-", label="f32 SIMT roof")
+    for lines, marker, label in ((report.unfused, "o", "unfused op"),
+                                 (report.fused, "*", "fused kernel")):  # fmt: skip
+        pts = [(k.point.intensity, k.point.flops / k.point.time) for k in lines if k.point.bytes]
+        if pts:
+            ax.scatter(*zip(*pts, strict=True), marker=marker, s=60, label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP/byte)")
+    ax.set_ylabel("predicted FLOP/s")
+    ax.set_title(f"@{report.function} on {t.name}")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
