@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, func
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 
 from tilefuse.structured import REDUCTION, StructuredOp, as_structured
 
@@ -49,9 +49,9 @@ class Node:
 
 @dataclass
 class Graph:
-    """Structured ops of one function, in program order."""
+    """Structured ops of one block (a function's or a group's), in program order."""
 
-    func: func.FuncOp
+    block: Block
     nodes: list[Node]
     by_op: dict[Operation, Node]
 
@@ -102,16 +102,17 @@ def op_label(node: Node) -> str:
     return f"reduce_{main}" if node.kind == REDUCE else main
 
 
-def build_graph(f: func.FuncOp) -> Graph:
-    """The structured ops of `f` (top level of its body) with their edges."""
+def build_graph(f: func.FuncOp | Block) -> Graph:
+    """The structured ops of a function's body (or of a block) with their edges."""
+    block = f.body.block if isinstance(f, func.FuncOp) else f
     nodes: list[Node] = []
     by_op: dict[Operation, Node] = {}
-    for op in f.body.block.ops:
+    for op in block.ops:
         if (s := as_structured(op)) is not None:
             node = Node(len(nodes), s, classify(s))
             nodes.append(node)
             by_op[op] = node
-    graph = Graph(f, nodes, by_op)
+    graph = Graph(block, nodes, by_op)
     for node in nodes:
         for value in node.s.operands:
             if (p := graph.producer_of(value)) is not None and p not in node.producers:

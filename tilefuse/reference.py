@@ -421,6 +421,13 @@ def eval_op(op: Operation, env: Env) -> list[np.ndarray] | None:
         env[op.result] = dest
     elif isinstance(op, scf.ForOp):
         _eval_for(op, env)
+    elif isinstance(op, tf.TileGridOp):
+        _eval_grid(op, env)
+    elif isinstance(op, tf.LoadOp):
+        env[op.result] = _load_tile(env[op.source], [int(env[o]) for o in op.offsets],
+                                    _result_shape(op))  # fmt: skip
+    elif isinstance(op, tf.StoreOp):
+        _store_tile(env[op.value], env[op.dest], [int(env[o]) for o in op.offsets])
     elif isinstance(op, tf.GroupOp):
         results = eval_block(op.entry, [env[v] for v in op.inputs], {})
         for r, v in zip(op.results, results, strict=True):
@@ -437,6 +444,37 @@ def eval_op(op: Operation, env: Env) -> list[np.ndarray] | None:
     else:
         raise CompileError.at(op, "is not supported by the reference evaluator")
     return None
+
+
+def _tile_window(offsets: Sequence[int], tile: Sequence[int], full: Sequence[int]):
+    """The in-bounds part of a tile: slices into the tensor and into the tile."""
+    src, dst = [], []
+    for o, t, f in zip(offsets, tile, full, strict=True):
+        lo, hi = min(max(o, 0), f), min(max(o + t, 0), f)
+        src.append(slice(lo, hi))
+        dst.append(slice(lo - o, hi - o))
+    return tuple(src), tuple(dst)
+
+
+def _load_tile(source: np.ndarray, offsets: list[int], shape: tuple[int, ...]) -> np.ndarray:
+    tile = np.zeros(shape, dtype=source.dtype)
+    src, dst = _tile_window(offsets, shape, source.shape)
+    tile[dst] = source[src]
+    return tile
+
+
+def _store_tile(value: np.ndarray, dest: np.ndarray, offsets: list[int]) -> None:
+    src, dst = _tile_window(offsets, value.shape, dest.shape)
+    dest[src] = value[dst]
+
+
+def _eval_grid(op: tf.TileGridOp, env: Env) -> None:
+    """Run every program of the grid in order; stores write the destinations."""
+    dests = [env[v].copy() for v in op.outs]
+    for pid in itertools.product(*(range(g) for g in op.grid_shape)):
+        eval_block(op.body.block, [np.asarray(p) for p in pid] + dests, env)
+    for r, v in zip(op.results, dests, strict=True):
+        env[r] = v
 
 
 def _eval_for(op: scf.ForOp, env: Env) -> None:

@@ -11,11 +11,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import StringAttr, TensorType
-from xdsl.ir import Attribute, Block, Dialect, Region, SSAValue
+from xdsl.dialects.builtin import (
+    I64,
+    DenseArrayBase,
+    IndexType,
+    IntegerAttr,
+    StringAttr,
+    TensorType,
+    i64,
+)
+from xdsl.ir import Attribute, Block, BlockArgument, Dialect, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
+    operand_def,
+    result_def,
     opt_prop_def,
     prop_def,
     region_def,
@@ -23,7 +33,7 @@ from xdsl.irdl import (
     var_operand_def,
     var_result_def,
 )
-from xdsl.traits import IsolatedFromAbove, IsTerminator
+from xdsl.traits import IsolatedFromAbove, IsTerminator, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
 
@@ -130,4 +140,163 @@ class YieldOp(IRDLOperation):
             raise VerifyException("tilefuse.yield must be inside a tilefuse.group.")
 
 
-Tilefuse = Dialect("tilefuse", [GroupOp, YieldOp], [])
+@irdl_op_definition
+class TileGridOp(IRDLOperation):
+    """
+    A grid of programs, one per output tile: the tiled body of a group.
+
+    The entry block takes one `index` per grid dim (the program id) and one
+    tensor per output (the destination). Programs are independent; each writes
+    its tiles with `tilefuse.store`. The results are the destinations after
+    every program ran. `num_warps` and `num_stages` are launch parameters.
+
+    ```mlir
+    %r = tilefuse.tile_grid [18] outs(%e : tensor<70x333xf32>) warps 4 stages 1 {
+    ^bb0(%pid: index, %out: tensor<70x333xf32>):
+      ...
+      tilefuse.store %y into %out[%off, %c0] : tensor<4x512xf32> into tensor<70x333xf32>
+    } -> (tensor<70x333xf32>)
+    ```
+    """
+
+    name = "tilefuse.tile_grid"
+
+    grid = prop_def(DenseArrayBase.constr(i64))
+    num_warps = prop_def(IntegerAttr[I64])
+    num_stages = prop_def(IntegerAttr[I64])
+    outs = var_operand_def(TensorType)
+    results_ = var_result_def(TensorType)
+    body = region_def("single_block")
+
+    traits = traits_def(NoTerminator())
+
+    assembly_format = (
+        "$grid `outs` `(` $outs `:` type($outs) `)` `warps` $num_warps `stages` "
+        "$num_stages attr-dict-with-keyword $body `->` `(` type($results_) `)`"
+    )
+
+    def __init__(
+        self,
+        grid: Sequence[int],
+        outs: Sequence[SSAValue],
+        body: Region,
+        num_warps: int = 4,
+        num_stages: int = 1,
+    ):
+        super().__init__(
+            operands=[outs],
+            result_types=[[v.type for v in outs]],
+            regions=[body],
+            properties={
+                "grid": DenseArrayBase.from_list(i64, grid),
+                "num_warps": IntegerAttr(num_warps, i64),
+                "num_stages": IntegerAttr(num_stages, i64),
+            },
+        )
+
+    @property
+    def grid_shape(self) -> tuple[int, ...]:
+        return tuple(self.grid.get_values())
+
+    @property
+    def program_ids(self) -> tuple[BlockArgument, ...]:
+        return tuple(self.body.block.args[: len(self.grid_shape)])
+
+    @property
+    def destinations(self) -> tuple[BlockArgument, ...]:
+        return tuple(self.body.block.args[len(self.grid_shape) :])
+
+    def verify_(self) -> None:
+        args = self.body.block.args
+        n = len(self.grid_shape)
+        if len(args) != n + len(self.outs):
+            raise VerifyException(
+                f"A tile grid of rank {n} with {len(self.outs)} outputs needs "
+                f"{n + len(self.outs)} block arguments, not {len(args)}."
+            )
+        if any(not isinstance(a.type, IndexType) for a in args[:n]):
+            raise VerifyException("Program ids of a tile grid must be of type index.")
+        if any(a.type != v.type for a, v in zip(args[n:], self.outs, strict=True)):
+            raise VerifyException("Destination block arguments must match the outs types.")
+        if any(g < 1 for g in self.grid_shape):
+            raise VerifyException("Every grid dimension needs at least one program.")
+
+
+def _check_tile(op: IRDLOperation, tile: Attribute, full: Attribute, offsets: int) -> None:
+    assert isinstance(tile, TensorType) and isinstance(full, TensorType)
+    if tile.get_element_type() != full.get_element_type():
+        raise VerifyException(f"{op.name} must keep the element type.")
+    if len(tile.get_shape()) != len(full.get_shape()) or offsets != len(full.get_shape()):
+        raise VerifyException(
+            f"{op.name} needs a tile and one offset per dimension of the tensor."
+        )
+
+
+@irdl_op_definition
+class LoadOp(IRDLOperation):
+    """
+    Read a static-shaped tile of a tensor at the given offsets.
+
+    Elements of the tile that fall outside the tensor read as zero, so edge tiles
+    need no special case; ops that must not see those zeros (reductions over a
+    partial dim) mask them explicitly.
+
+    ```mlir
+    %t = tilefuse.load %x[%row, %c0] : tensor<70x333xf32> -> tensor<4x512xf32>
+    ```
+    """
+
+    name = "tilefuse.load"
+
+    source = operand_def(TensorType)
+    offsets = var_operand_def(IndexType)
+    result = result_def(TensorType)
+
+    assembly_format = "$source `[` $offsets `]` attr-dict `:` type($source) `->` type($result)"
+
+    def __init__(self, source: SSAValue, offsets: Sequence[SSAValue], tile: Attribute):
+        super().__init__(operands=[source, offsets], result_types=[tile])
+
+    def verify_(self) -> None:
+        _check_tile(self, self.result.type, self.source.type, len(self.offsets))
+
+
+@irdl_op_definition
+class StoreOp(IRDLOperation):
+    """
+    Write a tile into a tile grid's destination at the given offsets.
+
+    Only the elements that fall inside the destination are written.
+
+    ```mlir
+    tilefuse.store %y into %out[%row, %c0] : tensor<4x512xf32> into tensor<70x333xf32>
+    ```
+    """
+
+    name = "tilefuse.store"
+
+    value = operand_def(TensorType)
+    dest = operand_def(TensorType)
+    offsets = var_operand_def(IndexType)
+
+    assembly_format = (
+        "$value `into` $dest `[` $offsets `]` attr-dict `:` type($value) `into` type($dest)"
+    )
+
+    def __init__(self, value: SSAValue, dest: SSAValue, offsets: Sequence[SSAValue]):
+        super().__init__(operands=[value, dest, offsets])
+
+    def verify_(self) -> None:
+        _check_tile(self, self.value.type, self.dest.type, len(self.offsets))
+        grid = self.parent_op()
+        while grid is not None and not isinstance(grid, TileGridOp):
+            grid = grid.parent_op()
+        if grid is None or self.dest not in grid.destinations:
+            raise VerifyException(
+                "tilefuse.store must write to a destination of its enclosing tile grid."
+            )
+
+
+Tilefuse = Dialect(
+    "tilefuse", [GroupOp, YieldOp, TileGridOp, LoadOp, StoreOp], []
+)

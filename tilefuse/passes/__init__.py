@@ -42,7 +42,13 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return FusionGroupsPass
 
+    def tile_and_fuse():
+        from tilefuse.passes.tile_and_fuse import TileAndFusePass
+
+        return TileAndFusePass
+
     return {
+        "tile-and-fuse": tile_and_fuse,
         "fusion-groups": fusion_groups,
         "canonicalize": canonicalize,
         "cse": cse,

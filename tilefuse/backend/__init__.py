@@ -1,0 +1,1 @@
+"""Backends: turn generated Triton kernel source into code for a real GPU."""

@@ -1,0 +1,401 @@
+"""
+`tile-and-fuse`: turn each `tilefuse.group` into a grid of tile programs.
+
+Runs after `fusion-groups`. For every group:
+
+1. Plan (`tiling.plan_tiles`): unify the loop dims of the group's ops
+   (`dataflow.shared_dims`) and give each a block size and a mode: split across
+   programs (`grid`), whole in the tile, or looped in chunks.
+2. Build the tile program: a `tilefuse.tile_grid` whose body computes every op
+   of the group on exactly the tile its consumers need, derived through the
+   indexing maps. Group inputs are read with `tilefuse.load` at the tile's
+   offsets; results are written with `tilefuse.store`. Each producer is computed
+   once per program where it does not vary along a looped dim; where it does, it
+   is recomputed per chunk inside the loop that needs it (the multi-pass
+   fallback for rows longer than the budget). A reduction over a looped dim
+   becomes an `scf.for` carrying the accumulator, its initial value (the `fill`)
+   computed before the loop (llvm/llvm-project#58398 puts it inside; we must not).
+3. Mask edge tiles: a reduction over a dim whose tiles can be partial gets
+   `select(index < extent, x, identity)` before its combiner, so the padding
+   that loads read as zero never reaches a result. Contractions read their
+   operands straight from zero-padded loads, which makes the products zero.
+
+```mlir
+%y = tilefuse.group "fused_kernel_0" ins(%x : tensor<70x333xf32>) ... {
+^bb0(%xa: tensor<70x333xf32>):
+  %e = tensor.empty() : tensor<70x333xf32>
+  %r = tilefuse.tile_grid [18] outs(%e : tensor<70x333xf32>) warps 4 stages 1 {
+  ^bb0(%pid: index, %out: tensor<70x333xf32>):
+    %row = arith.muli %pid, %c4 : index
+    %x_t = tilefuse.load %xa[%row, %c0] : tensor<70x333xf32> -> tensor<4x512xf32>
+    ...  // linalg.generic ops on tensor<4x512xf32> / tensor<4xf32> tiles
+    tilefuse.store %y_t into %out[%row, %c0] : tensor<4x512xf32> into tensor<70x333xf32>
+  } -> (tensor<70x333xf32>)
+  tilefuse.yield %r : tensor<70x333xf32>
+}
+```
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects import arith, scf, tensor
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    i64,
+)
+from xdsl.dialects.linalg import ops as linalg
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+
+from tilefuse.cost.target import get_target
+from tilefuse.dataflow import CONTRACTION, Graph, Node, SharedDims, build_graph, shared_dims
+from tilefuse.diagnostics import CompileError, op_location
+from tilefuse.dialects.tilefuse import GroupOp, LoadOp, StoreOp, TileGridOp, YieldOp
+from tilefuse.tiling import GRID, LOOP, WHOLE, TilePlan, TilingRefused, plan_tiles
+
+IDENTITY = {
+    arith.AddfOp: 0.0, arith.MulfOp: 1.0, arith.MaximumfOp: float("-inf"),
+    arith.MinimumfOp: float("inf"), arith.MaxnumfOp: float("-inf"),
+    arith.MinnumfOp: float("inf"),
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class TileAndFusePass(ModulePass):
+    """Tile every fusion group from the target's budgets and fuse its ops per tile."""
+
+    name = "tile-and-fuse"
+
+    target: str = "h200"
+    smem_budget: int = 0
+    """Override the target's shared memory per block (bytes); 0 keeps it."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        target = get_target(self.target)
+        budget = self.smem_budget or None
+        for group in [g for g in op.walk() if isinstance(g, GroupOp)]:
+            if any(isinstance(o, TileGridOp) for o in group.entry.ops):
+                continue
+            tile_group(group, target, budget)
+
+
+def tile_group(group: GroupOp, target, budget: int | None) -> TilePlan:
+    """Replace `group`'s body by its tile program; returns the plan used."""
+    graph = build_graph(group.entry)
+    if not graph.nodes:
+        raise CompileError.at(group, "has no linalg op to tile")
+    dims = shared_dims(graph, graph.nodes)
+    _check_dims(graph, dims)
+    plan = plan_tiles(graph, dims, target, budget)
+    if len(plan.loop_dims) > 1:
+        raise TilingRefused(
+            "cannot tile: more than one looped dim in one group", op_location(group)
+        )
+    new_block = TileProgramBuilder(group, graph, dims, plan).build()
+    old = group.body.block
+    group.body.insert_block_before(new_block, old)
+    for a, b in zip(old.args, new_block.args, strict=True):
+        a.replace_all_uses_with(b)
+    group.body.detach_block(old)
+    old.erase(safe_erase=False)
+    group.attributes["tile"] = StringAttr(plan.describe())
+    group.attributes["tile_sizes"] = DenseArrayBase.from_list(i64, [d.block for d in plan.dims])
+    return plan
+
+
+def _check_dims(graph: Graph, dims: SharedDims) -> None:
+    for n in graph.nodes:
+        ids = [dims.of[(n.index, d)] for d in range(n.s.num_loops)]
+        if len(set(ids)) != len(ids):
+            raise TilingRefused(
+                "cannot tile: two loops of this op read the same tensor axis",
+                op_location(n.op),
+            )
+
+
+@dataclass
+class _Scope:
+    """Where ops go, and the offsets of looped dims in effect there."""
+
+    block: Block
+    loop_offsets: dict[int, SSAValue]
+    memo: dict[SSAValue, SSAValue] = field(default_factory=dict)
+
+
+class TileProgramBuilder:
+    """Builds the tile program of one group (see the module docstring)."""
+
+    def __init__(self, group: GroupOp, graph: Graph, dims: SharedDims, plan: TilePlan):
+        self.group, self.graph, self.dims, self.plan = group, graph, dims, plan
+        self.tiles = {t.dim: t for t in plan.dims}
+        self.loop_dim = plan.loop_dims[0].dim if plan.loop_dims else None
+        self.outer_offsets: dict[int, SSAValue] = {}
+        self.scalars: dict[SSAValue, SSAValue] = {}
+
+    # -- structure ----------------------------------------------------------
+
+    def build(self) -> Block:
+        old = self.group.entry
+        block = Block(arg_types=[a.type for a in old.args])
+        self.args = dict(zip(old.args, block.args, strict=True))
+        yield_op = old.last_op
+        assert isinstance(yield_op, YieldOp)
+        outputs = list(yield_op.values)
+        empties = [tensor.EmptyOp([], v.type) for v in outputs]
+        block.add_ops(empties)
+        grid_body = Block(
+            arg_types=[IndexType()] * len(self.plan.grid) + [v.type for v in outputs]
+        )
+        grid = TileGridOp(self.plan.grid, [e.tensor for e in empties], Region(grid_body),
+                          self.plan.num_warps, self.plan.num_stages)  # fmt: skip
+        grid.location = self.group.location
+        block.add_op(grid)
+        block.add_op(YieldOp(list(grid.results)))
+        self._fill_grid(grid_body, outputs)
+        return block
+
+    def _fill_grid(self, body: Block, outputs: list[SSAValue]) -> None:
+        pids = iter(body.args)
+        outer = _Scope(body, {})
+        for t in self.plan.dims:
+            if t.mode == GRID:
+                self.outer_offsets[t.dim] = self._mul(outer, next(pids), t.block)
+            else:
+                self.outer_offsets[t.dim] = self._index(outer, 0)
+        dests = body.args[len(self.plan.grid) :]
+        for node in self.graph.nodes:
+            if self._reduces_loop_dim(node):
+                self._emit_looped_reduction(node, outer)
+            elif not self._touches_loop_dim(node):
+                self._emit_node(node, outer)
+        for value, dest in zip(outputs, dests, strict=True):
+            self._store(value, dest, outer)
+
+    # -- values -------------------------------------------------------------
+
+    def value_dims(self, value: SSAValue) -> tuple[int, ...]:
+        """Shared dims of a tensor of the group, one per axis."""
+        p = self.graph.producer_of(value)
+        if p is not None:
+            i = list(p.op.results).index(value)
+            return tuple(self.dims.of[(p.index, d)] for d in p.s.operand_dims(len(p.s.inputs) + i))
+        for n in self.graph.nodes:
+            for i, v in enumerate(n.s.operands):
+                if v is value and n.s.maps[i].results:
+                    return tuple(self.dims.of[(n.index, d)] for d in n.s.operand_dims(i))
+        raise CompileError.at(self.group, "has an output that no op of the group computes")
+
+    def _block_of(self, dim: int, scope: _Scope) -> int:
+        return self.tiles[dim].block
+
+    def _offset(self, dim: int, scope: _Scope) -> SSAValue:
+        return scope.loop_offsets.get(dim, self.outer_offsets[dim])
+
+    def tile_type(self, value: SSAValue, scope: _Scope) -> TensorType:
+        t = value.type
+        assert isinstance(t, TensorType)
+        shape = [self._block_of(d, scope) for d in self.value_dims(value)]
+        return TensorType(t.get_element_type(), shape)
+
+    def materialize(self, value: SSAValue, scope: _Scope, outer: _Scope) -> SSAValue:
+        """The tile of `value` in `scope`, computing or loading it if needed."""
+        if not isinstance(value.type, TensorType):
+            return self._scalar(value, scope)
+        home = scope if self._varies_in_loop(value) else outer
+        if value in home.memo:
+            return home.memo[value]
+        if value in self.args:
+            offsets = [self._offset(d, home) for d in self.value_dims(value)]
+            load = LoadOp(self.args[value], offsets, self.tile_type(value, home))
+            home.block.add_op(load)
+            home.memo[value] = load.result
+            return load.result
+        producer = self.graph.producer_of(value)
+        if producer is None:
+            raise CompileError.at(self.group, "reads a tensor it cannot tile")
+        self._emit_node(producer, home, outer)
+        return home.memo[value]
+
+    def _varies_in_loop(self, value: SSAValue) -> bool:
+        return self.loop_dim is not None and self.loop_dim in self.value_dims(value)
+
+    def _touches_loop_dim(self, node: Node) -> bool:
+        return self.loop_dim is not None and any(
+            self.dims.of[(node.index, d)] == self.loop_dim for d in range(node.s.num_loops)
+        )
+
+    def _reduces_loop_dim(self, node: Node) -> bool:
+        return self.loop_dim is not None and any(
+            self.dims.of[(node.index, d)] == self.loop_dim for d in node.s.reduction_dims
+        )
+
+    # -- ops ----------------------------------------------------------------
+
+    def _emit_node(self, node: Node, scope: _Scope, outer: _Scope | None = None) -> None:
+        outer = outer or scope
+        s = node.s
+        inputs = [self.materialize(v, scope, outer) for v in s.inputs]
+        outs = []
+        for v, acc in zip(s.outputs, s.payload.args[len(s.inputs) :], strict=True):
+            outs.append(self.materialize(v, scope, outer) if acc.uses else self._empty(v, scope))
+        generic = self._tiled_generic(node, inputs, outs, scope)
+        scope.block.add_op(generic)
+        for old, new in zip(node.op.results, generic.results, strict=True):
+            scope.memo[old] = new
+
+    def _emit_looped_reduction(self, node: Node, outer: _Scope) -> None:
+        """A reduction over the looped dim: scf.for over chunks, init outside."""
+        s = node.s
+        inits = [self.materialize(v, outer, outer) for v in s.outputs]
+        t = self.tiles[self.loop_dim]
+        lb, ub, step = self._index(outer, 0), self._index(outer, t.extent), self._index(outer, t.block)
+        body = Block(arg_types=[IndexType(), *[v.type for v in inits]])
+        inner = _Scope(body, {self.loop_dim: body.args[0]})
+        inputs = [self.materialize(v, inner, outer) for v in s.inputs]
+        generic = self._tiled_generic(node, inputs, list(body.args[1:]), inner)
+        body.add_op(generic)
+        body.add_op(scf.YieldOp(*generic.results))
+        loop = scf.ForOp(lb, ub, step, inits, Region(body))
+        outer.block.add_op(loop)
+        for old, new in zip(node.op.results, loop.results, strict=True):
+            outer.memo[old] = new
+
+    def _tiled_generic(
+        self, node: Node, inputs: list[SSAValue], outs: list[SSAValue], scope: _Scope
+    ) -> linalg.GenericOp:
+        s = node.s
+        body = Region()
+        captured = {
+            v: self._scalar(v, scope)
+            for op in s.payload.ops
+            for v in op.operands
+            if isinstance(v.owner, Operation) and v.owner.parent_block() is not s.payload
+        }
+        s.payload.parent.clone_into(body, value_mapper=captured)
+        self._offset_indices(node, body.block, scope)
+        if node.kind != CONTRACTION:
+            self._mask_partial_reductions(node, body.block, scope)
+        result_types = [self.tile_type(r, scope) for r in node.op.results]
+        generic = linalg.GenericOp(
+            inputs, outs, body, node.op.indexing_maps, node.op.iterator_types, result_types
+        )
+        generic.location = node.op.location
+        return generic
+
+    def _offset_indices(self, node: Node, block: Block, scope: _Scope) -> None:
+        """`linalg.index d` counts within the tile; add the tile's offset."""
+        for op in list(block.ops):
+            if not isinstance(op, linalg.IndexOp):
+                continue
+            dim = self.dims.of[(node.index, op.dim.value.data)]
+            if self.tiles[dim].mode == WHOLE:
+                continue
+            add = arith.AddiOp(op.result, self._offset(dim, scope))
+            block.insert_op_after(add, op)
+            op.result.replace_uses_with_if(add.result, lambda use, a=add: use.operation is not a)
+
+    def _mask_partial_reductions(self, node: Node, block: Block, scope: _Scope) -> None:
+        partial = [d for d in node.s.reduction_dims if self._is_partial(node, d)]
+        if not partial:
+            return
+        yield_op = block.last_op
+        assert yield_op is not None
+        for i, value in enumerate(yield_op.operands):
+            comb = value.owner
+            acc = block.args[len(node.s.inputs) + i]
+            if not isinstance(comb, Operation) or type(comb) not in IDENTITY or acc not in comb.operands:
+                raise TilingRefused(
+                    "cannot mask this reduction's edge tiles: its payload does not end "
+                    "in a recognised combiner (addf, mulf, maximumf, minimumf)",
+                    op_location(node.op),
+                )  # fmt: skip
+            x = comb.operands[1] if comb.operands[0] is acc else comb.operands[0]
+            ops, sel = self._mask(node, partial, x, IDENTITY[type(comb)], scope)
+            for o in ops:
+                block.insert_op_before(o, comb)
+            comb.operands = [sel if o is x else o for o in comb.operands]
+
+    def _mask(self, node, loops, x, identity, scope):
+        ops: list[Operation] = []
+        cond = None
+        for d in loops:
+            dim = self.dims.of[(node.index, d)]
+            idx = linalg.IndexOp(d)
+            ops.append(idx)
+            pos = idx.result
+            if self.tiles[dim].mode != WHOLE:
+                add = arith.AddiOp(pos, self._offset(dim, scope))
+                ops.append(add)
+                pos = add.result
+            bound = arith.ConstantOp(IntegerAttr(self.tiles[dim].extent, IndexType()))
+            cmp = arith.CmpiOp(pos, bound, "slt")
+            ops += [bound, cmp]
+            if cond is not None:
+                both = arith.AndIOp(cond, cmp.result)
+                ops.append(both)
+                cond = both.result
+            else:
+                cond = cmp.result
+        ident = arith.ConstantOp(FloatAttr(identity, x.type))
+        sel = arith.SelectOp(cond, x, ident.result)
+        ops += [ident, sel]
+        return ops, sel.result
+
+    def _is_partial(self, node: Node, loop: int) -> bool:
+        t = self.tiles[self.dims.of[(node.index, loop)]]
+        return t.extent % t.block != 0
+
+    def _store(self, value: SSAValue, dest: SSAValue, outer: _Scope) -> None:
+        if not self._varies_in_loop(value):
+            tile = self.materialize(value, outer, outer)
+            offsets = [self._offset(d, outer) for d in self.value_dims(value)]
+            outer.block.add_op(StoreOp(tile, dest, offsets))
+            return
+        t = self.tiles[self.loop_dim]
+        body = Block(arg_types=[IndexType()])
+        inner = _Scope(body, {self.loop_dim: body.args[0]})
+        tile = self.materialize(value, inner, outer)
+        offsets = [self._offset(d, inner) for d in self.value_dims(value)]
+        body.add_op(StoreOp(tile, dest, offsets))
+        body.add_op(scf.YieldOp())
+        lb, ub = self._index(outer, 0), self._index(outer, t.extent)
+        outer.block.add_op(scf.ForOp(lb, ub, self._index(outer, t.block), [], Region(body)))
+
+    # -- small helpers -------------------------------------------------------
+
+    def _empty(self, value: SSAValue, scope: _Scope) -> SSAValue:
+        empty = tensor.EmptyOp([], self.tile_type(value, scope))
+        scope.block.add_op(empty)
+        return empty.tensor
+
+    def _scalar(self, value: SSAValue, scope: _Scope) -> SSAValue:
+        """Scalars (fill values) come from constants: clone them here."""
+        owner = value.owner
+        if not isinstance(owner, arith.ConstantOp):
+            raise CompileError(
+                "a scalar operand that is not a constant cannot be tiled",
+                op_location(owner) if isinstance(owner, Operation) else None,
+            )
+        clone = owner.clone()
+        scope.block.add_op(clone)
+        return clone.result
+
+    def _index(self, scope: _Scope, value: int) -> SSAValue:
+        c = arith.ConstantOp(IntegerAttr(value, IndexType()))
+        scope.block.add_op(c)
+        return c.result
+
+    def _mul(self, scope: _Scope, value: SSAValue, factor: int) -> SSAValue:
+        mul = arith.MuliOp(value, self._index(scope, factor))
+        scope.block.add_op(mul)
+        return mul.result
+

@@ -1,0 +1,1 @@
+"""Test helpers shipped with tilefuse: random program generators for property tests."""

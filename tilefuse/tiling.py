@@ -1,0 +1,298 @@
+"""
+Tile plans: the tile sizes of a fusion group, chosen from the target's budgets.
+
+`plan_tiles(graph, dims, target)` decides, for every shared loop dim of a group
+(`dataflow.shared_dims`), its block size and how it is covered:
+
+- `grid`: split across programs, one program per tile (dims parallel in every op);
+- `whole`: the whole extent, padded to a power of two, inside every tile (the
+  rows of softmax or LayerNorm);
+- `loop`: a loop inside the tile over chunks of `block` (a contraction's `k`,
+  or a row too long for the budget), the accumulator carried.
+
+The tile is the largest (powers of two per dim, as Triton blocks need) whose
+working set fits the shared-memory budget and whose registers per thread
+(live fp32 values spread over the program's threads) leave a useful occupancy
+(at least 25%, the `f(o)` floor). For contractions the working set is the
+software-pipelined operand tiles (`stages x (BM x BK + BK x BN)`) and the
+accumulator lives in registers. The plan records the arithmetic so the IR and
+the report can show it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from tilefuse.cost.occupancy import occupancy
+from tilefuse.cost.opcost import elem_bytes
+from tilefuse.cost.target import Target
+from tilefuse.dataflow import CONTRACTION, FILL, Graph, SharedDims
+from tilefuse.diagnostics import CompileError, op_location
+
+GRID, WHOLE, LOOP = "grid", "whole", "loop"
+COMPUTE_BYTES = 4
+MIN_OCCUPANCY = 0.25
+REG_OVERHEAD = 24  # addresses, masks, loop counters
+TARGET_TILE_ELEMS = 4096  # per program, for memory-bound groups
+MIN_CHUNK = 64
+
+
+def pow2(n: int) -> int:
+    """The smallest power of two >= n."""
+    return 1 << max(0, (n - 1).bit_length())
+
+
+@dataclass(frozen=True)
+class DimTile:
+    """How one shared dim is tiled."""
+
+    dim: int
+    extent: int
+    block: int
+    mode: str
+
+    @property
+    def programs(self) -> int:
+        return math.ceil(self.extent / self.block) if self.mode == GRID else 1
+
+    @property
+    def partial(self) -> bool:
+        """Can a tile of this dim be only partly inside the tensor?"""
+        return self.extent % self.block != 0
+
+
+@dataclass(frozen=True)
+class TilePlan:
+    """Tile sizes of one group and the budget arithmetic behind them."""
+
+    dims: tuple[DimTile, ...]
+    num_warps: int
+    num_stages: int
+    working_set: int
+    smem_budget: int
+    regs_per_thread: int
+    occupancy: float
+    contraction: bool
+
+    @property
+    def grid(self) -> tuple[int, ...]:
+        return tuple(d.programs for d in self.dims if d.mode == GRID)
+
+    @property
+    def loop_dims(self) -> tuple[DimTile, ...]:
+        return tuple(d for d in self.dims if d.mode == LOOP)
+
+    def describe(self) -> str:
+        tile = "x".join(
+            f"{d.block}{'(loop)' if d.mode == LOOP else ''}" for d in self.dims
+        )
+        return (
+            f"tile {tile}, grid {'x'.join(map(str, self.grid)) or '1'}, working set "
+            f"{self.working_set / 1024:.1f} KB of {self.smem_budget / 1024:.0f} KB, "
+            f"~{self.regs_per_thread} regs/thread, {self.num_warps} warps, "
+            f"{self.num_stages} stages, occupancy {self.occupancy:.2f}"
+        )
+
+
+class TilingRefused(CompileError):
+    """A group that cannot be tiled within the budgets."""
+
+
+def plan_tiles(
+    graph: Graph, dims: SharedDims, target: Target, smem_budget: int | None = None
+) -> TilePlan:
+    """Choose block sizes for the group made of all of `graph`'s nodes."""
+    budget = target.smem_per_block if smem_budget is None else smem_budget
+    if any(n.kind == CONTRACTION for n in graph.nodes):
+        return _plan_contraction(graph, dims, target, budget)
+    return _plan_memory_bound(graph, dims, target, budget)
+
+
+# ---------------------------------------------------------------------------
+# Memory-bound groups (pointwise, reductions)
+# ---------------------------------------------------------------------------
+
+
+def _values(graph: Graph, dims: SharedDims) -> list[tuple[int, ...]]:
+    """Shared dims of every distinct value a group keeps on chip."""
+    seen: dict[object, tuple[int, ...]] = {}
+    for n in graph.nodes:
+        if n.kind == FILL:
+            continue
+        for i, v in enumerate(n.s.inputs):
+            if n.s.input_maps[i].results:
+                seen[v] = tuple(dims.of[(n.index, d)] for d in n.s.operand_dims(i))
+        for i, r in enumerate(n.op.results):
+            loops = n.s.operand_dims(len(n.s.inputs) + i)
+            seen[r] = tuple(dims.of[(n.index, d)] for d in loops)
+    return list(seen.values())
+
+
+def _working_set(values: list[tuple[int, ...]], blocks: dict[int, int]) -> int:
+    return sum(math.prod(blocks[d] for d in v) * COMPUTE_BYTES for v in values)
+
+
+def _warps_for(elements: int) -> int:
+    return max(2, min(16, pow2(max(1, elements // 512))))
+
+
+def _fit(
+    target: Target, values: list[tuple[int, ...]], blocks: dict[int, int], budget: int
+) -> tuple[bool, int, int, float]:
+    """Does a block assignment fit? -> (fits, warps, regs, occupancy)."""
+    ws = _working_set(values, blocks)
+    elements = math.prod(blocks.values())
+    warps = _warps_for(elements)
+    regs = math.ceil(ws / COMPUTE_BYTES / (warps * target.warp_size)) + REG_OVERHEAD
+    occ = occupancy(target, min(regs, target.max_regs_per_thread), warps * target.warp_size, 0)
+    fits = ws <= budget and regs <= target.max_regs_per_thread and occ.occupancy >= MIN_OCCUPANCY
+    return fits, warps, regs, occ.occupancy
+
+
+def _plan_memory_bound(graph: Graph, dims: SharedDims, target: Target, budget: int) -> TilePlan:
+    values = _values(graph, dims)
+    blocks = {d.id: (1 if d.is_grid else pow2(d.extent)) for d in dims.dims}
+    modes = {d.id: (GRID if d.is_grid else WHOLE) for d in dims.dims}
+    if not _fit(target, values, blocks, budget)[0]:
+        _loop_longest_inner(graph, dims, target, values, blocks, modes, budget)
+    for d in _grid_growth_order(graph, dims):
+        while blocks[d.id] < pow2(d.extent) and math.prod(blocks.values()) < TARGET_TILE_ELEMS:
+            trial = {**blocks, d.id: blocks[d.id] * 2}
+            if not _fit(target, values, trial, budget)[0]:
+                break
+            blocks = trial
+    _, warps, regs, occ = _fit(target, values, blocks, budget)
+    tiles = tuple(DimTile(d.id, d.extent, blocks[d.id], modes[d.id]) for d in dims.dims)
+    return TilePlan(tiles, warps, 1, _working_set(values, blocks), budget, regs, occ, False)
+
+
+def _loop_longest_inner(graph, dims, target, values, blocks, modes, budget) -> None:
+    inner = [d for d in dims.dims if not d.is_grid]
+    longest = max(inner, key=lambda d: d.extent)
+    modes[longest.id] = LOOP
+    chunk = blocks[longest.id]
+    while chunk > MIN_CHUNK:
+        chunk //= 2
+        blocks[longest.id] = chunk
+        if _fit(target, values, blocks, budget)[0]:
+            return
+    raise TilingRefused(
+        f"cannot tile: even one row in chunks of {MIN_CHUNK} needs "
+        f"{_working_set(values, blocks) / 1024:.1f} KB > budget {budget / 1024:.1f} KB",
+        op_location(graph.nodes[-1].op),
+    )
+
+
+def _grid_growth_order(graph: Graph, dims: SharedDims) -> list:
+    """Grid dims, the root result's innermost (contiguous) axis first."""
+    root = graph.nodes[-1]
+    out_loops = root.s.operand_dims(len(root.s.inputs))
+    order = [dims.of[(root.index, d)] for d in reversed(out_loops)]
+    order += [d.id for d in dims.dims if d.id not in order]
+    return [dims.dims[i] for i in order if dims.dims[i].is_grid]
+
+
+# ---------------------------------------------------------------------------
+# Contractions (+ epilogues)
+# ---------------------------------------------------------------------------
+
+MMA_BLOCKS = (256, 128, 64, 32, 16)
+MAX_ACC_REGS = 128
+
+
+@dataclass(frozen=True)
+class _Roles:
+    """The dims of a contraction: the primary M, N, K get MMA blocks."""
+
+    m: int | None
+    n: int | None
+    k: int
+    other_k: tuple[int, ...]
+    operand_bytes: int
+
+
+def _roles(graph: Graph, dims: SharedDims) -> _Roles:
+    node = next(n for n in graph.nodes if n.kind == CONTRACTION)
+    a_dims, b_dims = (set(node.s.operand_dims(i)) for i in range(2))
+    out_dims = node.s.operand_dims(2)
+    ext = {d.id: d.extent for d in dims.dims}
+
+    def primary(loops) -> tuple[int | None, tuple[int, ...]]:
+        ids = [dims.of[(node.index, d)] for d in loops]
+        if not ids:
+            return None, ()
+        best = max(reversed(ids), key=lambda i: ext[i])
+        return best, tuple(i for i in ids if i != best)
+
+    m, _ = primary([d for d in out_dims if d in a_dims and d not in b_dims])
+    n, _ = primary([d for d in out_dims if d in b_dims and d not in a_dims])
+    k, other_k = primary(node.s.reduction_dims)
+    assert k is not None
+    return _Roles(m, n, k, other_k, elem_bytes(node.s.inputs[0].type))
+
+
+def _plan_contraction(graph: Graph, dims: SharedDims, target: Target, budget: int) -> TilePlan:
+    roles = _roles(graph, dims)
+    ext = {d.id: d.extent for d in dims.dims}
+    best = None
+    for bm in _mma_sizes(ext, roles.m):
+        for bn in _mma_sizes(ext, roles.n):
+            cand = _contraction_candidate(target, budget, roles, ext, bm, bn)
+            if cand is not None and (best is None or cand[0] > best[0]):
+                best = cand
+    if best is None:
+        raise TilingRefused("cannot tile the contraction within the shared-memory budget",
+                            op_location(graph.nodes[-1].op))  # fmt: skip
+    _, blocks, warps, stages, ws, regs, occ = best
+    tiles = []
+    for d in dims.dims:
+        if d.id == roles.k:
+            mode = LOOP if blocks[d.id] < d.extent else WHOLE
+        else:
+            mode = WHOLE if d.id in roles.other_k else GRID
+        tiles.append(DimTile(d.id, d.extent, blocks[d.id], mode))
+    return TilePlan(tuple(tiles), warps, stages, ws, budget, regs, occ, True)
+
+
+def _mma_sizes(ext: dict[int, int], dim: int | None) -> list[int]:
+    if dim is None:
+        return [1]
+    cap = max(16, pow2(ext[dim]))
+    return [b for b in MMA_BLOCKS if b <= cap]
+
+
+def _contraction_candidate(target, budget, roles: _Roles, ext, bm: int, bn: int):
+    """Score and budget numbers of one (BM, BN) choice, or None if it does not fit."""
+    k = roles.k
+    other_k = math.prod(pow2(ext[d]) for d in roles.other_k)
+    bk = min(max(16, pow2(ext[k])), 64 if roles.operand_bytes <= 2 else 32)
+    warps = 8 if bm * bn >= 128 * 128 else 4
+    threads = warps * target.warp_size
+    acc_regs = math.ceil(bm * bn / threads)
+    if acc_regs > MAX_ACC_REGS:
+        return None
+    for stages in (4, 3, 2, 1):
+        ws = stages * (bm * bk + bk * bn) * other_k * roles.operand_bytes
+        if ws <= budget:
+            break
+    else:
+        return None
+    regs = min(target.max_regs_per_thread, 2 * acc_regs + REG_OVERHEAD + 16)
+    occ = occupancy(target, regs, threads, ws).occupancy
+    if occ <= 0:
+        return None
+    blocks = dict.fromkeys(ext, 1)
+    blocks.update({d: pow2(ext[d]) for d in roles.other_k})
+    if roles.m is not None:
+        blocks[roles.m] = bm
+    if roles.n is not None:
+        blocks[roles.n] = bn
+    blocks[k] = bk
+    programs = math.prod(
+        math.ceil(ext[d] / blocks[d]) for d in ext if d != k and d not in roles.other_k
+    )
+    # Prefer big tiles (reuse), but not fewer programs than SMs when avoidable.
+    score = (min(programs, target.sm_count), bm * bn, stages)
+    return score, blocks, warps, stages, ws, regs, occ
+
