@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import hashlib
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import pytest
 
 pytest.importorskip("triton")
 
-from tilefuse.backend.cubin import (  # noqa: E402
+from tilefuse.backend.cubin import (
     H100_MAX_SHARED_BYTES,
     CompiledKernel,
     ToolchainMissingError,
@@ -17,7 +23,7 @@ from tilefuse.backend.cubin import (  # noqa: E402
     load_jit_function,
 )
 
-ADD_SOURCE = '''
+ADD_SOURCE = """
 import triton
 import triton.language as tl
 
@@ -34,11 +40,28 @@ def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
     x = tl.load(x_ptr + offs, mask=mask)
     y = tl.load(y_ptr + offs, mask=mask)
     tl.store(out_ptr + offs, _add(x, y), mask=mask)
-'''
+"""
 
 ADD_SIGNATURE = {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}
+# Triton's launcher marks an int divisible by 16 when it is (here n = 2**20);
+# without that the mask blocks 128-bit accesses.
+ADD_DIVISIBLE = ("x_ptr", "y_ptr", "out_ptr", "n")
 
-MATMUL_SOURCE = '''
+REDUCE_SOURCE = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def rowmax_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + tl.program_id(0) * n + offs, mask=offs < n, other=0.0)
+    tl.store(out_ptr + tl.program_id(0), tl.max(x, axis=0) + tl.sum(x, axis=0))
+"""
+
+REDUCE_SIGNATURE = {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}
+
+MATMUL_SOURCE = """
 import triton
 import triton.language as tl
 
@@ -60,7 +83,7 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, lda, ldb, ldc,
     c = acc.to(tl.float16)
     tl.store(c_ptr + rm[:, None] * ldc + rn[None, :], c,
              mask=(rm[:, None] < M) & (rn[None, :] < N))
-'''
+"""
 
 MATMUL_SIGNATURE = {
     "a_ptr": "*fp16",
@@ -69,8 +92,10 @@ MATMUL_SIGNATURE = {
     **{name: "i32" for name in ("M", "N", "K", "lda", "ldb", "ldc")},
 }
 MATMUL_TILE = {"BM": 64, "BN": 64, "BK": 32}
-# What a launch on contiguous torch tensors with K, N multiples of 16 sees.
-MATMUL_DIVISIBLE = ("a_ptr", "b_ptr", "c_ptr", "lda", "ldb", "ldc")
+# What a launch on contiguous torch tensors with M, N, K multiples of 16 sees
+# (triton's launcher marks such ints divisible by 16); K's divisibility is
+# what lets the pipeliner use cp.async for the A and B tiles.
+MATMUL_DIVISIBLE = ("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "lda", "ldb", "ldc")
 
 
 def _compile(*args, **kwargs) -> CompiledKernel:
@@ -92,7 +117,14 @@ def _fresh_triton_cache(tmp_path_factory):
 @pytest.fixture(scope="module")
 def add_kernel() -> CompiledKernel:
     fn = load_jit_function(ADD_SOURCE, "add_kernel")
-    return _compile(fn, ADD_SIGNATURE, {"BLOCK": 1024}, arch=90, num_warps=4)
+    return _compile(
+        fn,
+        ADD_SIGNATURE,
+        {"BLOCK": 1024},
+        arch=90,
+        num_warps=4,
+        divisible_by_16=ADD_DIVISIBLE,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -119,9 +151,17 @@ def test_elementwise_add(add_kernel: CompiledKernel) -> None:
     assert k.cubin_bytes == len(k.cubin) > 0
     assert "mma" not in k.ptx_has
     # 1024 fp32 over 128 threads, 16-byte aligned pointers: 128-bit accesses.
-    assert "ld.global.v4" in k.ptx_has
-    assert "st.global.v4" in k.ptx_has
+    assert {"ld.global.v4", "st.global.v4"} <= k.ptx_has
     assert ".target sm_90" in k.ptx
+
+
+def test_divisibility_reaches_triton(add_kernel: CompiledKernel) -> None:
+    """By default only pointers are aligned: n unknown, so scalar accesses."""
+    fn = load_jit_function(ADD_SOURCE, "add_kernel")
+    k = _compile(fn, ADD_SIGNATURE, {"BLOCK": 1024})
+    assert "ld.global.v4" not in k.ptx_has
+    assert k.spills == 0
+    assert k.cubin != add_kernel.cubin
 
 
 def test_matmul_tile(matmul_kernel: CompiledKernel) -> None:
@@ -131,6 +171,28 @@ def test_matmul_tile(matmul_kernel: CompiledKernel) -> None:
     assert k.ptx_has & {"wgmma", "mma.sync"}
     assert "mma" in k.ptx_has
     assert k.num_stages == 3
+    # 3 stages of a 64x32 and a 32x64 fp16 tile, loaded with cp.async.
+    assert "cp.async" in k.ptx_has
+    assert k.shared_bytes >= 3 * (64 * 32 + 32 * 64) * 2
+
+
+@pytest.fixture(scope="module")
+def spilling_kernel() -> CompiledKernel:
+    """The matmul with unknown strides needs > 100 registers: cap it at 64."""
+    fn = load_jit_function(MATMUL_SOURCE, "matmul_kernel")
+    return _compile(fn, MATMUL_SIGNATURE, MATMUL_TILE, options={"maxnreg": 64})
+
+
+def test_spills_are_reported(spilling_kernel: CompiledKernel) -> None:
+    assert spilling_kernel.registers <= 64
+    assert spilling_kernel.spills > 0
+    assert spilling_kernel.local_bytes == 4 * spilling_kernel.spills
+
+
+def test_unknown_option_is_rejected() -> None:
+    fn = load_jit_function(ADD_SOURCE, "add_kernel")
+    with pytest.raises(ValueError, match="no options"):
+        compile_for_gpu(fn, ADD_SIGNATURE, {"BLOCK": 64}, options={"bogus": 1})
 
 
 def test_interpreter_env_still_compiles(
@@ -142,7 +204,7 @@ def test_interpreter_env_still_compiles(
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     fn = load_jit_function(ADD_SOURCE, "add_kernel")
     assert not isinstance(fn, JITFunction)
-    k = _compile(fn, ADD_SIGNATURE, {"BLOCK": 1024})
+    k = _compile(fn, ADD_SIGNATURE, {"BLOCK": 1024}, divisible_by_16=ADD_DIVISIBLE)
     assert k.registers == add_kernel.registers
     assert k.ptx_has == add_kernel.ptx_has
     # The interpreted kernel still runs on the CPU.
@@ -169,7 +231,9 @@ def test_load_jit_function_caches_by_content() -> None:
 def test_signature_errors() -> None:
     fn = load_jit_function(ADD_SOURCE, "add_kernel", interpret=False)
     with pytest.raises(ValueError, match="no type for parameter 'n'"):
-        compile_for_gpu(fn, {k: v for k, v in ADD_SIGNATURE.items() if k != "n"}, {"BLOCK": 64})
+        compile_for_gpu(
+            fn, {k: v for k, v in ADD_SIGNATURE.items() if k != "n"}, {"BLOCK": 64}
+        )
     with pytest.raises(ValueError, match="no value for constexpr 'BLOCK'"):
         compile_for_gpu(fn, ADD_SIGNATURE, {})
     with pytest.raises(ValueError, match="no parameter"):
@@ -177,7 +241,9 @@ def test_signature_errors() -> None:
 
 
 def test_matches_driver_on_gpu(
-    add_kernel: CompiledKernel, matmul_kernel: CompiledKernel
+    add_kernel: CompiledKernel,
+    matmul_kernel: CompiledKernel,
+    spilling_kernel: CompiledKernel,
 ) -> None:
     """On a real GPU, the numbers agree with what the CUDA driver reports."""
     torch = pytest.importorskip("torch")
@@ -185,7 +251,50 @@ def test_matches_driver_on_gpu(
         pytest.skip("no CUDA GPU")
     if torch.cuda.get_device_capability() != (9, 0):
         pytest.skip("not an sm_90 GPU")
-    for k in (add_kernel, matmul_kernel):
+    for k in (add_kernel, matmul_kernel, spilling_kernel):
         tk = k.triton_kernel
+        if tk is None:
+            pytest.skip(
+                "compiled in a child process (triton imported for the interpreter)"
+            )
         tk._init_handles()
         assert (k.registers, k.spills) == (tk.n_regs, tk.n_spills), k.name
+
+
+def test_triton_imported_for_the_interpreter(tmp_path: Path) -> None:
+    """TRITON_INTERPRET=1 before triton is imported: tl.sum etc. are then
+    InterpretedFunctions for good, so compile_for_gpu compiles in a child."""
+    script = textwrap.dedent(
+        f"""
+        import json
+        import triton.language as tl
+        from triton.runtime.jit import JITFunction
+        from tilefuse.backend.cubin import compile_for_gpu, load_jit_function
+
+        assert not isinstance(tl.standard.sum, JITFunction)
+        fn = load_jit_function({REDUCE_SOURCE!r}, "rowmax_kernel")
+        k = compile_for_gpu(fn, {REDUCE_SIGNATURE!r}, {{"BLOCK": 256}})
+        print(json.dumps([type(fn).__name__, k.name, k.registers, k.spills]))
+        """
+    )
+    repo = str(Path(__file__).resolve().parents[1])
+    env = {
+        **os.environ,
+        "TRITON_INTERPRET": "1",
+        "TRITON_CACHE_DIR": str(tmp_path),
+        "PYTHONPATH": os.pathsep.join([repo, *filter(None, sys.path)]),
+        "PYTHONWARNINGS": "error",
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    kind, name, registers, spills = json.loads(proc.stdout.splitlines()[-1])
+    assert (kind, name) == ("InterpretedFunction", "rowmax_kernel")
+    assert registers > 0
+    assert spills == 0

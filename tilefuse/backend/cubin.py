@@ -28,10 +28,21 @@ Version notes (the code feature-detects instead of comparing versions):
 
 ``TRITON_INTERPRET=1``: ``triton.jit`` then returns an ``InterpretedFunction``
 (no ``cache_key``; ``triton.compile`` fails with ``AttributeError``).
-:func:`compile_for_gpu` accepts such a function anyway: it re-imports the
-function's source file under another module name with the interpreter
-switched off (so helper ``@triton.jit`` functions called from the kernel are
-real ``JITFunction`` objects too) and compiles that.
+:func:`compile_for_gpu` accepts such a function anyway:
+
+* If ``triton.language`` itself was imported without the interpreter (the
+  variable was set later, e.g. by a test's ``monkeypatch``), it re-imports the
+  function's source file under another module name with the interpreter off
+  (so helper ``@triton.jit`` functions it calls are ``JITFunction`` too) and
+  compiles that in this process.
+* If ``triton`` was imported with ``TRITON_INTERPRET=1``, triton's own library
+  functions (``tl.sum``, ``tl.max``, ``tl.cdiv``, ... in
+  ``triton/language/standard.py``) are ``InterpretedFunction`` objects for the
+  rest of the process, and no kernel that calls them can be compiled here
+  (the code generator fails on them; with the knob switched off, triton's
+  gluon package even asserts on import).  Then the compilation runs in a
+  child Python process without ``TRITON_INTERPRET`` (about a second more for
+  importing triton there); the result has ``triton_kernel=None``.
 """
 
 from __future__ import annotations
@@ -108,7 +119,7 @@ class CompiledKernel:
     ptx_has: frozenset[str]
     arch: int = 90
     # Shared memory ptxas put in the cubin itself.  On sm_90 kernels that use
-    # wgmma/mbarriers this is the 1 KiB ``.nv.shared.reserved`` block, which
+    # shared memory this is the 1 KiB ``.nv.shared.reserved`` block, which
     # CUDA keeps outside the 227 KiB opt-in limit; it is not in shared_bytes.
     static_shared_bytes: int = 0
     local_bytes: int = 0  # per-thread stack + local memory (ptxas)
@@ -220,7 +231,9 @@ def load_jit_function(
     if interpret is None:
         interpret = _interpret_enabled()
     if module_name is None:
-        module_name = f"tilefuse_kernel_{digest[:16]}" + ("_interp" if interpret else "")
+        module_name = f"tilefuse_kernel_{digest[:16]}" + (
+            "_interp" if interpret else ""
+        )
     module = _import_file(path, module_name, interpret)
     try:
         return getattr(module, name)
@@ -325,7 +338,9 @@ def _backend_options(target: Any, wanted: dict[str, Any]) -> dict[str, Any]:
 
     # Passing enable_fp_fusion keeps triton 3.9 from warning about its default.
     probe = {k: v for k, v in wanted.items() if k == "enable_fp_fusion"}
-    known = getattr(make_backend(target).parse_options(probe), "__dataclass_fields__", None)
+    known = getattr(
+        make_backend(target).parse_options(probe), "__dataclass_fields__", None
+    )
     if known is None:
         return wanted
     missing = {"num_warps", "num_stages"} - set(known)
@@ -380,7 +395,9 @@ def _resource_usage(
                 check=False,
             )
             rows = {m["name"]: m for m in _CUOBJDUMP_RE.finditer(out.stdout)}
-            row = rows.get(name) or (next(iter(rows.values())) if len(rows) == 1 else None)
+            row = rows.get(name) or (
+                next(iter(rows.values())) if len(rows) == 1 else None
+            )
             if row is not None:
                 local = int(row["stack"]) + int(row["local"])
                 return int(row["reg"]), local, int(row["shared"])
@@ -410,6 +427,116 @@ def _resource_usage(
     )
 
 
+def _language_is_interpreted() -> bool:
+    """True when ``triton.language`` was imported with ``TRITON_INTERPRET=1``."""
+    import triton.language.standard as standard
+    from triton.runtime.jit import JITFunction
+
+    probe = getattr(standard, "sum", None) or getattr(standard, "cdiv", None)
+    return probe is not None and not isinstance(probe, JITFunction)
+
+
+_CHILD_ERRORS: dict[str, type[Exception]] = {
+    "ValueError": ValueError,
+    "TypeError": TypeError,
+    "AttributeError": AttributeError,
+    "ToolchainMissingError": ToolchainMissingError,
+}
+
+
+def _compile_in_subprocess(
+    fn: Any,
+    signature: Mapping[str, str],
+    constexprs: Mapping[str, object],
+    kwargs: dict[str, Any],
+) -> CompiledKernel:
+    """Run :func:`compile_for_gpu` in a fresh Python without the interpreter."""
+    import pickle
+
+    raw = getattr(fn, "fn", None)
+    try:
+        path = inspect.getsourcefile(raw) if raw is not None else None
+    except TypeError:
+        path = None
+    if not path or not Path(path).is_file():
+        raise CubinCompileError(
+            f"cannot find the source file of {fn!r} to compile it in a "
+            "process without TRITON_INTERPRET"
+        )
+    request = {
+        "path": str(Path(path).resolve()),
+        "module": raw.__module__,
+        "name": raw.__name__,
+        "signature": dict(signature),
+        "constexprs": dict(constexprs),
+        "kwargs": kwargs,
+    }
+    env = dict(os.environ)
+    env.pop("TRITON_INTERPRET", None)
+    package_root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join([package_root, *(p for p in sys.path if p)])
+    with tempfile.TemporaryDirectory(prefix="tilefuse-compile-") as tmp:
+        in_path, out_path = Path(tmp) / "request.pkl", Path(tmp) / "result.pkl"
+        try:
+            in_path.write_bytes(pickle.dumps(request))
+        except Exception as e:
+            raise CubinCompileError(
+                f"cannot pass the compile request to a child process: {e}"
+            ) from e
+        proc = subprocess.run(
+            [sys.executable, "-c", _CHILD_MAIN, str(in_path), str(out_path)],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if not out_path.exists():
+            raise CubinCompileError(
+                f"compiler child process failed (exit {proc.returncode}):\n"
+                f"{proc.stderr[-4000:]}"
+            )
+        result = pickle.loads(out_path.read_bytes())
+    if result[0] == "ok":
+        return result[1]
+    _, kind, message = result
+    raise _CHILD_ERRORS.get(kind, CubinCompileError)(message)
+
+
+_CHILD_MAIN = "from tilefuse.backend.cubin import _child_main; _child_main()"
+
+
+def _child_main() -> None:
+    """Entry point of the child process started by :func:`_compile_in_subprocess`."""
+    import dataclasses
+    import pickle
+
+    in_path, out_path = sys.argv[1], sys.argv[2]
+    request = pickle.loads(Path(in_path).read_bytes())
+    try:
+        module: Any = None
+        try:  # an importable module: import it normally (relative imports)
+            module = importlib.import_module(request["module"])
+            file = getattr(module, "__file__", None)
+            if file is None or Path(file).resolve() != Path(request["path"]):
+                module = None
+        except ImportError:
+            module = None
+        if module is None:
+            name = f"{request['module']}__tilefuse_gpu"  # never __main__
+            module = _import_file(Path(request["path"]), name, interpret=False)
+        fn = getattr(module, request["name"])
+        kernel = compile_for_gpu(
+            fn, request["signature"], request["constexprs"], **request["kwargs"]
+        )
+        result: tuple[Any, ...] = (
+            "ok",
+            dataclasses.replace(kernel, triton_kernel=None),
+        )
+    except Exception as e:
+        result = ("error", type(e).__name__, str(e))
+    Path(out_path).write_bytes(pickle.dumps(result))
+
+
 def compile_for_gpu(
     fn: Any,
     signature: Mapping[str, str],
@@ -420,6 +547,7 @@ def compile_for_gpu(
     num_stages: int = 3,
     divisible_by_16: Iterable[str] | None = None,
     enable_fp_fusion: bool = True,
+    options: Mapping[str, Any] | None = None,
 ) -> CompiledKernel:
     """Compile a ``@triton.jit`` function ahead of time for sm_{arch} without a GPU.
 
@@ -430,13 +558,30 @@ def compile_for_gpu(
     as triton's launcher does for ints equal to 1 (unit strides).
     ``divisible_by_16`` names the parameters triton may assume are multiples
     of 16 (bytes for pointers); by default every pointer, which is what a
-    launch with freshly allocated torch tensors gets.
+    launch with freshly allocated torch tensors gets.  ``options`` passes
+    further backend options (``maxnreg``, ``num_ctas``, ...) to triton.
     """
     import time
 
     import triton
     from triton.backends.compiler import GPUTarget
 
+    if _language_is_interpreted():
+        return _compile_in_subprocess(
+            fn,
+            signature,
+            constexprs,
+            {
+                "arch": arch,
+                "num_warps": num_warps,
+                "num_stages": num_stages,
+                "divisible_by_16": None
+                if divisible_by_16 is None
+                else list(divisible_by_16),
+                "enable_fp_fusion": enable_fp_fusion,
+                "options": None if options is None else dict(options),
+            },
+        )
     interpreted = _interpret_enabled()
     jit = _as_jit_function(fn)
     sig, consts = _normalize_args(jit, signature, constexprs)
@@ -448,22 +593,28 @@ def compile_for_gpu(
         if bad:
             raise ValueError(f"divisible_by_16 names no runtime parameter: {bad}")
     target = GPUTarget("cuda", arch, 32)
-    options = _backend_options(
-        target,
-        {
-            "num_warps": num_warps,
-            "num_stages": num_stages,
-            "enable_fp_fusion": enable_fp_fusion,
-        },
-    )
+    wanted = {
+        **(options or {}),
+        "num_warps": num_warps,
+        "num_stages": num_stages,
+        "enable_fp_fusion": enable_fp_fusion,
+    }
+    backend_options = _backend_options(target, wanted)
+    unknown = sorted(set(options or ()) - set(backend_options))
+    if unknown:
+        raise ValueError(f"this triton's CUDA backend has no options {unknown}")
     src = _make_source(jit, sig, consts, divisible_by_16)
     start = time.perf_counter()
     ctx = _interpret_mode(False) if interpreted else contextlib.nullcontext()
     try:
         with ctx:
-            kernel = triton.compile(src, target=target, options=options)
+            kernel = triton.compile(src, target=target, options=backend_options)
     except FileNotFoundError as e:  # a toolchain binary is missing
         raise ToolchainMissingError(f"CUDA toolchain piece missing: {e}") from e
+    except Exception as e:
+        if type(e).__name__ == "PTXASError":  # e.g. too few registers (maxnreg)
+            raise CubinCompileError(f"{jit.__name__}: {e}") from e
+        raise
     seconds = time.perf_counter() - start
     asm = kernel.asm
     if "cubin" not in asm:

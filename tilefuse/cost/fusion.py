@@ -133,9 +133,8 @@ def _try_merge(st: _State, producer: Node, consumer: Node) -> None:
         st.members[gp].append(i)
     st.merged_into[gc] = gp
     st.members[gp].sort()
-    st.decisions.append(
-        Decision(True, group_kind(merged), labels, f"{len(merged)} nodes", group=f"@{gp}")
-    )
+    note = f"{len(merged)} nodes" + _passes_note(st, merged)
+    st.decisions.append(Decision(True, group_kind(merged), labels, note, group=f"@{gp}"))
 
 
 def _refusal(
@@ -173,14 +172,26 @@ def _reduces_contraction_dim(st: _State, merged: list[Node]) -> bool:
 
 
 def _budget_refusal(st: _State, merged: list[Node]) -> str | None:
-    """Does one row (every grid dim at 1) of the group's on-chip values fit?"""
+    """
+    Does one row (every grid dim at 1) of the group's on-chip values fit?
+
+    If not, the group can still run as one kernel that loops over its rows in
+    chunks, one pass over HBM per reduction (the multi-pass fallback); that is
+    taken when it moves no more bytes than the ops apart (one launch fewer).
+    """
     row_bytes = row_working_set(st.graph, merged)
     budget = st.target.smem_per_block
     if row_bytes > budget:
+        passes = reduction_passes(st.graph, merged, budget)
+        cost = group_cost(st.graph, merged, passes)
+        if cost.fused_bytes <= cost.unfused_bytes:  # ties: one launch fewer
+            return None
         spill = spilled_bytes(st.graph, merged, budget)
         return (
             f"SRAM: one row of the fused values is {_kb(row_bytes)} > budget "
-            f"{_kb(budget)}; spilling would add {_kb(spill)} of HBM traffic"
+            f"{_kb(budget)}; {passes} passes would move {_kb(cost.fused_bytes)}, "
+            f"spilling {_kb(cost.fused_bytes // passes + spill)}, "
+            f"not less than {_kb(cost.unfused_bytes)} unfused"
         )
     regs = math.ceil(row_bytes / COMPUTE_BYTES / MAX_THREADS) + 32
     if regs > st.target.max_regs_per_thread:
@@ -189,6 +200,33 @@ def _budget_refusal(st: _State, merged: list[Node]) -> str | None:
             f"registers per thread at {MAX_THREADS} threads"
         )
     return None
+
+
+def reduction_passes(graph: Graph, nodes: Sequence[Node], budget: int) -> int:
+    """
+    Passes over HBM a group needs: 1 when a row fits on chip; else one per
+    reduction over a row dim plus one to write the results.
+    """
+    if row_working_set(graph, nodes) <= budget:
+        return 1
+    dims = shared_dims(graph, nodes)
+    reductions = sum(
+        1
+        for n in nodes
+        if n.kind == REDUCE and any(not dims.dim(n, d).is_grid for d in n.s.reduction_dims)
+    )
+    return reductions + 1
+
+
+def _passes_note(st: _State, merged: list[Node]) -> str:
+    passes = reduction_passes(st.graph, merged, st.target.smem_per_block)
+    if passes == 1:
+        return ""
+    row = row_working_set(st.graph, merged)
+    return (
+        f"; rows of {_kb(row)} exceed {_kb(st.target.smem_per_block)}: "
+        f"{passes} passes over HBM"
+    )
 
 
 def spilled_bytes(graph: Graph, nodes: Sequence[Node], budget: int) -> int:
@@ -330,8 +368,9 @@ def _finish(st: _State) -> FusionPlan:
         recomputed = sorted(set(st.recompute.get(gid, [])) - set(nodes))
         all_nodes = [st.graph.nodes[i] for i in sorted(nodes + recomputed)]
         root = max(nodes)
+        passes = reduction_passes(st.graph, all_nodes, st.target.smem_per_block)
         groups.append(FusionGroup(name, tuple(nodes), root, tuple(recomputed),
-                                  group_cost(st.graph, all_nodes)))  # fmt: skip
+                                  group_cost(st.graph, all_nodes, passes)))  # fmt: skip
     decisions = [
         Decision(d.taken, d.kind, d.ops, d.reason,
                  renames[f"@{st.final(int(d.group[1:]))}"] if d.group else "")

@@ -13,8 +13,9 @@ Bytes, counted at each tensor's element size, every tensor moved exactly once
   writes its results. A `fill` writes its result. Every intermediate therefore
   crosses HBM twice (written by its producer, read by each consumer).
 - **fused**, a group as one kernel: tensors produced outside the group are read
-  once, results used outside the group (or returned) are written once;
-  intermediates and fills stay on chip.
+  once (once per pass when rows exceed on-chip memory), results used outside
+  the group (or returned) are written once; intermediates and fills (always
+  recomputed where used) stay on chip.
 
 For `z = relu(x + y)` as two ops over N elements this gives 5N unfused (add
 reads 2N, writes N; relu reads N, writes N) and 3N fused; a chain of K unary
@@ -33,7 +34,7 @@ from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute, SSAValue
 
-from tilefuse.dataflow import Graph, Node
+from tilefuse.dataflow import FILL, Graph, Node
 from tilefuse.structured import StructuredOp, element_type, shape_of
 
 _FREE = (arith.ConstantOp, arith.IndexCastOp, arith.ExtFOp, arith.TruncFOp,
@@ -107,20 +108,24 @@ class GroupCost:
     fused_bytes_read: int
     fused_bytes_written: int
     kernels_unfused: int
+    passes: int = 1
+    """Passes over the inputs: more than one when rows exceed on-chip memory."""
 
     @property
     def fused_bytes(self) -> int:
-        return self.fused_bytes_read + self.fused_bytes_written
+        return self.fused_bytes_read * self.passes + self.fused_bytes_written
 
 
-def group_cost(graph: Graph, nodes: Sequence[Node]) -> GroupCost:
-    """Fused vs unfused traffic of running `nodes` as one kernel."""
+def group_cost(graph: Graph, nodes: Sequence[Node], passes: int = 1) -> GroupCost:
+    """Fused vs unfused traffic of running `nodes` as one kernel (`passes` over inputs)."""
     members = set(nodes)
     costs = [op_cost(n) for n in nodes]
     inputs: dict[SSAValue, None] = {}
     for n in nodes:
         for v in n.s.operands:
             p = graph.producer_of(v)
+            if p is not None and p.kind == FILL:
+                continue  # fills are recomputed in every group that reads them
             if p is None or p not in members:
                 if v in n.s.inputs or _reads_init(n, v):
                     inputs[v] = None
@@ -136,6 +141,7 @@ def group_cost(graph: Graph, nodes: Sequence[Node]) -> GroupCost:
         fused_bytes_read=sum(tensor_bytes(v) for v in inputs),
         fused_bytes_written=sum(tensor_bytes(r) for r in outputs),
         kernels_unfused=len(nodes),
+        passes=passes,
     )
 
 

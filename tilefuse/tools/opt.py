@@ -12,6 +12,7 @@ type (`--set-dim N=8192`, `--set-dtype bf16`), and user errors printed as
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 from collections.abc import Sequence
 from typing import IO
@@ -36,6 +37,14 @@ class TilefuseOptMain(xDSLOptMain):
 
     def register_all_dialects(self) -> None:
         register_dialects(self.ctx)
+
+    def register_all_targets(self) -> None:
+        from xdsl.targets.mlir import MLIRTarget
+
+        from tilefuse.backend.emit_triton import TritonTarget
+
+        self.available_targets["mlir"] = lambda: MLIRTarget
+        self.available_targets["triton"] = lambda: TritonTarget
 
     def register_all_passes(self) -> None:
         for name, factory in get_all_passes().items():
@@ -101,6 +110,12 @@ class TilefuseOptMain(xDSLOptMain):
             if self.args.roofline_png:
                 roofline_png(report, self.args.roofline_png)
             return format_report(report)
+        if self.args.target == "triton":
+            from tilefuse.backend.emit_triton import TritonTarget
+
+            out = io.StringIO()
+            TritonTarget(gpu=self.args.gpu).emit(self.ctx, prog, out)
+            return out.getvalue()
         return super().output_resulting_program(prog)
 
     def parse_chunk(

@@ -1,0 +1,555 @@
+"""
+The Triton printer: tile programs become `@triton.jit` kernels, plus a host function.
+
+Input: a module after `tile-and-fuse` (every group's body is one
+`tilefuse.tile_grid`). Output: a Python module, one kernel per group, each
+preceded by a comment naming the ops it fuses and its tiles, and a host function
+(named after the MLIR function) that allocates outputs and intermediates and
+launches the kernels in order.
+
+One handler per op, as xDSL's WGSL printer does it:
+
+- `tile_grid`: the kernel; program ids come from one flat `tl.program_id(0)`;
+- `tilefuse.load` / `tilefuse.store`: `tl.load` / `tl.store` with offsets from
+  strides and masks on the dims whose tiles can be partial;
+- `linalg.generic` on tiles: block arithmetic in the op's loop space: each
+  operand is permuted and expanded (`None` indexing) by its indexing map, the
+  payload becomes elementwise block expressions, reductions `tl.sum`/`tl.max`/
+  `tl.min` along the reduction axes, and a `mulf`+`addf` contraction `tl.dot`
+  with fp32 accumulation;
+- `scf.for`: a Python `for` carrying blocks.
+
+Everything is computed in fp32; loads upcast and stores cast to the
+destination's type. Under Triton's interpreter, `tl.dot` gets fp32 operands
+(Triton 3.9's interpreter computes bf16 dots wrongly), chosen by the
+`DOT_DTYPE` constexpr the runtime passes.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import IO
+
+from xdsl.dialects import arith, func, scf, tensor
+from xdsl.dialects import math as mathd
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    FloatAttr,
+    IntegerAttr,
+    ModuleOp,
+    TensorType,
+)
+from xdsl.dialects.linalg import ops as linalg
+from xdsl.context import Context
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.utils.target import Target
+
+from tilefuse.dataflow import is_contraction
+from tilefuse.diagnostics import CompileError
+from tilefuse.dialects.tilefuse import GroupOp, LoadOp, StoreOp, TileGridOp, YieldOp
+from tilefuse.reference import entry_function
+from tilefuse.structured import REDUCTION, StructuredOp, as_structured, element_type
+
+TORCH_DTYPE = {Float32Type: "torch.float32", Float16Type: "torch.float16",
+               BFloat16Type: "torch.bfloat16", Float64Type: "torch.float64"}  # fmt: skip
+TL_DTYPE = {Float32Type: "tl.float32", Float16Type: "tl.float16",
+            BFloat16Type: "tl.bfloat16", Float64Type: "tl.float64"}  # fmt: skip
+
+BINARY = {arith.AddfOp: "({} + {})", arith.SubfOp: "({} - {})", arith.MulfOp: "({} * {})",
+          arith.DivfOp: "({} / {})", arith.MaximumfOp: "tl.maximum({}, {})",
+          arith.MinimumfOp: "tl.minimum({}, {})", arith.MaxnumfOp: "tl.maximum({}, {})",
+          arith.MinnumfOp: "tl.minimum({}, {})", arith.AddiOp: "({} + {})",
+          arith.SubiOp: "({} - {})", arith.MuliOp: "({} * {})", arith.AndIOp: "({} & {})",
+          arith.OrIOp: "({} | {})", mathd.PowFOp: "tl.exp({1} * tl.log({0}))"}  # fmt: skip
+UNARY = {arith.NegfOp: "(-{})", mathd.ExpOp: "tl.exp({})", mathd.Exp2Op: "tl.exp2({})",
+         mathd.LogOp: "tl.log({})", mathd.Log2Op: "tl.log2({})",
+         mathd.Log1pOp: "tl.log(1.0 + {})", mathd.SqrtOp: "tl.sqrt({})",
+         mathd.RsqrtOp: "tl.rsqrt({})", mathd.AbsFOp: "tl.abs({})",
+         mathd.ErfOp: "tl.erf({})", mathd.TanhOp: "(2.0 * tl.sigmoid(2.0 * {}) - 1.0)",
+         mathd.FloorOp: "tl.floor({})", mathd.CeilOp: "tl.ceil({})",
+         mathd.SinOp: "tl.sin({})", mathd.CosOp: "tl.cos({})",
+         arith.ExtFOp: "{}", arith.TruncFOp: "{}", arith.IndexCastOp: "{}",
+         arith.SIToFPOp: "({}).to(tl.float32)", arith.UIToFPOp: "({}).to(tl.float32)"}  # fmt: skip
+CMP = {"oeq": "==", "ogt": ">", "oge": ">=", "olt": "<", "ole": "<=", "one": "!=",
+       "ueq": "==", "ugt": ">", "uge": ">=", "ult": "<", "ule": "<=", "une": "!="}  # fmt: skip
+CMPF_NAMES = ["false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord", "ueq", "ugt",
+              "uge", "ult", "ule", "une", "uno", "true"]  # fmt: skip
+CMPI = {0: "==", 1: "!=", 2: "<", 3: "<=", 4: ">", 5: ">=", 6: "<", 7: "<=", 8: ">", 9: ">="}
+REDUCE = {arith.AddfOp: "tl.sum", arith.MaximumfOp: "tl.max", arith.MinimumfOp: "tl.min",
+          arith.MaxnumfOp: "tl.max", arith.MinnumfOp: "tl.min"}  # fmt: skip
+MIN_DOT = 16
+
+
+def torch_dtype(t: Attribute) -> str:
+    et = element_type(t)
+    if type(et) not in TORCH_DTYPE:
+        raise CompileError(f"the Triton backend does not support element type {et}")
+    return TORCH_DTYPE[type(et)]
+
+
+def _literal(value: float) -> str:
+    if math.isinf(value):
+        return 'float("-inf")' if value < 0 else 'float("inf")'
+    if math.isnan(value):
+        return 'float("nan")'
+    return repr(float(value))
+
+
+class Names:
+    """Python identifiers for SSA values, from their name hints."""
+
+    def __init__(self, reserved: Sequence[str] = ()):
+        self.of: dict[SSAValue, str] = {}
+        self.used: set[str] = set(reserved)
+
+    def fresh(self, hint: str) -> str:
+        base = "".join(c if c.isalnum() else "_" for c in hint) or "v"
+        if base[0].isdigit():
+            base = "v" + base
+        name, k = base, 0
+        while name in self.used:
+            k += 1
+            name = f"{base}_{k}"
+        self.used.add(name)
+        return name
+
+    def __call__(self, value: SSAValue) -> str:
+        if value not in self.of:
+            self.of[value] = self.fresh(value.name_hint or "v")
+        return self.of[value]
+
+
+class KernelPrinter:
+    """Prints one tile grid as a `@triton.jit` kernel."""
+
+    def __init__(self, name: str, group: GroupOp, grid: TileGridOp):
+        self.name, self.group, self.grid = name, group, grid
+        self.names = Names(("tl", "triton", "pid", "DOT_DTYPE", "DOT_PRECISION"))
+        self.lines: list[str] = []
+        self.indent = 1
+        self.expr: dict[SSAValue, str] = {}  # inlined expressions (constants, index math)
+        self.shape: dict[SSAValue, tuple[int, ...]] = {}
+        self.tensors = list(group.entry.args) + list(grid.destinations)
+        self.params = {v: self.names.fresh(self._param_hint(v)) for v in self.tensors}
+
+    def _param_hint(self, v: SSAValue) -> str:
+        if v in self.grid.destinations:
+            return f"out{list(self.grid.destinations).index(v)}"
+        return f"in{list(self.group.entry.args).index(v)}"
+
+    # -- output helpers --------------------------------------------------------
+
+    def emit(self, line: str) -> None:
+        self.lines.append("    " * self.indent + line)
+
+    def ref(self, v: SSAValue) -> str:
+        if v in self.expr:
+            return self.expr[v]
+        if v in self.names.of:
+            return self.names.of[v]
+        raise CompileError(f"the Triton backend met a value it has not computed: {v}")
+
+    def bind(self, v: SSAValue, expression: str, shape: tuple[int, ...] = ()) -> str:
+        name = self.names(v)
+        self.emit(f"{name} = {expression}")
+        self.shape[v] = shape
+        return name
+
+    # -- kernel ----------------------------------------------------------------
+
+    def print(self) -> str:
+        params = []
+        for v in self.tensors:
+            p = self.params[v]
+            rank = len(v.type.get_shape())
+            params += [f"{p}_ptr"] + [f"{p}_s{i}" for i in range(rank)]
+        self.lines.append("@triton.jit")
+        self.lines.append(
+            f"def {self.name}({', '.join(params)}, DOT_DTYPE: tl.constexpr, "
+            "DOT_PRECISION: tl.constexpr):"
+        )
+        self.emit("pid = tl.program_id(0)")
+        grid = self.grid.grid_shape
+        for k, arg in enumerate(self.grid.program_ids):
+            stride = math.prod(grid[k + 1 :])
+            self.bind(arg, f"(pid // {stride}) % {grid[k]}" if stride > 1 else f"pid % {grid[k]}")
+        self.print_block(self.grid.body.block)
+        return "\n".join(self.lines)
+
+    def print_block(self, block: Block) -> None:
+        for op in block.ops:
+            self.print_op(op)
+
+    def print_op(self, op: Operation) -> None:
+        if isinstance(op, arith.ConstantOp):
+            self.expr[op.result] = self._constant(op)
+        elif isinstance(op, tensor.EmptyOp):
+            self.shape[op.tensor] = tuple(op.tensor.type.get_shape())
+            self.expr[op.tensor] = "None"
+        elif isinstance(op, LoadOp):
+            self.print_load(op)
+        elif isinstance(op, StoreOp):
+            self.print_store(op)
+        elif isinstance(op, scf.ForOp):
+            self.print_for(op)
+        elif isinstance(op, scf.YieldOp):
+            self.print_yield(op)
+        elif (s := as_structured(op)) is not None:
+            GenericPrinter(self, s).print()
+        elif type(op) in BINARY or type(op) in UNARY or isinstance(op, arith.CmpiOp | arith.SelectOp):
+            self.expr[op.results[0]] = scalar_expr(op, self.ref)
+        else:
+            raise CompileError.at(op, "is not supported by the Triton backend")
+
+    def _constant(self, op: arith.ConstantOp) -> str:
+        v = op.value
+        if isinstance(v, IntegerAttr):
+            return str(v.value.data)
+        if isinstance(v, FloatAttr):
+            return _literal(v.value.data)
+        raise CompileError.at(op, "has a constant the Triton backend cannot print")
+
+    # -- memory ----------------------------------------------------------------
+
+    def _addressing(self, tensor_value: SSAValue, offsets, tile: Sequence[int]) -> tuple[str, str]:
+        """Pointer and mask expressions for a tile of `tensor_value` at `offsets`."""
+        p = self.params[tensor_value]
+        full = tensor_value.type.get_shape()
+        rank = len(full)
+        ptr, masks = [f"{p}_ptr"], []
+        for i, (off, size, extent) in enumerate(zip(offsets, tile, full, strict=True)):
+            index = ", ".join(":" if j == i else "None" for j in range(rank))
+            o = self.names.fresh(f"offs{i}")
+            self.emit(f"{o} = {self.ref(off)} + tl.arange(0, {size})")
+            term = f"{o}[{index}]" if rank > 1 else o
+            ptr.append(f"{term} * {p}_s{i}")
+            if extent % size != 0:
+                masks.append(f"({term} < {extent})")
+        return " + ".join(ptr), " & ".join(masks) or ""
+
+    def print_load(self, op: LoadOp) -> None:
+        tile = tuple(op.result.type.get_shape())
+        ptr, mask = self._addressing(op.source, op.offsets, tile)
+        masked = f", mask={mask}, other=0.0" if mask else ""
+        self.bind(op.result, f"tl.load({ptr}{masked}).to(tl.float32)", tile)
+
+    def print_store(self, op: StoreOp) -> None:
+        tile = tuple(op.value.type.get_shape())
+        ptr, mask = self._addressing(op.dest, op.offsets, tile)
+        dtype = TL_DTYPE[type(element_type(op.dest.type))]
+        masked = f", mask={mask}" if mask else ""
+        self.emit(f"tl.store({ptr}, {self.ref(op.value)}.to({dtype}){masked})")
+
+    # -- loops -----------------------------------------------------------------
+
+    def print_for(self, op: scf.ForOp) -> None:
+        body = op.body.block
+        carried = body.args[1:]
+        for arg, init, res in zip(carried, op.iter_args, op.results, strict=True):
+            name = self.names(arg)
+            self.emit(f"{name} = {self.ref(init)}")
+            self.names.of[res] = name
+            self.shape[arg] = self.shape[res] = self.shape.get(init, ())
+        iv = self.names(body.args[0])
+        self.emit(f"for {iv} in range({self.ref(op.lb)}, {self.ref(op.ub)}, {self.ref(op.step)}):")
+        self.indent += 1
+        self._loop_stack = [*getattr(self, "_loop_stack", []), carried]
+        self.print_block(body)
+        self._loop_stack.pop()
+        self.indent -= 1
+
+    def print_yield(self, op: scf.YieldOp) -> None:
+        carried = self._loop_stack[-1]
+        for arg, v in zip(carried, op.operands, strict=True):
+            self.emit(f"{self.names(arg)} = {self.ref(v)}")
+        if not carried:
+            self.emit("pass")
+
+
+def scalar_expr(op: Operation, ref) -> str:
+    """A scalar or elementwise block expression for an arith/math op."""
+    args = [ref(v) for v in op.operands]
+    if isinstance(op, arith.CmpfOp):
+        return f"({args[0]} {CMP[CMPF_NAMES[op.predicate.value.data]]} {args[1]})"
+    if isinstance(op, arith.CmpiOp):
+        return f"({args[0]} {CMPI[op.predicate.value.data]} {args[1]})"
+    if isinstance(op, arith.SelectOp):
+        return f"tl.where({args[0]}, {args[1]}, {args[2]})"
+    if type(op) in BINARY:
+        return BINARY[type(op)].format(*args)
+    if type(op) in UNARY:
+        return UNARY[type(op)].format(*args)
+    if isinstance(op, mathd.FmaOp):
+        return f"({args[0]} * {args[1]} + {args[2]})"
+    raise CompileError.at(op, "is not supported by the Triton backend")
+
+
+class GenericPrinter:
+    """One `linalg.generic` on tiles as block arithmetic in its loop space."""
+
+    def __init__(self, kernel: KernelPrinter, s: StructuredOp):
+        self.k, self.s = kernel, s
+        self.n = s.num_loops
+        self.space = tuple(s.loop_ranges)
+
+    def loop_shape(self, dims: Sequence[int]) -> tuple[int, ...]:
+        return tuple(self.space[d] if d in dims else 1 for d in range(self.n))
+
+    def to_loop_space(self, value: str, dims: Sequence[int]) -> str:
+        """Permute a block indexed by loops `dims` to ascending order, expand the rest."""
+        if not dims:
+            return value
+        order = sorted(range(len(dims)), key=lambda i: dims[i])
+        if order != list(range(len(dims))):
+            value = f"tl.permute({value}, {tuple(order)})"
+        present = sorted(dims)
+        if len(present) == self.n:
+            return value
+        index = ", ".join(":" if d in present else "None" for d in range(self.n))
+        return f"{value}[{index}]"
+
+    def from_loop_space(self, value: str, dims: Sequence[int], value_dims: set[int]) -> str:
+        """A loop-space block (varying along `value_dims`) as an operand indexed by `dims`."""
+        full = tuple(self.space[d] if d in dims else 1 for d in range(self.n))
+        if not value_dims >= set(dims):
+            value = f"tl.broadcast_to({value}, {full})"
+        target_shape = tuple(self.space[d] for d in sorted(dims))
+        if len(sorted(dims)) != self.n:
+            value = f"tl.reshape({value}, {target_shape})"
+        order = [sorted(dims).index(d) for d in dims]
+        if order != list(range(len(dims))):
+            value = f"tl.permute({value}, {tuple(order)})"
+        return value
+
+    def print(self) -> None:
+        s = self.s
+        if is_contraction(s) and self._dot_sizes() is not None:
+            self.print_dot()
+            return
+        env: dict[SSAValue, tuple[str, set[int]]] = {}
+        for i, (v, arg) in enumerate(zip(s.inputs, s.payload.args, strict=False)):
+            dims = s.operand_dims(i)
+            env[arg] = (self.to_loop_space(self.k.ref(v), dims), set(dims))
+        for j, v in enumerate(s.outputs):
+            arg = s.payload.args[len(s.inputs) + j]
+            if arg.uses:
+                dims = s.operand_dims(len(s.inputs) + j)
+                env[arg] = (self.to_loop_space(self.k.ref(v), dims), set(dims))
+        if s.reduction_dims:
+            self.print_reduction(env)
+        else:
+            yielded = self.run_payload(env, stop=None)
+            for j, r in enumerate(s.op.results):
+                self.store_result(r, j, *yielded[j])
+
+    def store_result(self, result: SSAValue, j: int, value: str, vdims: set[int]) -> None:
+        dims = self.s.operand_dims(len(self.s.inputs) + j)
+        shape = tuple(result.type.get_shape())
+        if not vdims and not value.startswith("tl."):
+            self.k.bind(result, f"tl.full({shape}, {value}, tl.float32)", shape)
+            return
+        self.k.bind(result, self.from_loop_space(value, dims, vdims), shape)
+
+    def run_payload(self, env, stop: SSAValue | None) -> list[tuple[str, set[int]]]:
+        """Emit the payload's ops; returns the yielded (expr, dims) pairs."""
+        for op in self.s.payload.ops:
+            if isinstance(op, linalg.YieldOp):
+                return [env[v] for v in op.operands]
+            if stop is not None and stop in env:
+                return [env[stop]]
+            if isinstance(op, linalg.IndexOp):
+                d = op.dim.value.data
+                index = ", ".join(":" if k == d else "None" for k in range(self.n))
+                env[op.result] = (f"tl.arange(0, {self.space[d]})[{index}]", {d})
+                continue
+            if isinstance(op, arith.ConstantOp):
+                env[op.result] = (self.k._constant(op), set())
+                continue
+            operands = [self._operand(v, env) for v in op.operands]
+            text = scalar_expr(op, lambda v, ops=operands, o=op: ops[list(o.operands).index(v)])
+            dims = set().union(*(env[v][1] for v in op.operands if v in env))
+            name = self.k.names.fresh("t")
+            self.k.emit(f"{name} = {text}")
+            env[op.results[0]] = (name, dims)
+        if stop is not None and stop in env:
+            return [env[stop]]
+        raise CompileError.at(self.s.op, "has a payload without linalg.yield")
+
+    def _operand(self, v: SSAValue, env) -> str:
+        if v in env:
+            return env[v][0]
+        return self.k.ref(v)  # captured from the kernel body (offsets, constants)
+
+    def print_reduction(self, env) -> None:
+        s = self.s
+        yield_op = s.payload.last_op
+        assert yield_op is not None
+        for j, value in enumerate(yield_op.operands):
+            comb = value.owner
+            acc = s.payload.args[len(s.inputs) + j]
+            if not isinstance(comb, Operation) or type(comb) not in REDUCE or acc not in comb.operands:
+                raise CompileError.at(
+                    s.op, "is a reduction the Triton backend cannot lower: its payload "
+                    "must end in addf/maximumf/minimumf of the accumulator")  # fmt: skip
+            x = comb.operands[1] if comb.operands[0] is acc else comb.operands[0]
+            expr, dims = self.run_payload(env, stop=x)[0]
+            full = self.space
+            if dims != set(range(self.n)):
+                expr = f"tl.broadcast_to({expr}, {full})"
+            for d in sorted(s.reduction_dims, reverse=True):
+                expr = f"{REDUCE[type(comb)]}({expr}, axis={d}, keep_dims=True)"
+            red = self.k.names.fresh("red")
+            self.k.emit(f"{red} = {expr}")
+            combined = BINARY[type(comb)].format(env[acc][0], red)
+            out_dims = s.operand_dims(len(s.inputs) + j)
+            self.store_result(s.op.results[j], j, combined, set(range(self.n)) - set(s.reduction_dims) | set(out_dims))
+
+    # -- contractions ------------------------------------------------------------
+
+    def _dot_sizes(self):
+        s = self.s
+        a, b = (s.operand_dims(i) for i in range(2))
+        out = s.operand_dims(2)
+        k = [d for d in s.reduction_dims]
+        m = [d for d in out if d in a and d not in b]
+        n = [d for d in out if d in b and d not in a]
+        batch = [d for d in out if d in a and d in b]
+        if any(self.space[d] != 1 for d in batch):
+            return None
+        sizes = [math.prod(self.space[d] for d in g) for g in (m, n, k)]
+        if min(sizes) < MIN_DOT:
+            return None
+        return m, n, k, batch
+
+    def print_dot(self) -> None:
+        s = self.s
+        m, n, k, batch = self._dot_sizes()
+        mul = next(op for op in s.payload.ops if isinstance(op, arith.MulfOp))
+        ins = list(s.payload.args[: len(s.inputs)])
+        first = ins.index(mul.operands[0])
+        lhs_i = first if any(d in s.operand_dims(first) for d in m) else 1 - first
+        rhs_i = 1 - lhs_i
+        M, N, K = (math.prod(self.space[d] for d in g) for g in (m, n, k))
+        a = self._matrix(s.inputs[lhs_i], s.operand_dims(lhs_i), m, k, (M, K))
+        b = self._matrix(s.inputs[rhs_i], s.operand_dims(rhs_i), k, n, (K, N))
+        acc = self._matrix(s.outputs[0], s.operand_dims(2), m, n, (M, N))
+        out = self.k.names.fresh("dot")
+        self.k.emit(f"{out} = tl.dot({a}.to(DOT_DTYPE), {b}.to(DOT_DTYPE), {acc}, "
+                    "input_precision=DOT_PRECISION)")  # fmt: skip
+        # Back from (m..., n...) to the output's axis order.
+        out_dims = s.operand_dims(2)
+        grouped = [d for d in out_dims if d in batch] + m + n
+        value = f"tl.reshape({out}, {tuple(self.space[d] for d in grouped)})"
+        order = [grouped.index(d) for d in out_dims]
+        if order != list(range(len(order))):
+            value = f"tl.permute({value}, {tuple(order)})"
+        self.k.bind(s.op.results[0], value, tuple(s.op.results[0].type.get_shape()))
+
+    def _matrix(self, v: SSAValue, dims: Sequence[int], rows, cols, shape) -> str:
+        """Operand `v` (axes = loops `dims`) as a 2-D [rows, cols] block."""
+        wanted = [d for d in dims if d not in rows and d not in cols] + list(rows) + list(cols)
+        order = [list(dims).index(d) for d in wanted]
+        value = self.k.ref(v)
+        if order != list(range(len(order))):
+            value = f"tl.permute({value}, {tuple(order)})"
+        return f"tl.reshape({value}, {shape})"
+
+
+class ModulePrinter:
+    """The whole generated Python module: kernels and the host function."""
+
+    def __init__(self, module: ModuleOp, source_name: str = "<input>"):
+        self.module, self.source_name = module, source_name
+
+    def print(self) -> str:
+        f = entry_function(self.module)
+        out = io.StringIO()
+        out.write(f'"""Generated by tilefuse from {self.source_name}: @{f.sym_name.data}."""\n\n')
+        out.write("import torch\nimport triton\nimport triton.language as tl\n\n")
+        groups = [op for op in f.body.block.ops if isinstance(op, GroupOp)]
+        kernels = []
+        for g in groups:
+            grid = next((o for o in g.entry.ops if isinstance(o, TileGridOp)), None)
+            if grid is None:
+                raise CompileError.at(g, "was not tiled: run tile-and-fuse before emitting Triton")
+            kernels.append((g, grid))
+            out.write(f"\n# {g.sym_name.data}: {g.reason.data if g.reason else ''}\n")
+            if "tile" in g.attributes:
+                out.write(f"# {g.attributes['tile'].data}\n")
+            out.write(KernelPrinter(g.sym_name.data, g, grid).print() + "\n\n")
+        out.write(self.host(f, kernels))
+        return out.getvalue()
+
+    def host(self, f: func.FuncOp, kernels) -> str:
+        names = Names(("torch", "triton", "tl", "DOT_DTYPE"))
+        args = [names(a) for a in f.body.block.args]
+        device = f"{args[0]}.device" if args else 'torch.device("cpu")'
+        lines = [f"KERNELS = {[g.sym_name.data for g, _ in kernels]!r}\n",
+                 f"def {f.sym_name.data}({', '.join(args)}, *, dot_dtype=None):",
+                 f'    """Run @{f.sym_name.data}: {len(kernels)} kernel launch(es)."""',
+                 f"    device = {device}"]  # fmt: skip
+        for op in f.body.block.ops:
+            if isinstance(op, GroupOp):
+                lines += self._launch(op, names)
+            elif isinstance(op, func.ReturnOp):
+                results = ", ".join(names(v) for v in op.operands)
+                lines.append(f"    return {results}" if len(op.operands) != 1 else f"    return {results}")
+            elif not isinstance(op, arith.ConstantOp | tensor.EmptyOp):
+                raise CompileError.at(op, "cannot run on the host between kernels")
+        return "\n".join(lines) + "\n"
+
+    def _launch(self, g: GroupOp, names: Names) -> list[str]:
+        grid = next(o for o in g.entry.ops if isinstance(o, TileGridOp))
+        lines = []
+        call = []
+        for v in g.inputs:
+            call.append(f"{names(v)}, *{names(v)}.stride()")
+        yield_op = g.entry.last_op
+        assert isinstance(yield_op, YieldOp)
+        for r in g.results:
+            shape = tuple(r.type.get_shape())
+            lines.append(f"    {names(r)} = torch.empty({shape}, dtype={torch_dtype(r.type)}, device=device)")
+            call.append(f"{names(r)}, *{names(r)}.stride()")
+        programs = math.prod(grid.grid_shape)
+        dtype = self._dot_dtype(g)
+        precision = '"ieee"' if dtype == "tl.float32" else '"tf32"'
+        lines.append(
+            f"    {g.sym_name.data}[({programs},)]({', '.join(call)}, "
+            f"DOT_DTYPE={dtype} if dot_dtype is None else dot_dtype, DOT_PRECISION={precision}, "
+            f"num_warps={grid.num_warps.value.data}, num_stages={grid.num_stages.value.data})"
+        )
+        return lines
+
+    def _dot_dtype(self, g: GroupOp) -> str:
+        for op in g.walk():
+            if isinstance(op, linalg.GenericOp) and REDUCTION in [str(i.data) for i in op.iterator_types]:
+                s = as_structured(op)
+                if s is not None and is_contraction(s):
+                    return TL_DTYPE[type(element_type(s.inputs[0].type))]
+        return "tl.float32"
+
+
+def emit_triton(module: ModuleOp, source_name: str = "<input>") -> str:
+    """The Python source of `module`'s kernels and host function."""
+    return ModulePrinter(module, source_name).print()
+
+
+@dataclass(frozen=True)
+class TritonTarget(Target):
+    """`tilefuse-opt --emit triton`: run what remains of the default pipeline, print Python."""
+
+    name = "triton"
+
+    gpu: str = "h200"
+
+    def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        from tilefuse.pipeline import run_pipeline
+
+        run_pipeline(module, self.gpu)
+        output.write(emit_triton(module))

@@ -1,0 +1,42 @@
+"""
+The default pipeline, named in one place.
+
+```
+linalg-generalize -> fusion-groups{target} -> tile-and-fuse{target} -> (emit triton)
+```
+
+`tilefuse-opt FILE -p "$(python -m tilefuse.pipeline)"` runs it; stop after any
+stage by cutting the list.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import ModuleOp
+
+from tilefuse.frontend import verify
+from tilefuse.passes.fusion_groups import FusionGroupsPass
+from tilefuse.passes.linalg_generalize import LinalgGeneralizePass
+from tilefuse.passes.tile_and_fuse import TileAndFusePass
+from tilefuse.universe import make_context
+
+
+def default_pipeline(target: str = "h200") -> str:
+    """The pipeline as a `-p` string."""
+    return f"linalg-generalize,fusion-groups{{target={target}}},tile-and-fuse{{target={target}}}"
+
+
+DEFAULT_PIPELINE = default_pipeline()
+
+
+def run_pipeline(module: ModuleOp, target: str = "h200") -> ModuleOp:
+    """Apply the default pipeline in place, verifying after every pass."""
+    ctx = make_context()
+    for p in (LinalgGeneralizePass(), FusionGroupsPass(target=target),
+              TileAndFusePass(target=target)):  # fmt: skip
+        p.apply(ctx, module)
+        verify(module)
+    return module
+
+
+if __name__ == "__main__":
+    print(DEFAULT_PIPELINE)

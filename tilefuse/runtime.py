@@ -1,0 +1,141 @@
+"""
+Compile once, call many times: the Python API.
+
+```python
+import tilefuse
+prog = tilefuse.compile(open("samples/softmax.mlir").read(), target="h200")
+(y,) = prog(torch.randn(70, 333))      # on the GPU if there is one, else interpreted
+print(prog.source)                     # the generated Triton module
+```
+
+`compile` runs the default pipeline (`pipeline.DEFAULT_PIPELINE`), prints the
+Triton module, and imports it from an on-disk cache keyed by the hash of its
+source (`$TILEFUSE_CACHE`, default `~/.cache/tilefuse`). Without a GPU the
+kernels run under Triton's interpreter: `TRITON_INTERPRET=1` is set before the
+module is imported, so this must happen before Triton compiles anything else
+in the process. Nothing falls back to the reference evaluator: what cannot be
+compiled raises `CompileError` naming the op and its location.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from xdsl.dialects.builtin import ModuleOp
+
+from tilefuse.backend.emit_triton import emit_triton
+from tilefuse.pipeline import run_pipeline
+from tilefuse.program import load_program
+from tilefuse.reference import entry_function
+
+
+def cache_dir() -> Path:
+    path = Path(os.environ.get("TILEFUSE_CACHE", Path.home() / ".cache" / "tilefuse"))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def gpu_available() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1"
+
+
+def _ensure_interpreter() -> None:
+    """Without a GPU, kernels must run in Triton's interpreter."""
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        return
+    if "triton" in sys.modules:
+        raise RuntimeError(
+            "no GPU: tilefuse runs kernels in Triton's interpreter, which must be "
+            "switched on before triton is imported: set TRITON_INTERPRET=1 or import "
+            "tilefuse.runtime first"
+        )
+    os.environ["TRITON_INTERPRET"] = "1"
+
+
+if not gpu_available():
+    _ensure_interpreter()
+
+
+def import_source(source: str) -> ModuleType:
+    """Write `source` to the cache (by content hash) and import it."""
+    if not gpu_available():
+        _ensure_interpreter()
+    digest = hashlib.sha256(source.encode()).hexdigest()[:20]
+    path = cache_dir() / f"tf_{digest}.py"
+    if not path.exists():
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(source)
+        tmp.replace(path)
+    name = f"tilefuse_generated_{digest}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@dataclass
+class CompiledProgram:
+    """A compiled program: call it with torch tensors, get torch tensors back."""
+
+    module: ModuleOp
+    source: str
+    python: ModuleType
+    function: str
+    compile_seconds: float
+    kernels: tuple[str, ...] = field(default=())
+
+    def __call__(self, *args: Any) -> tuple[Any, ...]:
+        import torch
+
+        fn = getattr(self.python, self.function)
+        args = tuple(a.contiguous() if isinstance(a, torch.Tensor) else a for a in args)
+        if gpu_available():
+            out = fn(*args)
+        else:
+            import numpy as np
+            import triton.language as tl
+
+            # The interpreter's bf16 tl.dot is wrong (triton 3.9): dot in fp32.
+            # Lanes outside the tensors compute on padding and are never
+            # stored; numpy's overflow warnings about them are noise.
+            with np.errstate(all="ignore"):
+                out = fn(*args, dot_dtype=tl.float32)
+        return out if isinstance(out, tuple) else (out,)
+
+
+def compile(  # noqa: A001 - the API's name, as in torch.compile
+    source: str | Path | ModuleOp,
+    target: str = "h200",
+    dims: Mapping[str, int] | None = None,
+    dtype: str | None = None,
+) -> CompiledProgram:
+    """Compile MLIR text, a `.mlir` path or a parsed module to Triton kernels."""
+    start = time.perf_counter()
+    if isinstance(source, ModuleOp):
+        module, name = source.clone(), "<module>"
+    else:
+        module = load_program(source, dims, dtype)
+        name = str(source) if str(source).endswith(".mlir") else "<input>"
+    run_pipeline(module, target)
+    text = emit_triton(module, name)
+    python = import_source(text)
+    f = entry_function(module)
+    return CompiledProgram(module, text, python, f.sym_name.data,
+                           time.perf_counter() - start, tuple(python.KERNELS))  # fmt: skip

@@ -1,0 +1,139 @@
+"""
+`tilefuse-run FILE.mlir`: compile with the default pipeline and run the kernels.
+
+```
+tilefuse-run samples/softmax.mlir --check
+tilefuse-run samples/softmax.mlir --set-dim N=8192 --set-dim M=4096 --set-dtype bf16 --bench
+```
+
+Inputs come from `--inputs IN.npz` (arrays `arg0`, `arg1`, ... in argument
+order; bf16 arguments arrive as float32 and are cast) or are drawn at random
+(`--seed N`, standard normal). `--check` compares every output with the
+reference evaluator and exits 1 on a mismatch; `--save-outputs OUT.npz` writes
+`out0`, ... (bf16 as float32); `--bench` (GPU only) times the program and each
+kernel next to the cost model's prediction.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from tilefuse.cost.target import DEFAULT_TARGET, TargetError
+from tilefuse.diagnostics import CompileError
+from tilefuse.specialize import SpecializeError
+from tilefuse.tools.opt import parse_dim_options
+
+TORCH_OF = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16"}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="tilefuse-run", description=__doc__.split("\n\n")[0])
+    p.add_argument("file", help="an MLIR file")
+    p.add_argument("--target", default=DEFAULT_TARGET, help="GPU to compile for")
+    p.add_argument("--inputs", metavar="IN.npz", help="arrays arg0, arg1, ...")
+    p.add_argument("--save-outputs", metavar="OUT.npz", help="write out0, out1, ...")
+    p.add_argument("--seed", type=int, default=0, help="seed for random inputs")
+    p.add_argument("--check", action="store_true", help="compare with the reference")
+    p.add_argument("--bench", action="store_true", help="time the kernels (GPU)")
+    p.add_argument("--set-dim", action="append", default=[], metavar="NAME=SIZE")
+    p.add_argument("--set-dtype", metavar="TYPE")
+    p.add_argument("--debug", action="store_true", help="show tracebacks")
+    return p
+
+
+def load_inputs(args: argparse.Namespace, module) -> list[np.ndarray]:
+    from tilefuse.program import random_inputs
+    from tilefuse.reference import entry_function
+
+    if args.inputs is None:
+        return random_inputs(module, args.seed)
+    f = entry_function(module)
+    with np.load(args.inputs) as data:
+        n = len(f.function_type.inputs.data)
+        missing = [f"arg{i}" for i in range(n) if f"arg{i}" not in data]
+        if missing:
+            raise CompileError(f"{args.inputs} lacks {', '.join(missing)}")
+        return [np.asarray(data[f"arg{i}"]) for i in range(n)]
+
+
+def to_torch(arrays: Sequence[np.ndarray], module, device: str):
+    import torch
+
+    from tilefuse.backend.emit_triton import torch_dtype
+    from tilefuse.reference import entry_function
+
+    f = entry_function(module)
+    out = []
+    for x, t in zip(arrays, f.function_type.inputs.data, strict=True):
+        dtype = getattr(torch, torch_dtype(t).split(".")[1])
+        out.append(torch.from_numpy(np.ascontiguousarray(x, np.float32)).to(device=device, dtype=dtype))
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+
+    from tilefuse.program import load_program, relative_error, tolerance
+    from tilefuse.reference import evaluate
+    from tilefuse.runtime import compile, gpu_available
+
+    dims = parse_dim_options(args.set_dim)
+    module = load_program(args.file, dims, args.set_dtype)
+    prog = compile(args.file, args.target, dims, args.set_dtype)
+    device = "cuda" if gpu_available() else "cpu"
+    inputs = load_inputs(args, module)
+    tensors = to_torch(inputs, module, device)
+    start = time.perf_counter()
+    outputs = prog(*tensors)
+    if device == "cuda":
+        torch.cuda.synchronize()
+    elapsed = time.perf_counter() - start
+    mode = "GPU" if device == "cuda" else "CPU (Triton interpreter)"
+    print(f"{args.file}: {len(prog.kernels)} kernel(s) on {mode}; compile "
+          f"{prog.compile_seconds:.2f} s, first run {elapsed * 1e3:.1f} ms")  # fmt: skip
+    status = 0
+    if args.check:
+        refs = evaluate(module, inputs)
+        for i, (out, ref) in enumerate(zip(outputs, refs, strict=True)):
+            dtype = str(out.dtype).removeprefix("torch.")
+            dt = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}.get(dtype, "f32")
+            err = relative_error(out.float().cpu().numpy(), ref)
+            ok = err <= tolerance(dt)
+            status |= not ok
+            print(f"  out{i}: relative error {err:.2e} (tolerance {tolerance(dt):.0e}) "
+                  f"{'ok' if ok else 'MISMATCH'}")  # fmt: skip
+    if args.save_outputs:
+        np.savez(args.save_outputs, **{f"out{i}": o.float().cpu().numpy() for i, o in enumerate(outputs)})
+    if args.bench:
+        if device != "cuda":
+            print("  --bench needs a GPU: skipped")
+        else:
+            from tilefuse.bench import bench_program
+
+            print(bench_program(prog, tensors, args.target))
+    return status
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return run(args)
+    except (CompileError, SpecializeError, TargetError) as e:
+        if args.debug:
+            raise
+        text = str(e)
+        print(text if text.startswith(("error", "/")) or ": error:" in text else f"error: {text}",
+              file=sys.stderr)  # fmt: skip
+        return 1
+    except FileNotFoundError as e:
+        print(f"error: cannot open '{e.filename}': {e.strerror}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
