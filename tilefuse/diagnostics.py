@@ -37,3 +37,12 @@ class CompileError(DiagnosticException):
     def __str__(self) -> str:
         prefix = f"{self.location}: " if self.location else ""
         return f"{prefix}error: {self.message}"
+
+
+def warn(op: Operation, message: str) -> None:
+    """Report a refusal that leaves the IR correct: `file:line:col: warning: ...`."""
+    import sys
+
+    loc = op_location(op)
+    prefix = f"{loc}: " if loc else ""
+    print(f"{prefix}warning: '{op.name}' op {message}", file=sys.stderr)

@@ -58,7 +58,7 @@ from xdsl.passes import ModulePass
 
 from tilefuse.cost.target import get_target
 from tilefuse.dataflow import CONTRACTION, Graph, Node, SharedDims, build_graph, shared_dims
-from tilefuse.diagnostics import CompileError, op_location
+from tilefuse.diagnostics import CompileError, op_location, warn
 from tilefuse.dialects.tilefuse import GroupOp, LoadOp, StoreOp, TileGridOp, YieldOp
 from tilefuse.tiling import GRID, LOOP, WHOLE, TilePlan, TilingRefused, plan_tiles
 
@@ -85,7 +85,11 @@ class TileAndFusePass(ModulePass):
         for group in [g for g in op.walk() if isinstance(g, GroupOp)]:
             if any(isinstance(o, TileGridOp) for o in group.entry.ops):
                 continue
-            tile_group(group, target, budget)
+            try:
+                tile_group(group, target, budget)
+            except TilingRefused as e:
+                # The group stays as it was: correct, but not a kernel yet.
+                warn(group, f"left untiled: {e.message}")
 
 
 def tile_group(group: GroupOp, target, budget: int | None) -> TilePlan:

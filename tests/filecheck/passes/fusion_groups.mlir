@@ -1,0 +1,46 @@
+// RUN: tilefuse-opt %s --split-input-file -p 'linalg-generalize,fusion-groups' | filecheck %s
+
+// relu(x + y): one group, fused traffic 3N x 4 B, unfused 5N x 4 B.
+// CHECK-LABEL: func.func @relu_add
+// CHECK:      %[[Z:.*]] = tilefuse.group "fused_kernel_0" ins(%{{.*}}, %{{.*}} : tensor<1000xf32>, tensor<1000xf32>) reason "pointwise: add + maximum (2 ops)" attributes {flops = 2000 : i64, fused_bytes = 12000 : i64, unfused_bytes = 20000 : i64}
+// CHECK:        arith.addf
+// CHECK:        arith.maximumf
+// CHECK:        tilefuse.yield
+// CHECK:      func.return %[[Z]]
+func.func @relu_add(%x: tensor<1000xf32>, %y: tensor<1000xf32>) -> tensor<1000xf32> {
+  %e = tensor.empty() : tensor<1000xf32>
+  %zero = arith.constant 0.0 : f32
+  %s = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%x, %y : tensor<1000xf32>, tensor<1000xf32>) outs(%e : tensor<1000xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.addf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<1000xf32>
+  %z = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%s : tensor<1000xf32>) outs(%e : tensor<1000xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.maximumf %a, %zero : f32
+    linalg.yield %r : f32
+  } -> tensor<1000xf32>
+  func.return %z : tensor<1000xf32>
+}
+
+// -----
+
+// A matmul never absorbs its operand's producer: two groups, the first one's
+// result read by the second.
+// CHECK-LABEL: func.func @prologue_refused
+// CHECK:      %[[T:.*]] = tilefuse.group "fused_kernel_0" ins(%{{.*}} : tensor<64x32xf32>) reason "pointwise: tanh (1 ops)"
+// CHECK:      %[[M:.*]] = tilefuse.group "fused_kernel_1" ins(%[[T]], %{{.*}} : tensor<64x32xf32>, tensor<32x16xf32>) reason "epilogue: matmul (2 ops)"
+// CHECK:      func.return %[[M]]
+func.func @prologue_refused(%x: tensor<64x32xf32>, %w: tensor<32x16xf32>) -> tensor<64x16xf32> {
+  %e = tensor.empty() : tensor<64x32xf32>
+  %t = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<64x32xf32>) outs(%e : tensor<64x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = math.tanh %a : f32
+    linalg.yield %r : f32
+  } -> tensor<64x32xf32>
+  %zero = arith.constant 0.0 : f32
+  %em = tensor.empty() : tensor<64x16xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%em : tensor<64x16xf32>) -> tensor<64x16xf32>
+  %m = linalg.matmul ins(%t, %w : tensor<64x32xf32>, tensor<32x16xf32>) outs(%f : tensor<64x16xf32>) -> tensor<64x16xf32>
+  func.return %m : tensor<64x16xf32>
+}

@@ -1,0 +1,105 @@
+// RUN: tilefuse-opt %s --split-input-file -p 'linalg-generalize,fusion-groups,tile-and-fuse' | filecheck %s
+// RUN: tilefuse-opt %s --split-input-file -p 'linalg-generalize,fusion-groups,tile-and-fuse{smem_budget=2048}' | filecheck %s --check-prefix=LOOP
+
+// Row sum with a fill init. With the whole row in the tile, the reduction is
+// one op on a 8x512 tile, masked past column 300. With a 2 KB budget the row
+// is looped in chunks and the fill stays OUTSIDE the loop (llvm/llvm-project#58398
+// puts it inside and recomputes the init every iteration).
+
+// CHECK-LABEL: func.func @row_sum
+// CHECK:       tilefuse.tile_grid [5] outs
+// CHECK:         %[[INIT:.*]] = linalg.generic {{.*}} ins(%{{.*}} : f32) outs(%{{.*}} : tensor<8xf32>)
+// CHECK:         %[[X:.*]] = tilefuse.load %{{.*}}[%{{.*}}, %{{.*}}] : tensor<37x300xf32> -> tensor<8x512xf32>
+// CHECK:         linalg.generic {{.*}} ins(%[[X]] : tensor<8x512xf32>) outs(%[[INIT]] : tensor<8xf32>)
+// CHECK:           %[[J:.*]] = linalg.index 1 : index
+// CHECK-NEXT:      %[[N:.*]] = arith.constant 300 : index
+// CHECK-NEXT:      %[[OK:.*]] = arith.cmpi slt, %[[J]], %[[N]] : index
+// CHECK-NEXT:      %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:      %[[SEL:.*]] = arith.select %[[OK]], %{{.*}}, %[[ZERO]] : f32
+// CHECK-NEXT:      arith.addf %[[SEL]], %{{.*}} : f32
+// CHECK:         tilefuse.store %{{.*}} into %{{.*}}[%{{.*}}] : tensor<8xf32> into tensor<37xf32>
+
+// LOOP-LABEL: func.func @row_sum
+// LOOP:       tilefuse.tile_grid
+// LOOP:         %[[INIT:.*]] = linalg.generic {{.*}} ins(%{{.*}} : f32) outs(%{{.*}} : tensor<1xf32>)
+// LOOP:         %[[SUM:.*]] = scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[ACC:.*]] = %[[INIT]]) -> (tensor<1xf32>) {
+// LOOP-NOT:       ins(%{{.*}} : f32)
+// LOOP:           %[[X:.*]] = tilefuse.load %{{.*}}[%{{.*}}, %[[K]]] : tensor<37x300xf32> -> tensor<1x{{[0-9]+}}xf32>
+// LOOP:           %[[R:.*]] = linalg.generic {{.*}} ins(%[[X]] : {{.*}}) outs(%[[ACC]] : tensor<1xf32>)
+// LOOP:             linalg.index 1
+// LOOP-NEXT:        arith.addi %{{.*}}, %[[K]] : index
+// LOOP:           scf.yield %[[R]] : tensor<1xf32>
+// LOOP:         tilefuse.store %[[SUM]]
+func.func @row_sum(%x: tensor<37x300xf32>) -> tensor<37xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<37xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<37xf32>) -> tensor<37xf32>
+  %s = linalg.reduce ins(%x : tensor<37x300xf32>) outs(%init : tensor<37xf32>) dimensions = [1]
+    (%in: f32, %acc: f32) {
+      %v = arith.addf %in, %acc : f32
+      linalg.yield %v : f32
+    }
+  func.return %s : tensor<37xf32>
+}
+
+// -----
+
+// A producer with two users in the group (t = tanh(x) feeds both the sum and
+// the product) is computed once per tile and read twice.
+
+// CHECK-LABEL: func.func @multi_use
+// CHECK:       tilefuse.tile_grid
+// CHECK:         %[[X:.*]] = tilefuse.load
+// CHECK-COUNT-1: math.tanh
+// CHECK-NOT:     math.tanh
+// CHECK:         tilefuse.store
+// CHECK:         tilefuse.store
+func.func @multi_use(%x: tensor<64x128xf32>) -> (tensor<64x128xf32>, tensor<64x128xf32>) {
+  %e = tensor.empty() : tensor<64x128xf32>
+  %t = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<64x128xf32>) outs(%e : tensor<64x128xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = math.tanh %a : f32
+    linalg.yield %r : f32
+  } -> tensor<64x128xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%t, %x : tensor<64x128xf32>, tensor<64x128xf32>) outs(%e : tensor<64x128xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.addf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<64x128xf32>
+  %p = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%t, %x : tensor<64x128xf32>, tensor<64x128xf32>) outs(%e : tensor<64x128xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.mulf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<64x128xf32>
+  func.return %s, %p : tensor<64x128xf32>, tensor<64x128xf32>
+}
+
+// -----
+
+// Matmul + bias epilogue: K becomes a loop carrying the accumulator tile, the
+// zero init before it, operands loaded per K chunk, the bias added after.
+
+// CHECK-LABEL: func.func @linear
+// CHECK:       tilefuse.tile_grid [{{[0-9]+}}, {{[0-9]+}}]
+// CHECK:         %[[ZERO:.*]] = linalg.generic {{.*}} ins(%{{.*}} : f32)
+// CHECK:         %[[ACC:.*]] = scf.for {{.*}} iter_args(%[[A:.*]] = %[[ZERO]])
+// CHECK:           tilefuse.load %{{.*}} : tensor<100x200xf32> -> tensor<{{[0-9]+}}x32xf32>
+// CHECK:           tilefuse.load %{{.*}} : tensor<200x80xf32> -> tensor<32x{{[0-9]+}}xf32>
+// CHECK:           arith.mulf
+// CHECK:           arith.addf
+// CHECK:           scf.yield
+// CHECK:         tilefuse.load %{{.*}} : tensor<80xf32>
+// CHECK:         linalg.generic {{.*}} ins(%[[ACC]], %{{.*}} :
+// CHECK:         tilefuse.store
+func.func @linear(%x: tensor<100x200xf32>, %w: tensor<200x80xf32>, %b: tensor<80xf32>) -> tensor<100x80xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<100x80xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<100x80xf32>) -> tensor<100x80xf32>
+  %m = linalg.matmul ins(%x, %w : tensor<100x200xf32>, tensor<200x80xf32>) outs(%f : tensor<100x80xf32>) -> tensor<100x80xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%m, %b : tensor<100x80xf32>, tensor<80xf32>) outs(%e : tensor<100x80xf32>) {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %r = arith.addf %a, %c : f32
+    linalg.yield %r : f32
+  } -> tensor<100x80xf32>
+  func.return %y : tensor<100x80xf32>
+}
