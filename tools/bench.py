@@ -1,0 +1,313 @@
+"""
+Benchmark: tilefuse vs torch eager vs torch.compile, sample by sample, in one process.
+
+    python tools/bench.py                    # GPU: realistic sizes (data >> L2)
+    python tools/bench.py --only softmax     # a subset (comma-separated case names)
+    python tools/bench.py --quick            # CPU: tiny sizes, Triton interpreter (CI)
+
+For each case: fresh random inputs (standard normal, never zeros); tilefuse's
+outputs checked against eager PyTorch on fp32-upcast inputs before anything is
+timed; then medians from `triton.testing.do_bench`. Columns: time, effective
+bandwidth (the minimum bytes: every input read once, every output written
+once, over the time), TFLOP/s (the cost model's FLOP count), speed ratio to
+torch.compile, % of the copy bandwidth measured in the same run (or of the
+measured bf16 matmul rate for matmul-bound cases), kernels per call (torch
+profiler), and compile time to first result (tilefuse pipeline + Triton JIT vs
+torch.compile's first call). A table goes to stdout, everything to
+`--json`, and each tilefuse kernel's measured vs predicted roofline point to
+`--png`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools"))
+
+import torch  # noqa: E402
+
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+from tilefuse.program import load_program, relative_error, tolerance  # noqa: E402
+from tilefuse.runtime import compile as tf_compile  # noqa: E402
+from tilefuse.specialize import read_header  # noqa: E402
+from torch_models import MODELS  # noqa: E402
+
+TORCH_DTYPE = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One benchmark: a sample at given sizes and storage type."""
+
+    name: str
+    sample: str
+    dims: dict[str, int]
+    dtype: str
+    matmul_bound: bool = False
+
+
+CASES = [
+    Case("relu_add_f32", "relu_add", {"M": 8192, "N": 8192}, "f32"),
+    Case("relu_add_bf16", "relu_add", {"M": 8192, "N": 8192}, "bf16"),
+    Case("chain_f32", "elementwise_chain", {"M": 8192, "N": 8192}, "f32"),
+    Case("chain_bf16", "elementwise_chain", {"M": 8192, "N": 8192}, "bf16"),
+    Case("bias_gelu_bf16", "bias_gelu", {"M": 8192, "N": 8192}, "bf16"),
+    Case("softmax_f32", "softmax", {"M": 4096, "N": 8192}, "f32"),
+    Case("softmax_bf16", "softmax", {"M": 4096, "N": 8192}, "bf16"),
+    Case("softmax_long_bf16", "softmax", {"M": 256, "N": 131072}, "bf16"),
+    Case("layernorm_f32", "layernorm", {"M": 16384, "N": 4096}, "f32"),
+    Case("layernorm_bf16", "layernorm", {"M": 16384, "N": 4096}, "bf16"),
+    Case("rmsnorm_f32", "rmsnorm", {"M": 16384, "N": 4096}, "f32"),
+    Case("rmsnorm_bf16", "rmsnorm", {"M": 16384, "N": 4096}, "bf16"),
+    Case("four_layernorms_bf16", "four_layernorms", {"M": 16384, "N": 1024}, "bf16"),
+    Case("linear_bf16", "linear_bias_relu", {"M": 8192, "K": 4096, "N": 4096}, "bf16", True),
+    Case("mlp_bf16", "mlp", {"M": 8192, "D": 4096, "F": 16384}, "bf16", True),
+    Case("attention_bf16", "attention", {"B": 4, "H": 32, "S": 4096, "D": 128}, "bf16", True),
+    Case("transformer_bf16", "transformer_block",
+         {"S": 4096, "E": 4096, "H": 32, "Dh": 128, "F": 16384}, "bf16", True),  # fmt: skip
+]
+
+QUICK = [
+    Case("relu_add_f32", "relu_add", {"M": 64, "N": 96}, "f32"),
+    Case("softmax_bf16", "softmax", {"M": 16, "N": 200}, "bf16"),
+    Case("layernorm_f32", "layernorm", {"M": 16, "N": 128}, "f32"),
+    Case("linear_f32", "linear_bias_relu", {"M": 32, "K": 48, "N": 32}, "f32", True),
+]
+
+
+@dataclass
+class Result:
+    """One row of the table (times in milliseconds)."""
+
+    case: str
+    ours_ms: float
+    eager_ms: float
+    compiled_ms: float | None
+    min_bytes: int
+    flops: int
+    kernels_ours: int
+    kernels_compiled: int | None
+    compile_ours_s: float
+    compile_torch_s: float | None
+    max_rel_error: float
+    per_kernel: list[dict] = field(default_factory=list)
+
+    @property
+    def gbps(self) -> float:
+        return self.min_bytes / (self.ours_ms * 1e-3) / 1e9
+
+
+def timer(fn, gpu: bool) -> float:
+    """Median milliseconds of `fn()`."""
+    if gpu:
+        import triton.testing
+
+        return triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median")
+    times = []
+    for _ in range(3):
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1e3)
+    return sorted(times)[1]
+
+
+def count_kernels(fn) -> int:
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as p:
+        fn()
+        torch.cuda.synchronize()
+    names = [e.name for e in p.events() if e.device_type.name == "CUDA"]
+    return sum(1 for n in names if "memcpy" not in n.lower() and "memset" not in n.lower())
+
+
+def make_inputs(module, dtype: str, device: str, seed: int) -> list[torch.Tensor]:
+    from tilefuse.reference import entry_function
+
+    gen = torch.Generator(device=device).manual_seed(seed)
+    f = entry_function(module)
+    return [
+        torch.randn(tuple(t.get_shape()), generator=gen, device=device, dtype=torch.float32).to(
+            TORCH_DTYPE[dtype]
+        )
+        for t in f.function_type.inputs.data
+    ]
+
+
+def measure_ceilings(gpu: bool) -> dict[str, float]:
+    """Copy bandwidth (bytes read + written per second) and bf16 matmul FLOP/s."""
+    if not gpu:
+        return {"copy_Bps": float("nan"), "matmul_flops": float("nan")}
+    x = torch.randn(256 * 1024 * 1024, device="cuda")  # 1 GiB
+    y = torch.empty_like(x)
+    ms = timer(lambda: y.copy_(x), True)
+    n = 8192
+    a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    mm = timer(lambda: a @ b, True)
+    del x, y, a, b
+    return {"copy_Bps": 2 * 256 * 1024 * 1024 * 4 / (ms * 1e-3), "matmul_flops": 2 * n**3 / (mm * 1e-3)}
+
+
+def run_case(case: Case, gpu: bool, use_compile: bool, seed: int) -> Result:
+    from tilefuse.bench import measured_kernels, predicted_kernels
+    from tilefuse.dialects.tilefuse import GroupOp
+
+    device = "cuda" if gpu else "cpu"
+    path = ROOT / "samples" / f"{case.sample}.mlir"
+    dims = {**read_header(path.read_text()).dims, **case.dims}
+    module = load_program(path, case.dims, case.dtype)
+    inputs = make_inputs(module, case.dtype, device, seed)
+
+    start = time.perf_counter()
+    prog = tf_compile(path, "h200", case.dims, case.dtype)
+    ours = prog(*inputs)
+    if gpu:
+        torch.cuda.synchronize()
+    compile_ours = time.perf_counter() - start
+
+    model = MODELS[case.sample]
+    ref = model(*[x.float() for x in inputs], dims=dims)
+    err = max(relative_error(o.float().cpu().numpy(), r.float().cpu().numpy())
+              for o, r in zip(ours, ref, strict=True))  # fmt: skip
+    if not err <= tolerance(case.dtype) * 4:
+        raise SystemExit(f"{case.name}: tilefuse disagrees with eager: relative error {err:.2e}")
+    del ref
+
+    ours_ms = timer(lambda: prog(*inputs), gpu)
+    eager_ms = timer(lambda: model(*inputs, dims=dims), gpu)
+    compiled_ms = compile_torch = kernels_compiled = None
+    if use_compile:
+        torch._dynamo.reset()
+        compiled = torch.compile(lambda *a: model(*a, dims=dims))
+        start = time.perf_counter()
+        compiled(*inputs)
+        torch.cuda.synchronize()
+        compile_torch = time.perf_counter() - start
+        compiled_ms = timer(lambda: compiled(*inputs), gpu)
+        kernels_compiled = count_kernels(lambda: compiled(*inputs))
+    kernels_ours = count_kernels(lambda: prog(*inputs)) if gpu else len(prog.kernels)
+
+    min_bytes = sum(x.numel() * x.element_size() for x in inputs) + sum(
+        o.numel() * o.element_size() for o in ours
+    )
+    flops = sum(g.attributes["flops"].value.data for g in prog.module.walk() if isinstance(g, GroupOp))
+    per_kernel = []
+    if gpu:
+        measured, predicted = measured_kernels(prog, inputs), predicted_kernels(prog, "h200")
+        for g in prog.module.walk():
+            if isinstance(g, GroupOp):
+                name = g.sym_name.data
+                per_kernel.append({"kernel": name, "flops": g.attributes["flops"].value.data,
+                                   "bytes": g.attributes["fused_bytes"].value.data,
+                                   "measured_s": measured.get(name), "predicted_s": predicted.get(name)})  # fmt: skip
+    return Result(case.name, ours_ms, eager_ms, compiled_ms, min_bytes, flops, kernels_ours,
+                  kernels_compiled, compile_ours, compile_torch, err, per_kernel)  # fmt: skip
+
+
+def table(results: list[Result], ceilings: dict[str, float], cases: dict[str, Case]) -> str:
+    head = (f"{'case':<22} {'ours ms':>9} {'eager':>8} {'compile':>8} {'vs comp':>8} "
+            f"{'GB/s':>7} {'TF/s':>7} {'% ceil':>7} {'kern':>5} {'kcomp':>5} "
+            f"{'tf s':>6} {'tc s':>6} {'err':>8}")  # fmt: skip
+    lines = [head, "-" * len(head)]
+    for r in results:
+        c = cases[r.case]
+        ratio = r.compiled_ms / r.ours_ms if r.compiled_ms else float("nan")
+        tflops = r.flops / (r.ours_ms * 1e-3) / 1e12
+        if c.matmul_bound:
+            ceil = 100 * r.flops / (r.ours_ms * 1e-3) / ceilings["matmul_flops"]
+        else:
+            ceil = 100 * r.min_bytes / (r.ours_ms * 1e-3) / ceilings["copy_Bps"]
+        comp = f"{r.compiled_ms:8.3f}" if r.compiled_ms else f"{'n/a':>8}"
+        kcomp = f"{r.kernels_compiled:5d}" if r.kernels_compiled is not None else f"{'n/a':>5}"
+        tcs = f"{r.compile_torch_s:6.1f}" if r.compile_torch_s is not None else f"{'n/a':>6}"
+        lines.append(f"{r.case:<22} {r.ours_ms:9.3f} {r.eager_ms:8.3f} {comp} {ratio:7.2f}x "
+                     f"{r.gbps:7.0f} {tflops:7.1f} {ceil:6.1f}% {r.kernels_ours:5d} {kcomp} "
+                     f"{r.compile_ours_s:6.1f} {tcs} {r.max_rel_error:8.1e}")  # fmt: skip
+    return "\n".join(lines)
+
+
+def roofline_png(results: list[Result], ceilings: dict[str, float], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from tilefuse.cost.target import get_target
+
+    t = get_target("h200")
+    fig, ax = plt.subplots(figsize=(8, 5))
+    xs = [2.0**e for e in range(-4, 14)]
+    bw = ceilings["copy_Bps"]
+    ax.plot(xs, [min(ceilings["matmul_flops"], x * bw) for x in xs], "k-", label="measured roof (copy BW, bf16 GEMM)")
+    ax.plot(xs, [min(t.peak_flops("bf16", True), x * t.hbm_bandwidth) for x in xs], "k:", label="model roof (h200)")
+    for r in results:
+        for k in r.per_kernel:
+            if not k["measured_s"] or not k["bytes"]:
+                continue
+            i = k["flops"] / k["bytes"]
+            ax.scatter(i, k["flops"] / k["measured_s"], marker="o", color="C0")
+            ax.scatter(i, k["flops"] / k["predicted_s"], marker="x", color="C3")
+            ax.annotate(r.case, (i, k["flops"] / k["measured_s"]), fontsize=6)
+    ax.scatter([], [], marker="o", color="C0", label="measured kernel")
+    ax.scatter([], [], marker="x", color="C3", label="predicted kernel")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP/byte)")
+    ax.set_ylabel("FLOP/s")
+    ax.set_title("tilefuse kernels on the H200: measured vs predicted")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="tiny sizes (CPU, interpreter)")
+    p.add_argument("--only", help="comma-separated case names")
+    p.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    p.add_argument("--json", help="write results here")
+    p.add_argument("--png", help="write the roofline plot here")
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args(argv)
+    gpu = torch.cuda.is_available()
+    cases = QUICK if args.quick or not gpu else CASES
+    if args.only:
+        wanted = set(args.only.split(","))
+        cases = [c for c in cases if c.name in wanted or c.sample in wanted]
+    ceilings = measure_ceilings(gpu)
+    results = []
+    for case in cases:
+        results.append(run_case(case, gpu, use_compile=gpu and not args.no_compile, seed=args.seed))
+        print(f"  done {case.name}", file=sys.stderr, flush=True)
+    by_name = {c.name: c for c in cases}
+    header = (f"device: {torch.cuda.get_device_name() if gpu else 'CPU (Triton interpreter)'}; "
+              f"torch {torch.__version__}; triton {__import__('triton').__version__}; "
+              f"copy {ceilings['copy_Bps'] / 1e12:.2f} TB/s; bf16 GEMM {ceilings['matmul_flops'] / 1e12:.0f} TF/s")  # fmt: skip
+    print(header)
+    print(table(results, ceilings, by_name))
+    if args.json:
+        Path(args.json).write_text(json.dumps(
+            {"header": header, "ceilings": ceilings, "results": [asdict(r) for r in results]},
+            indent=2, default=lambda o: None if isinstance(o, float) and math.isnan(o) else o))  # fmt: skip
+    if args.png and gpu:
+        roofline_png(results, ceilings, args.png)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
