@@ -74,6 +74,12 @@ class TilePlan:
     regs_per_thread: int
     occupancy: float
     contraction: bool
+    swizzle: tuple[int, int] | None = None
+    """Positions (among the grid dims) of M and N, launched in grouped order."""
+    group_m: int = 1
+    """Tile rows per group in the grouped program order (1: row-major)."""
+    schedule_note: str = ""
+    """The tile-scheduler simulation that chose the order."""
 
     @property
     def grid(self) -> tuple[int, ...]:
@@ -92,6 +98,7 @@ class TilePlan:
             f"{self.working_set / 1024:.1f} KB of {self.smem_budget / 1024:.0f} KB, "
             f"~{self.regs_per_thread} regs/thread, {self.num_warps} warps, "
             f"{self.num_stages} stages, occupancy {self.occupancy:.2f}"
+            + (f"; {self.schedule_note}" if self.schedule_note else "")
         )
 
 
@@ -247,12 +254,47 @@ def _plan_contraction(graph: Graph, dims: SharedDims, target: Target, budget: in
     _, blocks, warps, stages, ws, regs, occ = best
     tiles = []
     for d in dims.dims:
-        if d.id == roles.k:
+        if d.id == roles.k or d.id in roles.other_k:
             mode = LOOP if blocks[d.id] < d.extent else WHOLE
         else:
-            mode = WHOLE if d.id in roles.other_k else GRID
+            mode = GRID
         tiles.append(DimTile(d.id, d.extent, blocks[d.id], mode))
-    return TilePlan(tuple(tiles), warps, stages, ws, budget, regs, occ, True)
+    plan = TilePlan(tuple(tiles), warps, stages, ws, budget, regs, occ, True)
+    return _choose_order(plan, roles, target)
+
+
+SIM_WAVES = 4  # waves of programs simulated
+SIM_K_STEPS = 64  # K steps simulated (at most): the reuse pattern of the whole loop
+
+
+def _choose_order(plan: TilePlan, roles: _Roles, target: Target) -> TilePlan:
+    """Grouped program order when the tile-scheduler simulation says it saves HBM reads."""
+    from dataclasses import replace
+
+    from tilefuse.cost.schedule import matmul_programs, simulate
+
+    grid_ids = [t.dim for t in plan.dims if t.mode == GRID]
+    tiles = {t.dim: t for t in plan.dims}
+    if roles.m is None or roles.n is None:
+        return plan
+    tm, tn, tk = tiles[roles.m], tiles[roles.n], tiles[roles.k]
+    if tm.programs < 2 or tn.programs < 2:
+        return plan
+    k = min(tk.extent, SIM_K_STEPS * tk.block)
+    misses = {}
+    for order, group in (("row", 1), ("grouped", 8)):
+        programs = matmul_programs(tm.extent, tn.extent, k, tm.block, tn.block, tk.block,
+                                   roles.operand_bytes, order, group)  # fmt: skip
+        # A few waves show the steady state; simulating every program costs seconds.
+        stats = simulate(programs[: SIM_WAVES * target.sm_count], target.l2_bytes, target.sm_count)
+        misses[order] = sum(o.hbm_bytes for o in stats.operands)
+    if misses["grouped"] >= misses["row"]:
+        return replace(plan, schedule_note=f"row order: L2 sim reads {misses['row'] / 2**20:.0f} MB "
+                       f"vs {misses['grouped'] / 2**20:.0f} MB grouped")  # fmt: skip
+    swizzle = (grid_ids.index(roles.m), grid_ids.index(roles.n))
+    note = (f"grouped order (8 rows): L2 sim reads {misses['grouped'] / 2**20:.0f} MB "
+            f"vs {misses['row'] / 2**20:.0f} MB row-major in the first {SIM_WAVES} waves")  # fmt: skip
+    return replace(plan, swizzle=swizzle, group_m=8, schedule_note=note)
 
 
 def _mma_sizes(ext: dict[int, int], dim: int | None) -> list[int]:
@@ -265,7 +307,6 @@ def _mma_sizes(ext: dict[int, int], dim: int | None) -> list[int]:
 def _contraction_candidate(target, budget, roles: _Roles, ext, bm: int, bn: int):
     """Score and budget numbers of one (BM, BN) choice, or None if it does not fit."""
     k = roles.k
-    other_k = math.prod(pow2(ext[d]) for d in roles.other_k)
     bk = min(max(16, pow2(ext[k])), 64 if roles.operand_bytes <= 2 else 32)
     warps = 8 if bm * bn >= 128 * 128 else 4
     threads = warps * target.warp_size
@@ -273,7 +314,7 @@ def _contraction_candidate(target, budget, roles: _Roles, ext, bm: int, bn: int)
     if acc_regs > MAX_ACC_REGS:
         return None
     for stages in (4, 3, 2, 1):
-        ws = stages * (bm * bk + bk * bn) * other_k * roles.operand_bytes
+        ws = stages * (bm * bk + bk * bn) * roles.operand_bytes
         if ws <= budget:
             break
     else:
@@ -282,8 +323,7 @@ def _contraction_candidate(target, budget, roles: _Roles, ext, bm: int, bn: int)
     occ = occupancy(target, regs, threads, ws).occupancy
     if occ <= 0:
         return None
-    blocks = dict.fromkeys(ext, 1)
-    blocks.update({d: pow2(ext[d]) for d in roles.other_k})
+    blocks = dict.fromkeys(ext, 1)  # batch dims and secondary K dims (looped one by one)
     if roles.m is not None:
         blocks[roles.m] = bm
     if roles.n is not None:

@@ -130,7 +130,7 @@ class KernelPrinter:
 
     def __init__(self, name: str, group: GroupOp, grid: TileGridOp):
         self.name, self.group, self.grid = name, group, grid
-        self.names = Names(("tl", "triton", "pid", "DOT_DTYPE", "DOT_PRECISION"))
+        self.names = Names(("tl", "triton", "pid", "DOT_DTYPE", "DOT_PRECISION", "tile", "group", "first_m", "rows"))
         self.lines: list[str] = []
         self.indent = 1
         self.expr: dict[SSAValue, str] = {}  # inlined expressions (constants, index math)
@@ -175,12 +175,33 @@ class KernelPrinter:
             "DOT_PRECISION: tl.constexpr):"
         )
         self.emit("pid = tl.program_id(0)")
-        grid = self.grid.grid_shape
-        for k, arg in enumerate(self.grid.program_ids):
-            stride = math.prod(grid[k + 1 :])
-            self.bind(arg, f"(pid // {stride}) % {grid[k]}" if stride > 1 else f"pid % {grid[k]}")
+        self.print_program_ids()
         self.print_block(self.grid.body.block)
         return "\n".join(self.lines)
+
+    def print_program_ids(self) -> None:
+        """Row-major program ids; M and N in grouped order when the plan asks."""
+        grid, ids = self.grid.grid_shape, self.grid.program_ids
+        swizzle = self.grid.attributes.get("swizzle")
+        if swizzle is None:
+            for k, arg in enumerate(ids):
+                stride = math.prod(grid[k + 1 :])
+                self.bind(arg, f"(pid // {stride}) % {grid[k]}" if stride > 1 else f"pid % {grid[k]}")
+            return
+        im, jn = swizzle.get_values()
+        group_m = self.grid.attributes["group_m"].value.data
+        gm, gn = grid[im], grid[jn]
+        rest = [k for k in range(len(grid)) if k not in (im, jn)]
+        self.emit(f"tile = pid % {gm * gn}")
+        self.emit(f"group = tile // {group_m * gn}")
+        self.emit(f"first_m = group * {group_m}")
+        self.emit(f"rows = min({gm} - first_m, {group_m})")
+        self.bind(ids[im], "first_m + (tile % rows)")
+        self.bind(ids[jn], f"(tile % {group_m * gn}) // rows")
+        outer = f"pid // {gm * gn}"
+        for k in rest:
+            stride = math.prod(grid[j] for j in rest if j > k)
+            self.bind(ids[k], f"({outer} // {stride}) % {grid[k]}")
 
     def print_block(self, block: Block) -> None:
         for op in block.ops:

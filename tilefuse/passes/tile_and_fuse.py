@@ -100,7 +100,7 @@ def tile_group(group: GroupOp, target, budget: int | None) -> TilePlan:
     dims = shared_dims(graph, graph.nodes)
     _check_dims(graph, dims)
     plan = plan_tiles(graph, dims, target, budget)
-    if len(plan.loop_dims) > 1:
+    if len(plan.loop_dims) > 1 and not plan.contraction:
         raise TilingRefused(
             "cannot tile: more than one looped dim in one group", op_location(group)
         )
@@ -141,7 +141,9 @@ class TileProgramBuilder:
     def __init__(self, group: GroupOp, graph: Graph, dims: SharedDims, plan: TilePlan):
         self.group, self.graph, self.dims, self.plan = group, graph, dims, plan
         self.tiles = {t.dim: t for t in plan.dims}
-        self.loop_dim = plan.loop_dims[0].dim if plan.loop_dims else None
+        # Looped dims, outermost first; only a contraction has several (its K dims).
+        self.loops = sorted(plan.loop_dims, key=lambda t: t.block)
+        self.loop_set = {t.dim for t in self.loops}
         self.outer_offsets: dict[int, SSAValue] = {}
         self.scalars: dict[SSAValue, SSAValue] = {}
 
@@ -162,6 +164,9 @@ class TileProgramBuilder:
         grid = TileGridOp(self.plan.grid, [e.tensor for e in empties], Region(grid_body),
                           self.plan.num_warps, self.plan.num_stages)  # fmt: skip
         grid.location = self.group.location
+        if self.plan.swizzle is not None:
+            grid.attributes["swizzle"] = DenseArrayBase.from_list(i64, self.plan.swizzle)
+            grid.attributes["group_m"] = IntegerAttr(self.plan.group_m, i64)
         block.add_op(grid)
         block.add_op(YieldOp(list(grid.results)))
         self._fill_grid(grid_body, outputs)
@@ -230,17 +235,13 @@ class TileProgramBuilder:
         return home.memo[value]
 
     def _varies_in_loop(self, value: SSAValue) -> bool:
-        return self.loop_dim is not None and self.loop_dim in self.value_dims(value)
+        return bool(self.loop_set & set(self.value_dims(value)))
 
     def _touches_loop_dim(self, node: Node) -> bool:
-        return self.loop_dim is not None and any(
-            self.dims.of[(node.index, d)] == self.loop_dim for d in range(node.s.num_loops)
-        )
+        return any(self.dims.of[(node.index, d)] in self.loop_set for d in range(node.s.num_loops))
 
     def _reduces_loop_dim(self, node: Node) -> bool:
-        return self.loop_dim is not None and any(
-            self.dims.of[(node.index, d)] == self.loop_dim for d in node.s.reduction_dims
-        )
+        return any(self.dims.of[(node.index, d)] in self.loop_set for d in node.s.reduction_dims)
 
     # -- ops ----------------------------------------------------------------
 
@@ -257,21 +258,32 @@ class TileProgramBuilder:
             scope.memo[old] = new
 
     def _emit_looped_reduction(self, node: Node, outer: _Scope) -> None:
-        """A reduction over the looped dim: scf.for over chunks, init outside."""
+        """A reduction over looped dims: nested scf.for over chunks, init outside."""
         s = node.s
         inits = [self.materialize(v, outer, outer) for v in s.outputs]
-        t = self.tiles[self.loop_dim]
-        lb, ub, step = self._index(outer, 0), self._index(outer, t.extent), self._index(outer, t.block)
-        body = Block(arg_types=[IndexType(), *[v.type for v in inits]])
-        inner = _Scope(body, {self.loop_dim: body.args[0]})
-        inputs = [self.materialize(v, inner, outer) for v in s.inputs]
-        generic = self._tiled_generic(node, inputs, list(body.args[1:]), inner)
-        body.add_op(generic)
-        body.add_op(scf.YieldOp(*generic.results))
-        loop = scf.ForOp(lb, ub, step, inits, Region(body))
-        outer.block.add_op(loop)
-        for old, new in zip(node.op.results, loop.results, strict=True):
+        results = self._reduction_loop(node, 0, outer, outer, inits)
+        for old, new in zip(node.op.results, results, strict=True):
             outer.memo[old] = new
+
+    def _reduction_loop(
+        self, node: Node, level: int, scope: _Scope, outer: _Scope, carried: list[SSAValue]
+    ) -> list[SSAValue]:
+        t = self.loops[level]
+        lb, ub = self._index(scope, 0), self._index(scope, t.extent)
+        step = self._index(scope, t.block)
+        body = Block(arg_types=[IndexType(), *[v.type for v in carried]])
+        inner = _Scope(body, {**scope.loop_offsets, t.dim: body.args[0]})
+        if level + 1 < len(self.loops):
+            results = self._reduction_loop(node, level + 1, inner, outer, list(body.args[1:]))
+        else:
+            inputs = [self.materialize(v, inner, outer) for v in node.s.inputs]
+            generic = self._tiled_generic(node, inputs, list(body.args[1:]), inner)
+            body.add_op(generic)
+            results = list(generic.results)
+        body.add_op(scf.YieldOp(*results))
+        loop = scf.ForOp(lb, ub, step, carried, Region(body))
+        scope.block.add_op(loop)
+        return list(loop.results)
 
     def _tiled_generic(
         self, node: Node, inputs: list[SSAValue], outs: list[SSAValue], scope: _Scope
@@ -364,9 +376,9 @@ class TileProgramBuilder:
             offsets = [self._offset(d, outer) for d in self.value_dims(value)]
             outer.block.add_op(StoreOp(tile, dest, offsets))
             return
-        t = self.tiles[self.loop_dim]
+        (t,) = self.loops
         body = Block(arg_types=[IndexType()])
-        inner = _Scope(body, {self.loop_dim: body.args[0]})
+        inner = _Scope(body, {t.dim: body.args[0]})
         tile = self.materialize(value, inner, outer)
         offsets = [self._offset(d, inner) for d in self.value_dims(value)]
         body.add_op(StoreOp(tile, dest, offsets))
