@@ -64,7 +64,8 @@ def test_looped_reduction_kernel_matches(tmp_path):
     target = tmp_path / "tiny.json"
     target.write_text('{"base": "h200", "name": "tiny", "smem_per_block": 4096}')
     prog = run_and_compare(SAMPLES / "softmax.mlir", target=str(target), seed=2)
-    assert prog.source.count("for ") == 3  # max pass, sum pass, store pass
+    # Online softmax: one loop for the running max and rescaled sum, one to store.
+    assert prog.source.count("for ") == 2
 
 
 def emitted(name, **kw):
@@ -73,12 +74,18 @@ def emitted(name, **kw):
     return emit_triton(module)
 
 
+# Kernels after the default pipeline: the flash-attention rewrite makes
+# attention one kernel and the transformer block nine (LN1, Q, K, V,
+# attention, out-proj + residual, LN2, up-proj + GELU, down-proj + residual).
+PIPELINE_KERNELS = {"attention": 1, "transformer_block": 9}
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_one_jit_kernel_per_group(name):
     from tests.test_fusion import KERNELS
 
     src = emitted(name)
-    assert src.count("@triton.jit") == KERNELS[name]
+    assert src.count("@triton.jit") == PIPELINE_KERNELS.get(name, KERNELS[name])
 
 
 def test_masks_only_where_tiles_are_partial():

@@ -2,7 +2,7 @@
 The default pipeline, named in one place.
 
 ```
-linalg-generalize -> fusion-groups{target} -> tile-and-fuse{target} -> (emit triton)
+linalg-generalize -> flash-attention -> fusion-groups{target} -> tile-and-fuse{target} -> (emit triton)
 ```
 
 `tilefuse-opt FILE -p "$(python -m tilefuse.pipeline)"` runs it; stop after any
@@ -14,6 +14,7 @@ from __future__ import annotations
 from xdsl.dialects.builtin import ModuleOp
 
 from tilefuse.frontend import verify
+from tilefuse.passes.flash_attention import FlashAttentionPass
 from tilefuse.passes.fusion_groups import FusionGroupsPass
 from tilefuse.passes.linalg_generalize import LinalgGeneralizePass
 from tilefuse.passes.tile_and_fuse import TileAndFusePass
@@ -22,7 +23,10 @@ from tilefuse.universe import make_context
 
 def default_pipeline(target: str = "h200") -> str:
     """The pipeline as a `-p` string."""
-    return f"linalg-generalize,fusion-groups{{target={target}}},tile-and-fuse{{target={target}}}"
+    return (
+        f"linalg-generalize,flash-attention,fusion-groups{{target={target}}},"
+        f"tile-and-fuse{{target={target}}}"
+    )
 
 
 DEFAULT_PIPELINE = default_pipeline()
@@ -31,7 +35,7 @@ DEFAULT_PIPELINE = default_pipeline()
 def run_pipeline(module: ModuleOp, target: str = "h200") -> ModuleOp:
     """Apply the default pipeline in place, verifying after every pass."""
     ctx = make_context()
-    for p in (LinalgGeneralizePass(), FusionGroupsPass(target=target),
+    for p in (LinalgGeneralizePass(), FlashAttentionPass(), FusionGroupsPass(target=target),
               TileAndFusePass(target=target)):  # fmt: skip
         p.apply(ctx, module)
         verify(module)

@@ -110,7 +110,12 @@ def plan_tiles(
     graph: Graph, dims: SharedDims, target: Target, smem_budget: int | None = None
 ) -> TilePlan:
     """Choose block sizes for the group made of all of `graph`'s nodes."""
+    from tilefuse.patterns import find_online_softmax
+
     budget = target.smem_per_block if smem_budget is None else smem_budget
+    for sm in find_online_softmax(graph):
+        if any(r.kind == CONTRACTION for r in sm.linear):
+            return _plan_attention(graph, dims, target, budget, sm)
     if any(n.kind == CONTRACTION for n in graph.nodes):
         return _plan_contraction(graph, dims, target, budget)
     return _plan_memory_bound(graph, dims, target, budget)
@@ -336,3 +341,58 @@ def _contraction_candidate(target, budget, roles: _Roles, ext, bm: int, bn: int)
     score = (min(programs, target.sm_count), bm * bn, stages)
     return score, blocks, warps, stages, ws, regs, occ
 
+
+
+FLASH_MIN_BLOCK, FLASH_MAX_BLOCK = 16, 128
+
+
+def flash_tile(target: Target, head_dim: int, elem_bytes: int) -> tuple[int, int, str]:
+    """
+    FlashAttention's query/key tile (seed 003): `B_r = B_c = floor(M / (4 d b))`
+    for shared memory `M`, head dim `d` and `b` bytes per element, rounded down to
+    a power of two, then clamped to [16, 128] so the score tile and the output
+    accumulator (`B_r x B_c` and `B_r x d` fp32) stay in registers.
+    """
+    m = target.smem_per_block
+    raw = m // (4 * head_dim * elem_bytes)
+    block = 1 << max(0, raw.bit_length() - 1)
+    clamped = max(FLASH_MIN_BLOCK, min(FLASH_MAX_BLOCK, block))
+    rule = (f"B_r = B_c = floor({m} / (4 x {head_dim} x {elem_bytes})) = {raw} -> "
+            f"{block} (power of two) -> {clamped} (register clamp)")  # fmt: skip
+    return clamped, clamped, rule
+
+
+def _plan_attention(graph: Graph, dims: SharedDims, target: Target, budget: int, sm) -> TilePlan:
+    """FlashAttention tiles: B_r query rows per program, key tiles of B_c in a loop."""
+    a = sm.max_node
+    (j_loop,) = a.s.reduction_dims
+    j = dims.of[(a.index, j_loop)]
+    scores = [n for n in graph.nodes if n.kind == CONTRACTION and n not in sm.linear]
+    head_dims = {dims.of[(n.index, d)] for n in scores for d in n.s.reduction_dims}
+    rows = [dims.of[(a.index, d)] for d in a.s.operand_dims(1)]
+    out_dims: set[int] = set()
+    for out in (r for r in sm.linear if r.kind == CONTRACTION):
+        out_dims |= {dims.of[(out.index, d)] for d in out.s.operand_dims(len(out.s.inputs))
+                     if dims.of[(out.index, d)] not in rows}  # fmt: skip
+    ext = {d.id: d.extent for d in dims.dims}
+    row = max(reversed(rows), key=lambda d: ext[d])
+    head = math.prod(pow2(ext[d]) for d in head_dims)
+    out_width = math.prod(pow2(ext[d]) for d in out_dims)
+    ebytes = elem_bytes(scores[0].s.inputs[0].type) if scores else COMPUTE_BYTES
+    br, bc, _ = flash_tile(target, head, ebytes)
+    br = min(br, max(16, pow2(ext[row])))
+    bc = min(bc, max(16, pow2(ext[j])))
+    tiles = []
+    for d in dims.dims:
+        if d.id == j:
+            tiles.append(DimTile(d.id, d.extent, bc, LOOP if bc < d.extent else WHOLE))
+        elif d.id in head_dims or d.id in out_dims:
+            tiles.append(DimTile(d.id, d.extent, pow2(d.extent), WHOLE))
+        else:
+            tiles.append(DimTile(d.id, d.extent, br if d.id == row else 1, GRID))
+    warps = 4 if head <= 64 else 8
+    ws = (br * head + bc * head + bc * out_width) * ebytes  # q, k and v tiles
+    regs = min(target.max_regs_per_thread,
+               math.ceil((br * bc + br * out_width) / (warps * target.warp_size)) + REG_OVERHEAD + 16)  # fmt: skip
+    occ = occupancy(target, regs, warps * target.warp_size, ws).occupancy
+    return TilePlan(tuple(tiles), warps, 2, ws, budget, regs, occ, True)

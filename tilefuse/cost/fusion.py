@@ -105,17 +105,52 @@ class _State:
 def plan_fusion(graph: Graph, target: Target, max_group_ops: int = 24) -> FusionPlan:
     """Decide the fusion groups of `graph` for `target`."""
     st = _State(graph, target, max_group_ops)
+    _premerge_attention(st)
     for node in graph.nodes:
         if node.kind == FILL:
             continue
-        st.group_of[node.index] = node.index
-        st.members[node.index] = [node.index]
+        if node.index not in st.group_of:
+            st.group_of[node.index] = node.index
+            st.members[node.index] = [node.index]
         for p in node.producers:
             if p.kind != FILL:
                 _try_merge(st, p, node)
     _attach_fills(st)
     _decide_multi_use(st)
     return _finish(st)
+
+
+ATTENTION_TAG = "tilefuse.attention"
+
+
+def _premerge_attention(st: _State) -> None:
+    """Ops the flash-attention pass tagged become one kernel (FlashAttention)."""
+    from tilefuse.tiling import flash_tile
+
+    tagged: dict[str, list[Node]] = {}
+    for node in st.graph.nodes:
+        tag = node.op.attributes.get(ATTENTION_TAG)
+        if tag is not None and node.kind != FILL:
+            tagged.setdefault(tag.data, []).append(node)
+    for nodes in tagged.values():
+        gid = nodes[0].index
+        st.members[gid] = [n.index for n in nodes]
+        for n in nodes:
+            st.group_of[n.index] = gid
+        contraction = next(n for n in nodes if n.kind == CONTRACTION)
+        head_dim = math.prod(contraction.s.loop_ranges[d] for d in contraction.s.reduction_dims)
+        ebytes = max(1, int(getattr(_elem(contraction), "bitwidth", 32)) // 8)
+        br, bc, rule = flash_tile(st.target, head_dim, ebytes)
+        reason = (f"{len(nodes)} nodes; FlashAttention: scores stay on chip, online softmax "
+                  f"over key tiles; {rule}")  # fmt: skip
+        labels = (nodes[0].label, "...", nodes[-1].label)
+        st.decisions.append(Decision(True, "flash-attention", labels, reason, group=f"@{gid}"))
+
+
+def _elem(node: Node):
+    from tilefuse.structured import element_type
+
+    return element_type(node.s.inputs[0].type)
 
 
 def _try_merge(st: _State, producer: Node, consumer: Node) -> None:
@@ -207,6 +242,8 @@ def reduction_passes(graph: Graph, nodes: Sequence[Node], budget: int) -> int:
     Passes over HBM a group needs: 1 when a row fits on chip; else one per
     reduction over a row dim plus one to write the results.
     """
+    from tilefuse.patterns import find_online_softmax
+
     if row_working_set(graph, nodes) <= budget:
         return 1
     dims = shared_dims(graph, nodes)
@@ -215,7 +252,14 @@ def reduction_passes(graph: Graph, nodes: Sequence[Node], budget: int) -> int:
         for n in nodes
         if n.kind == REDUCE and any(not dims.dim(n, d).is_grid for d in n.s.reduction_dims)
     )
-    return reductions + 1
+    members = set(nodes)
+    # Online softmax: reductions linear in exp(u - max) share the max's pass.
+    folded = sum(
+        sum(1 for r in sm.linear if r in members and r.kind == REDUCE)
+        for sm in find_online_softmax(graph)
+        if sm.max_node in members and sm.exp_node in members
+    )
+    return reductions - folded + 1
 
 
 def _passes_note(st: _State, merged: list[Node]) -> str:
@@ -223,9 +267,15 @@ def _passes_note(st: _State, merged: list[Node]) -> str:
     if passes == 1:
         return ""
     row = row_working_set(st.graph, merged)
+    from tilefuse.patterns import find_online_softmax
+
+    members = set(merged)
+    online = any(sm.max_node in members and sm.exp_node in members and
+                 any(r in members for r in sm.linear) for sm in find_online_softmax(st.graph))  # fmt: skip
+    how = "online softmax, " if online else ""
     return (
         f"; rows of {_kb(row)} exceed {_kb(st.target.smem_per_block)}: "
-        f"{passes} passes over HBM"
+        f"{how}{passes} passes over HBM"
     )
 
 

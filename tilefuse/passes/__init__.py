@@ -47,7 +47,13 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return TileAndFusePass
 
+    def flash_attention():
+        from tilefuse.passes.flash_attention import FlashAttentionPass
+
+        return FlashAttentionPass
+
     return {
+        "flash-attention": flash_attention,
         "tile-and-fuse": tile_and_fuse,
         "fusion-groups": fusion_groups,
         "canonicalize": canonicalize,

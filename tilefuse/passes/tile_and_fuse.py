@@ -42,7 +42,9 @@ from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import arith, scf, tensor
+from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import (
+    AffineMapAttr,
     DenseArrayBase,
     FloatAttr,
     IndexType,
@@ -53,6 +55,8 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.dialects.linalg import ops as linalg
+from xdsl.dialects.linalg.attrs import IteratorType, IteratorTypeAttr
+from xdsl.ir.affine import AffineDimExpr, AffineMap
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
@@ -60,6 +64,7 @@ from tilefuse.cost.target import get_target
 from tilefuse.dataflow import CONTRACTION, Graph, Node, SharedDims, build_graph, shared_dims
 from tilefuse.diagnostics import CompileError, op_location, warn
 from tilefuse.dialects.tilefuse import GroupOp, LoadOp, StoreOp, TileGridOp, YieldOp
+from tilefuse.patterns import OnlineSoftmax, find_online_softmax
 from tilefuse.tiling import GRID, LOOP, WHOLE, TilePlan, TilingRefused, plan_tiles
 
 IDENTITY = {
@@ -135,6 +140,19 @@ class _Scope:
     memo: dict[SSAValue, SSAValue] = field(default_factory=dict)
 
 
+def _exp_of_difference(block: Block) -> SSAValue:
+    sub = arith.SubfOp(block.args[0], block.args[1])
+    exp = mathd.ExpOp(sub.result)
+    block.add_ops([sub, exp])
+    return exp.result
+
+
+def _product(block: Block) -> SSAValue:
+    mul = arith.MulfOp(block.args[0], block.args[1])
+    block.add_op(mul)
+    return mul.result
+
+
 class TileProgramBuilder:
     """Builds the tile program of one group (see the module docstring)."""
 
@@ -144,6 +162,9 @@ class TileProgramBuilder:
         # Looped dims, outermost first; only a contraction has several (its K dims).
         self.loops = sorted(plan.loop_dims, key=lambda t: t.block)
         self.loop_set = {t.dim for t in self.loops}
+        self.done: set[Node] = set()
+        self.online = self._online_patterns()
+        self.masked_exp = {sm.exp_node for sm in self.online}
         self.outer_offsets: dict[int, SSAValue] = {}
         self.scalars: dict[SSAValue, SSAValue] = {}
 
@@ -181,8 +202,13 @@ class TileProgramBuilder:
             else:
                 self.outer_offsets[t.dim] = self._index(outer, 0)
         dests = body.args[len(self.plan.grid) :]
+        online = {sm.max_node: sm for sm in self.online}
         for node in self.graph.nodes:
-            if self._reduces_loop_dim(node):
+            if node in self.done:
+                continue
+            if node in online:
+                self._emit_online(online[node], outer)
+            elif self._reduces_loop_dim(node):
                 self._emit_looped_reduction(node, outer)
             elif not self._touches_loop_dim(node):
                 self._emit_node(node, outer)
@@ -219,6 +245,8 @@ class TileProgramBuilder:
         """The tile of `value` in `scope`, computing or loading it if needed."""
         if not isinstance(value.type, TensorType):
             return self._scalar(value, scope)
+        if value in scope.memo:
+            return scope.memo[value]
         home = scope if self._varies_in_loop(value) else outer
         if value in home.memo:
             return home.memo[value]
@@ -256,6 +284,81 @@ class TileProgramBuilder:
         scope.block.add_op(generic)
         for old, new in zip(node.op.results, generic.results, strict=True):
             scope.memo[old] = new
+
+    def _online_patterns(self) -> list[OnlineSoftmax]:
+        """Online-softmax patterns whose reductions all run over the one looped dim."""
+        if len(self.loops) != 1:
+            return []
+        (loop,) = self.loops
+        found = []
+        for sm in find_online_softmax(self.graph):
+            reduced = {
+                self.dims.of[(n.index, d)] for n in (sm.max_node, *sm.linear) for d in n.s.reduction_dims
+            }
+            if loop.dim in reduced:
+                found.append(sm)
+        return found
+
+    def _emit_online(self, sm: OnlineSoftmax, outer: _Scope) -> None:
+        """
+        One loop over the looped dim for the max and every reduction linear in
+        exp(u - max): running max, accumulators rescaled by exp(m_old - m_new).
+        """
+        a, linear = sm.max_node, [r for r in sm.linear if r not in self.done]
+        (t,) = self.loops
+        carried = [self.materialize(a.s.outputs[0], outer, outer)]
+        carried += [self.materialize(r.s.outputs[0], outer, outer) for r in linear]
+        lb, ub = self._index(outer, 0), self._index(outer, t.extent)
+        step = self._index(outer, t.block)
+        body = Block(arg_types=[IndexType(), *[v.type for v in carried]])
+        inner = _Scope(body, {t.dim: body.args[0]})
+        m_old, accs = body.args[1], list(body.args[2:])
+        inputs = [self.materialize(v, inner, outer) for v in a.s.inputs]
+        m_gen = self._tiled_generic(a, inputs, [m_old], inner)
+        body.add_op(m_gen)
+        m_new = m_gen.results[0]
+        inner.memo[a.op.results[0]] = m_new
+        corr = self._pointwise(inner, [m_old, m_new], m_new.type, _exp_of_difference)
+        results = [m_new]
+        for r, acc in zip(linear, accs, strict=True):
+            scaled = self._rescale(inner, acc, corr, r, a)
+            ins = [self.materialize(v, inner, outer) for v in r.s.inputs]
+            gen = self._tiled_generic(r, ins, [scaled], inner)
+            body.add_op(gen)
+            results.append(gen.results[0])
+        body.add_op(scf.YieldOp(*results))
+        loop = scf.ForOp(lb, ub, step, carried, Region(body))
+        outer.block.add_op(loop)
+        for node, res in zip([a, *linear], loop.results, strict=True):
+            outer.memo[node.op.results[0]] = res
+            self.done.add(node)
+
+    def _rescale(self, scope: _Scope, acc: SSAValue, corr: SSAValue, r: Node, a: Node) -> SSAValue:
+        """acc * corr, corr broadcast from the max's row dims to acc's dims."""
+        acc_dims = self.value_dims(r.op.results[0])
+        row_dims = self.value_dims(a.op.results[0])
+        return self._pointwise(scope, [acc, corr], acc.type, _product,
+                               [acc_dims, row_dims], acc_dims)  # fmt: skip
+
+    def _pointwise(self, scope, inputs, result_type, payload, in_dims=None, out_dims=None):
+        """A new elementwise linalg.generic on tiles; `payload(block) -> value`."""
+        rank = len(result_type.get_shape())
+        out_dims = out_dims or list(range(rank))
+        in_dims = in_dims or [out_dims] * len(inputs)
+        maps = [AffineMap(rank, 0, tuple(AffineDimExpr(out_dims.index(d)) for d in dims))
+                for dims in in_dims]  # fmt: skip
+        et = result_type.get_element_type()
+        block = Block(arg_types=[et] * (len(inputs) + 1))
+        value = payload(block)
+        block.add_op(linalg.YieldOp(value))
+        empty = tensor.EmptyOp([], result_type)
+        gen = linalg.GenericOp(
+            inputs, [empty.tensor], Region(block),
+            [AffineMapAttr(m) for m in [*maps, AffineMap.identity(rank)]],
+            [IteratorTypeAttr(IteratorType.PARALLEL)] * rank, [result_type],
+        )  # fmt: skip
+        scope.block.add_ops([empty, gen])
+        return gen.results[0]
 
     def _emit_looped_reduction(self, node: Node, outer: _Scope) -> None:
         """A reduction over looped dims: nested scf.for over chunks, init outside."""
@@ -300,6 +403,8 @@ class TileProgramBuilder:
         self._offset_indices(node, body.block, scope)
         if node.kind != CONTRACTION:
             self._mask_partial_reductions(node, body.block, scope)
+        if node in self.masked_exp:
+            self._mask_partial_outputs(node, body.block, scope)
         result_types = [self.tile_type(r, scope) for r in node.op.results]
         generic = linalg.GenericOp(
             inputs, outs, body, node.op.indexing_maps, node.op.iterator_types, result_types
@@ -339,6 +444,24 @@ class TileProgramBuilder:
             for o in ops:
                 block.insert_op_before(o, comb)
             comb.operands = [sel if o is x else o for o in comb.operands]
+
+    def _mask_partial_outputs(self, node: Node, block: Block, scope: _Scope) -> None:
+        """exp(u - max) feeding the online reductions: zero past the tensor's end."""
+        partial = [
+            d for d in node.s.parallel_dims
+            if self.dims.of[(node.index, d)] in self.loop_set and self._is_partial(node, d)
+        ]  # fmt: skip
+        if not partial:
+            return
+        yield_op = block.last_op
+        assert yield_op is not None
+        values = []
+        for v in yield_op.operands:
+            ops, sel = self._mask(node, partial, v, 0.0, scope)
+            for o in ops:
+                block.insert_op_before(o, yield_op)
+            values.append(sel)
+        yield_op.operands = values
 
     def _mask(self, node, loops, x, identity, scope):
         ops: list[Operation] = []

@@ -1,0 +1,542 @@
+"""
+Compile a program's kernels for the real GPU (no GPU needed) and check them.
+
+After the default pipeline, every fusion group is one `@triton.jit` kernel in
+the module `emit_triton` prints. `check_kernels` compiles each one ahead of
+time for the target's architecture (`cubin.compile_for_gpu`: Triton down to
+PTX, then the bundled `ptxas`) with the arguments the host function would
+launch it with, and reports what ptxas made of it next to what the cost model
+predicted:
+
+```
+python -m tilefuse.backend.gpu_check samples/softmax.mlir --set-dim M=4096 \
+    --set-dim N=8192 --set-dtype bf16
+```
+
+The signature is the one Triton's launcher would specialise for contiguous
+tensors of the group's static shapes: a pointer per tensor (`*fp32`, `*bf16`,
+...; divisible by 16, as freshly allocated torch tensors are), one `i32` stride
+per dim (`i64` past 2**31), strides equal to 1 turned into the constexpr 1, and
+strides that are multiples of 16 marked divisible by 16. The constexprs are
+those the host passes (`DOT_DTYPE`, `DOT_PRECISION`, read from its launch
+call), and `num_warps`/`num_stages` come from the group's `tile_grid`.
+
+The predicted registers per thread and working set are read from the group's
+`tile` attribute (`TilePlan.describe()`), the only place the pass keeps them.
+
+When `triton.language` was imported for the interpreter (`TRITON_INTERPRET=1`,
+as in the tests), kernels cannot be compiled in this process; all the kernels
+of one call are then compiled in a single child process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import math
+import os
+import pickle
+import re
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from tilefuse.backend.cubin import CompiledKernel, CubinCompileError
+
+__all__ = [
+    "KernelReport",
+    "KernelSpec",
+    "TileSummary",
+    "check_kernels",
+    "check_programs",
+    "compile_batch",
+    "compile_kernels",
+    "format_reports",
+    "kernel_only_source",
+    "kernel_specs",
+    "main",
+    "parse_tile_summary",
+]
+
+POINTER_TYPE = {"f32": "*fp32", "f16": "*fp16", "bf16": "*bf16", "f64": "*fp64"}
+I32_MAX = 2**31 - 1
+
+
+# --------------------------------------------------------------------------
+# What the cost model predicted
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TileSummary:
+    """The numbers of a group's `tile` attribute that ptxas can confirm."""
+
+    regs_per_thread: int | None
+    working_set_bytes: int | None
+
+
+_REGS_RE = re.compile(r"~(\d+) regs/thread")
+_WS_RE = re.compile(r"working set ([\d.]+) KB")
+
+
+def parse_tile_summary(text: str) -> TileSummary:
+    """`"... working set 16.0 KB of 227 KB, ~44 regs/thread, ..."` -> (44, 16384)."""
+    regs = _REGS_RE.search(text)
+    ws = _WS_RE.search(text)
+    return TileSummary(
+        int(regs[1]) if regs else None,
+        round(float(ws[1]) * 1024) if ws else None,
+    )
+
+
+# --------------------------------------------------------------------------
+# What to compile
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """One kernel with the arguments its launch specialises it for (picklable)."""
+
+    name: str
+    signature: tuple[tuple[str, str], ...]  # (parameter, type), in order
+    constexprs: tuple[tuple[str, object], ...]  # DOT_DTYPE is a tl dtype's name
+    divisible_by_16: tuple[str, ...]
+    num_warps: int
+    num_stages: int
+    predicted: TileSummary
+    contraction: bool
+
+
+def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    """Strides (in elements) of a row-major tensor, as torch gives them."""
+    return tuple(
+        math.prod(max(1, s) for s in shape[i + 1 :]) for i in range(len(shape))
+    )
+
+
+def _tensor_params(
+    params: list[str], shape: Sequence[int], dtype: str
+) -> tuple[dict[str, str], dict[str, object], list[str]]:
+    """Signature, constexprs and divisible parameters of one tensor's params."""
+    if dtype not in POINTER_TYPE:
+        raise CubinCompileError(f"no Triton pointer type for element type {dtype}")
+    ptr, strides = params[0], params[1:]
+    sig, consts, div = {ptr: POINTER_TYPE[dtype]}, {}, [ptr]
+    for p, stride in zip(strides, contiguous_strides(shape), strict=True):
+        if stride == 1:  # the launcher specialises ints equal to 1
+            consts[p] = 1
+            continue
+        sig[p] = "i32" if stride <= I32_MAX else "i64"
+        if stride % 16 == 0:
+            div.append(p)
+    return sig, consts, div
+
+
+def _kernel_args(tree: ast.Module, name: str) -> list[str]:
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            return [a.arg for a in node.args.args]
+    raise CubinCompileError(f"the kernel source defines no {name!r}")
+
+
+def _launch_constexprs(tree: ast.Module, name: str) -> dict[str, object]:
+    """`DOT_DTYPE`/`DOT_PRECISION` as the host's launch of `name` passes them."""
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Subscript)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == name
+        ):
+            return {k.arg: _constexpr_value(k.value) for k in node.keywords
+                    if k.arg in ("DOT_DTYPE", "DOT_PRECISION")}  # fmt: skip
+    raise CubinCompileError(f"the host function never launches {name!r}")
+
+
+def _constexpr_value(node: ast.expr) -> object:
+    """`tl.bfloat16 if dot_dtype is None else dot_dtype` -> "bfloat16"; "ieee"."""
+    if isinstance(node, ast.IfExp):
+        node = node.body
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Constant):
+        return node.value
+    raise CubinCompileError(f"cannot read a launch constexpr: {ast.unparse(node)}")
+
+
+def _is_contraction_group(group: Any) -> bool:
+    from tilefuse.dataflow import is_contraction
+    from tilefuse.structured import as_structured
+
+    for op in group.walk():
+        s = as_structured(op)
+        if s is not None and s.reduction_dims and is_contraction(s):
+            return True
+    return False
+
+
+def _dtype_name(t: Any) -> str:
+    from tilefuse.structured import element_type
+
+    return str(element_type(t))
+
+
+def kernel_specs(module: Any, source_text: str) -> list[KernelSpec]:
+    """One spec per group of `module` (after the pipeline), from `source_text`."""
+    from tilefuse.dialects.tilefuse import GroupOp, TileGridOp
+    from tilefuse.reference import entry_function
+
+    tree = ast.parse(source_text)
+    specs = []
+    for g in entry_function(module).body.block.ops:
+        if not isinstance(g, GroupOp):
+            continue
+        grid = next((o for o in g.entry.ops if isinstance(o, TileGridOp)), None)
+        if grid is None:
+            raise CubinCompileError(f"group {g.sym_name.data} was not tiled")
+        specs.append(_group_spec(g, grid, tree))
+    return specs
+
+
+def _group_spec(g: Any, grid: Any, tree: ast.Module) -> KernelSpec:
+    name = g.sym_name.data
+    args = _kernel_args(tree, name)
+    sig: dict[str, str] = {}
+    consts: dict[str, object] = {}
+    div: list[str] = []
+    k = 0
+    for v in [*g.entry.args, *grid.destinations]:
+        shape = tuple(v.type.get_shape())
+        params = args[k : k + 1 + len(shape)]
+        if len(params) != 1 + len(shape) or not params[0].endswith("_ptr"):
+            raise CubinCompileError(
+                f"{name}: parameters {args} do not match its tensors"
+            )
+        s, c, d = _tensor_params(params, shape, _dtype_name(v.type))
+        sig, consts, div = {**sig, **s}, {**consts, **c}, div + d
+        k += len(params)
+    consts.update(_launch_constexprs(tree, name))
+    missing = [a for a in args if a not in sig and a not in consts]
+    if missing:
+        raise CubinCompileError(f"{name}: no value for parameters {missing}")
+    tile = g.attributes.get("tile")
+    return KernelSpec(
+        name=name,
+        signature=tuple(sig.items()),
+        constexprs=tuple(consts.items()),
+        divisible_by_16=tuple(div),
+        num_warps=grid.num_warps.value.data,
+        num_stages=grid.num_stages.value.data,
+        predicted=parse_tile_summary(tile.data if tile is not None else ""),
+        contraction=_is_contraction_group(g),
+    )
+
+
+# --------------------------------------------------------------------------
+# Compiling
+# --------------------------------------------------------------------------
+
+
+def kernel_only_source(source_text: str) -> str:
+    """`source_text` without `import torch`: the kernels never use it, and
+    importing torch costs a child process a second or two."""
+    lines = source_text.splitlines(keepends=True)
+    for node in ast.parse(source_text).body:
+        if isinstance(node, ast.Import) and [a.name for a in node.names] == ["torch"]:
+            lines[node.lineno - 1] = "\n"
+    return "".join(lines)
+
+
+def _compile_one(source_text: str, spec: KernelSpec, arch: int) -> CompiledKernel:
+    """Compile in this process (triton.language not interpreted)."""
+    import triton.language as tl
+
+    from tilefuse.backend.cubin import compile_for_gpu, load_jit_function
+
+    fn = load_jit_function(kernel_only_source(source_text), spec.name, interpret=False)
+    consts = dict(spec.constexprs)
+    if isinstance(consts.get("DOT_DTYPE"), str):
+        consts["DOT_DTYPE"] = getattr(tl, consts["DOT_DTYPE"])
+    kernel = compile_for_gpu(
+        fn,
+        dict(spec.signature),
+        consts,
+        arch=arch,
+        num_warps=spec.num_warps,
+        num_stages=spec.num_stages,
+        divisible_by_16=spec.divisible_by_16,
+    )
+    # The PTX and cubin are not needed here; keep results small to pickle.
+    return replace(kernel, ptx="", cubin=b"", triton_kernel=None)
+
+
+Batch = Sequence[tuple[str, Sequence[KernelSpec]]]
+"""Programs to compile: (kernel source text, the specs of its kernels)."""
+
+
+def _compile_batch(batch: Batch, arch: int) -> list[list[CompiledKernel | str]]:
+    """Compiled kernels, or error messages, per program of `batch`."""
+    results: list[list[CompiledKernel | str]] = []
+    for source_text, specs in batch:
+        row: list[CompiledKernel | str] = []
+        for spec in specs:
+            try:
+                row.append(_compile_one(source_text, spec, arch))
+            except Exception as e:
+                row.append(f"{spec.name}: {type(e).__name__}: {e}")
+        results.append(row)
+    return results
+
+
+def _language_is_interpreted() -> bool:
+    from tilefuse.backend import cubin
+
+    return cubin._language_is_interpreted()
+
+
+def compile_batch(batch: Batch, arch: int = 90) -> list[list[CompiledKernel | str]]:
+    """Compile the kernels of several programs: in this process, or, when
+    `triton.language` is interpreted here, all in ONE child process.
+
+    Returns per program, per spec, the `CompiledKernel` or an error message.
+    """
+    batch = [(source, list(specs)) for source, specs in batch]
+    if not any(specs for _, specs in batch):
+        return [[] for _ in batch]
+    if _language_is_interpreted():
+        return _compile_in_child(batch, arch)
+    return _compile_batch(batch, arch)
+
+
+def compile_kernels(
+    source_text: str, specs: Sequence[KernelSpec], arch: int = 90
+) -> list[CompiledKernel]:
+    """Compile `specs` (kernels of `source_text`); raise if any fails."""
+    (results,) = compile_batch([(source_text, specs)], arch)
+    return _raise_errors(results)
+
+
+def _raise_errors(results: list[CompiledKernel | str]) -> list[CompiledKernel]:
+    errors = [r for r in results if isinstance(r, str)]
+    if errors:
+        raise CubinCompileError("\n".join(errors))
+    return [r for r in results if isinstance(r, CompiledKernel)]
+
+
+_CHILD_MAIN = "from tilefuse.backend.gpu_check import _child_main; _child_main()"
+
+
+def _compile_in_child(batch: Batch, arch: int) -> list[list[CompiledKernel | str]]:
+    env = dict(os.environ)
+    env.pop("TRITON_INTERPRET", None)
+    package_root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join([package_root, *(p for p in sys.path if p)])
+    with tempfile.TemporaryDirectory(prefix="tilefuse-gpu-check-") as tmp:
+        in_path, out_path = Path(tmp) / "request.pkl", Path(tmp) / "result.pkl"
+        in_path.write_bytes(pickle.dumps((batch, arch)))
+        proc = subprocess.run(
+            [sys.executable, "-c", _CHILD_MAIN, str(in_path), str(out_path)],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if not out_path.exists():
+            raise CubinCompileError(
+                f"compiler child process failed (exit {proc.returncode}):\n"
+                f"{proc.stderr[-4000:]}"
+            )
+        return pickle.loads(out_path.read_bytes())
+
+
+def _child_main() -> None:
+    """Entry point of the child process started by `_compile_in_child`."""
+    in_path, out_path = sys.argv[1], sys.argv[2]
+    batch, arch = pickle.loads(Path(in_path).read_bytes())
+    Path(out_path).write_bytes(pickle.dumps(_compile_batch(batch, arch)))
+
+
+# --------------------------------------------------------------------------
+# Reports
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KernelReport:
+    """ptxas's view of one kernel next to the cost model's."""
+
+    name: str
+    registers: int  # per thread (ptxas)
+    spills: int  # local memory per thread / 4 (ptxas)
+    shared_bytes: int  # dynamic shared memory the kernel launches with
+    smem_limit: int  # target.smem_per_block
+    predicted_regs: int | None  # the tile plan's ~regs/thread
+    predicted_working_set: int | None  # the tile plan's working set, bytes
+    num_warps: int
+    num_stages: int
+    fits: bool  # shared_bytes <= smem_limit
+    contraction: bool = False  # the group has a tl.dot
+    max_registers: int = 255  # target.max_regs_per_thread
+
+
+def target_arch(target: Any) -> int:
+    """`(9, 0)` -> 90."""
+    major, minor = target.compute_capability
+    return 10 * major + minor
+
+
+def check_kernels(
+    module_after_pipeline: Any, source_text: str | None, target: Any
+) -> list[KernelReport]:
+    """Compile every kernel of the module for `target` and report on each.
+
+    `source_text` is `emit_triton(module_after_pipeline)` (printed again when
+    None); `target` is a `Target` or a target name. Raises
+    `CubinCompileError` if a kernel does not compile.
+    """
+    (result,) = check_programs([(module_after_pipeline, source_text)], target)
+    if isinstance(result, CubinCompileError):
+        raise result
+    return result
+
+
+def check_programs(
+    programs: Sequence[tuple[Any, str | None]], target: Any
+) -> list[list[KernelReport] | CubinCompileError]:
+    """`check_kernels` for several (module, source text) pairs at once.
+
+    Under the interpreter all kernels compile in one child process. A program
+    whose kernel fails to compile gets the error (not raised) in its place.
+    """
+    from tilefuse.backend.emit_triton import emit_triton
+    from tilefuse.cost.target import get_target
+
+    if isinstance(target, str):
+        target = get_target(target)
+    batch = []
+    for module, source in programs:
+        source = emit_triton(module) if source is None else source
+        batch.append((source, kernel_specs(module, source)))
+    compiled = compile_batch(batch, target_arch(target))
+    out: list[list[KernelReport] | CubinCompileError] = []
+    for (_, specs), results in zip(batch, compiled, strict=True):
+        try:
+            kernels = _raise_errors(results)
+        except CubinCompileError as e:
+            out.append(e)
+            continue
+        out.append([_report(s, k, target) for s, k in zip(specs, kernels, strict=True)])
+    return out
+
+
+def _report(spec: KernelSpec, kernel: CompiledKernel, target: Any) -> KernelReport:
+    return KernelReport(
+        name=spec.name,
+        registers=kernel.registers,
+        spills=kernel.spills,
+        shared_bytes=kernel.shared_bytes,
+        smem_limit=target.smem_per_block,
+        predicted_regs=spec.predicted.regs_per_thread,
+        predicted_working_set=spec.predicted.working_set_bytes,
+        num_warps=kernel.num_warps,
+        num_stages=kernel.num_stages,
+        fits=kernel.shared_bytes <= target.smem_per_block,
+        contraction=spec.contraction,
+        max_registers=target.max_regs_per_thread,
+    )
+
+
+def _kb(n: int | None) -> str:
+    return "?" if n is None else f"{n / 1024:.1f}"
+
+
+def format_reports(reports: Iterable[KernelReport], title: str | None = None) -> str:
+    """A table: registers (ptxas vs model), spills, shared memory vs limit, ..."""
+    header = ("kernel", "regs", "model", "spills", "shared KB", "limit KB",
+              "model WS KB", "warps", "stages", "")  # fmt: skip
+    rows = [header]
+    for r in reports:
+        flags = [f for f, bad in (("SMEM>LIMIT", not r.fits),
+                                  ("REGS>MAX", r.registers > r.max_registers),
+                                  ("SPILLS", r.spills > 0)) if bad]  # fmt: skip
+        rows.append((
+            r.name + (" (dot)" if r.contraction else ""),
+            str(r.registers),
+            "?" if r.predicted_regs is None else str(r.predicted_regs),
+            str(r.spills),
+            _kb(r.shared_bytes),
+            _kb(r.smem_limit),
+            _kb(r.predicted_working_set),
+            str(r.num_warps),
+            str(r.num_stages),
+            " ".join(flags),
+        ))  # fmt: skip
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = [f"== {title} ==" if title else None]
+    for row in rows:
+        cells = [row[0].ljust(widths[0])] + [
+            c.rjust(w) for c, w in zip(row[1:-1], widths[1:-1], strict=True)
+        ]
+        lines.append("  ".join([*cells, row[-1]]).rstrip())
+    return "\n".join(line for line in lines if line is not None)
+
+
+# --------------------------------------------------------------------------
+# Command line
+# --------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from tilefuse.cost.target import DEFAULT_TARGET
+
+    p = argparse.ArgumentParser(
+        prog="python -m tilefuse.backend.gpu_check",
+        description="Compile a program's kernels for the target GPU (no GPU "
+        "needed) and report registers, spills and shared memory.",
+    )
+    p.add_argument("file", help="an MLIR file")
+    p.add_argument("--set-dim", action="append", default=[], metavar="NAME=SIZE")
+    p.add_argument("--set-dtype", metavar="TYPE")
+    p.add_argument("--target", default=DEFAULT_TARGET, help="GPU to compile for")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print the table; exit status 1 if a kernel exceeds shared memory or registers."""
+    from tilefuse.cost.target import TargetError, get_target
+    from tilefuse.diagnostics import CompileError
+    from tilefuse.pipeline import run_pipeline
+    from tilefuse.program import load_program
+    from tilefuse.specialize import SpecializeError
+    from tilefuse.tools.opt import parse_dim_options
+
+    args = build_parser().parse_args(argv)
+    try:
+        target = get_target(args.target)
+        module = load_program(
+            Path(args.file), parse_dim_options(args.set_dim), args.set_dtype
+        )
+        run_pipeline(module, args.target)
+        reports = check_kernels(module, None, target)
+    except (CompileError, SpecializeError, TargetError, CubinCompileError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except FileNotFoundError as e:
+        print(f"error: cannot open '{e.filename}': {e.strerror}", file=sys.stderr)
+        return 1
+    print(
+        format_reports(
+            reports, f"{args.file} on {target.name} (sm_{target_arch(target)})"
+        )
+    )
+    bad = [r for r in reports if not r.fits or r.registers > r.max_registers]
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
