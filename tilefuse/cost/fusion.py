@@ -435,6 +435,9 @@ def _finish(st: _State) -> FusionPlan:
 
 
 def group_kind(nodes: Iterable[Node]) -> str:
+    nodes = list(nodes)
+    if any(ATTENTION_TAG in n.op.attributes for n in nodes):
+        return "flash-attention"
     kinds = {n.kind for n in nodes} - {FILL}
     if CONTRACTION in kinds:
         return "epilogue"
