@@ -344,6 +344,9 @@ def _contraction_candidate(target, budget, roles: _Roles, ext, bm: int, bn: int)
 
 
 FLASH_MIN_BLOCK, FLASH_MAX_BLOCK = 16, 128
+# fp32 operands take the FMA path of tl.dot ("ieee"): a 128x128 tile spills
+# (ptxas: 21 KB of stack per thread), 64x64 still spills a little, 32x32 does not.
+FLASH_MAX_BLOCK_F32 = 32
 
 
 def flash_tile(target: Target, head_dim: int, elem_bytes: int) -> tuple[int, int, str]:
@@ -356,7 +359,8 @@ def flash_tile(target: Target, head_dim: int, elem_bytes: int) -> tuple[int, int
     m = target.smem_per_block
     raw = m // (4 * head_dim * elem_bytes)
     block = 1 << max(0, raw.bit_length() - 1)
-    clamped = max(FLASH_MIN_BLOCK, min(FLASH_MAX_BLOCK, block))
+    cap = FLASH_MAX_BLOCK_F32 if elem_bytes >= 4 else FLASH_MAX_BLOCK
+    clamped = max(FLASH_MIN_BLOCK, min(cap, block))
     rule = (f"B_r = B_c = floor({m} / (4 x {head_dim} x {elem_bytes})) = {raw} -> "
             f"{block} (power of two) -> {clamped} (register clamp)")  # fmt: skip
     return clamped, clamped, rule
@@ -390,7 +394,9 @@ def _plan_attention(graph: Graph, dims: SharedDims, target: Target, budget: int,
             tiles.append(DimTile(d.id, d.extent, pow2(d.extent), WHOLE))
         else:
             tiles.append(DimTile(d.id, d.extent, br if d.id == row else 1, GRID))
-    warps = 4 if head <= 64 else 8
+    # The score tile and the output accumulator live in registers: 8 warps keep
+    # a 128x128 tile (bf16) or a 64x64 one (fp32, FMA dot) free of spills.
+    warps = 8 if br * bc >= 64 * 64 else 4
     ws = (br * head + bc * head + bc * out_width) * ebytes  # q, k and v tiles
     regs = min(target.max_regs_per_thread,
                math.ceil((br * bc + br * out_width) / (warps * target.warp_size)) + REG_OVERHEAD + 16)  # fmt: skip

@@ -80,6 +80,7 @@ CASES = [
     Case("mlp_bf16", "mlp", {"M": 8192, "D": 4096, "F": 16384}, "bf16", True,
          {1: "D", 3: "F"}),  # fmt: skip
     Case("attention_bf16", "attention", {"B": 4, "H": 32, "S": 4096, "D": 128}, "bf16", True),
+    Case("attention_d64_bf16", "attention", {"B": 8, "H": 16, "S": 2048, "D": 64}, "bf16", True),
     Case("transformer_bf16", "transformer_block",
          {"S": 4096, "E": 4096, "H": 32, "Dh": 128, "F": 16384}, "bf16", True,
          {3: "E", 4: "E", 5: "E", 6: "HDh", 9: "E", 11: "F"}),  # fmt: skip
@@ -109,6 +110,8 @@ class Result:
     compile_torch_s: float | None
     max_rel_error: float
     per_kernel: list[dict] = field(default_factory=list)
+    sdpa_ms: float | None = None
+    """torch's scaled_dot_product_attention (cuDNN/flash), for attention cases."""
 
     @property
     def gbps(self) -> float:
@@ -209,6 +212,11 @@ def run_case(case: Case, gpu: bool, use_compile: bool, seed: int) -> Result:
         compiled_ms = timer(lambda: compiled(*inputs), gpu)
         kernels_compiled = count_kernels(lambda: compiled(*inputs))
     kernels_ours = count_kernels(lambda: prog(*inputs)) if gpu else len(prog.kernels)
+    sdpa_ms = None
+    if gpu and case.sample == "attention":
+        import torch.nn.functional as F
+
+        sdpa_ms = timer(lambda: F.scaled_dot_product_attention(*inputs), gpu)
 
     min_bytes = sum(x.numel() * x.element_size() for x in inputs) + sum(
         o.numel() * o.element_size() for o in ours
@@ -224,7 +232,7 @@ def run_case(case: Case, gpu: bool, use_compile: bool, seed: int) -> Result:
                                    "bytes": g.attributes["fused_bytes"].value.data,
                                    "measured_s": measured.get(name), "predicted_s": predicted.get(name)})  # fmt: skip
     return Result(case.name, ours_ms, eager_ms, compiled_ms, min_bytes, flops, kernels_ours,
-                  kernels_compiled, compile_ours, compile_torch, err, per_kernel)  # fmt: skip
+                  kernels_compiled, compile_ours, compile_torch, err, per_kernel, sdpa_ms)  # fmt: skip
 
 
 def table(results: list[Result], ceilings: dict[str, float], cases: dict[str, Case]) -> str:
@@ -309,6 +317,10 @@ def main(argv: list[str] | None = None) -> int:
               f"copy {ceilings['copy_Bps'] / 1e12:.2f} TB/s; bf16 GEMM {ceilings['matmul_flops'] / 1e12:.0f} TF/s")  # fmt: skip
     print(header)
     print(table(results, ceilings, by_name))
+    for r in results:
+        if r.sdpa_ms:
+            print(f"{r.case}: scaled_dot_product_attention {r.sdpa_ms:.3f} ms; tilefuse is "
+                  f"{r.sdpa_ms / r.ours_ms:.2f}x SDPA, {r.eager_ms / r.ours_ms:.2f}x unfused eager")  # fmt: skip
     if args.json:
         Path(args.json).write_text(json.dumps(
             {"header": header, "ceilings": ceilings, "results": [asdict(r) for r in results]},
