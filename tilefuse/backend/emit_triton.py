@@ -211,7 +211,7 @@ class KernelPrinter:
         if isinstance(op, arith.ConstantOp):
             self.expr[op.result] = self._constant(op)
         elif isinstance(op, tensor.EmptyOp):
-            self.shape[op.tensor] = tuple(op.tensor.type.get_shape())
+            self.shape[op.tensor] = kept_shape(op.tensor.type)
             self.expr[op.tensor] = "None"
         elif isinstance(op, LoadOp):
             self.print_load(op)
@@ -239,16 +239,25 @@ class KernelPrinter:
     # -- memory ----------------------------------------------------------------
 
     def _addressing(self, tensor_value: SSAValue, offsets, tile: Sequence[int]) -> tuple[str, str]:
-        """Pointer and mask expressions for a tile of `tensor_value` at `offsets`."""
+        """Pointer and mask expressions for a tile of `tensor_value` at `offsets`.
+
+        Unit axes of the tile add a scalar offset; the others get an arange,
+        expanded over the tile's non-unit axes only.
+        """
         p = self.params[tensor_value]
         full = tensor_value.type.get_shape()
-        rank = len(full)
+        kept = [i for i, size in enumerate(tile) if size != 1]
         ptr, masks = [f"{p}_ptr"], []
         for i, (off, size, extent) in enumerate(zip(offsets, tile, full, strict=True)):
-            index = ", ".join(":" if j == i else "None" for j in range(rank))
+            if size == 1:
+                term = self.ref(off)
+                if term != "0":
+                    ptr.append(f"{term} * {p}_s{i}")
+                continue
             o = self.names.fresh(f"offs{i}")
             self.emit(f"{o} = {self.ref(off)} + tl.arange(0, {size})")
-            term = f"{o}[{index}]" if rank > 1 else o
+            index = ", ".join(":" if j == i else "None" for j in kept)
+            term = f"{o}[{index}]" if len(kept) > 1 else o
             ptr.append(f"{term} * {p}_s{i}")
             if extent % size != 0:
                 masks.append(f"({term} < {extent})")
@@ -258,7 +267,18 @@ class KernelPrinter:
         tile = tuple(op.result.type.get_shape())
         ptr, mask = self._addressing(op.source, op.offsets, tile)
         masked = f", mask={mask}, other=0.0" if mask else ""
-        self.bind(op.result, f"tl.load({ptr}{masked}).to(tl.float32)", tile)
+        # Tiles only multiplied by tl.dot stay in their storage type.
+        upcast = "" if self._only_dot_operand(op.result) else ".to(tl.float32)"
+        self.bind(op.result, f"tl.load({ptr}{masked}){upcast}", kept_shape(op.result.type))
+
+    def _only_dot_operand(self, value: SSAValue) -> bool:
+        from tilefuse.dataflow import is_contraction
+
+        for use in value.uses:
+            s = as_structured(use.operation)
+            if s is None or not is_contraction(s) or value not in s.inputs:
+                return False
+        return bool(value.uses)
 
     def print_store(self, op: StoreOp) -> None:
         tile = tuple(op.value.type.get_shape())
@@ -311,40 +331,60 @@ def scalar_expr(op: Operation, ref) -> str:
     raise CompileError.at(op, "is not supported by the Triton backend")
 
 
+def kept_shape(t: Attribute) -> tuple[int, ...]:
+    """A tile's block shape in the kernel: unit axes dropped (no reshapes needed)."""
+    return tuple(n for n in t.get_shape() if n != 1)
+
+
 class GenericPrinter:
-    """One `linalg.generic` on tiles as block arithmetic in its loop space."""
+    """
+    One `linalg.generic` on tiles as block arithmetic in its loop space.
+
+    Loops of trip count 1 (batch dims, a program's single row) are dropped
+    everywhere: tiles are blocks of their non-unit axes only, so no reshape or
+    layout change is ever needed to line operands up.
+    """
 
     def __init__(self, kernel: KernelPrinter, s: StructuredOp):
         self.k, self.s = kernel, s
-        self.n = s.num_loops
         self.space = tuple(s.loop_ranges)
+        self.kept = [d for d in range(s.num_loops) if self.space[d] != 1]
+        self.pos = {d: i for i, d in enumerate(self.kept)}
+        self.n = len(self.kept)
 
-    def loop_shape(self, dims: Sequence[int]) -> tuple[int, ...]:
-        return tuple(self.space[d] if d in dims else 1 for d in range(self.n))
+    def kdims(self, dims: Sequence[int]) -> list[int]:
+        return [d for d in dims if self.space[d] != 1]
+
+    def kshape(self, dims: Sequence[int] | None = None) -> tuple[int, ...]:
+        return tuple(self.space[d] for d in (self.kept if dims is None else dims))
 
     def to_loop_space(self, value: str, dims: Sequence[int]) -> str:
-        """Permute a block indexed by loops `dims` to ascending order, expand the rest."""
-        if not dims:
+        """Permute a block indexed by loops `dims` to loop order, expand the rest."""
+        kd = self.kdims(dims)
+        if not kd:
             return value
-        order = sorted(range(len(dims)), key=lambda i: dims[i])
-        if order != list(range(len(dims))):
+        order = sorted(range(len(kd)), key=lambda i: self.pos[kd[i]])
+        if order != list(range(len(kd))):
             value = f"tl.permute({value}, {tuple(order)})"
-        present = sorted(dims)
-        if len(present) == self.n:
+        if len(kd) == self.n:
             return value
-        index = ", ".join(":" if d in present else "None" for d in range(self.n))
+        present = {self.pos[d] for d in kd}
+        index = ", ".join(":" if i in present else "None" for i in range(self.n))
         return f"{value}[{index}]"
 
-    def from_loop_space(self, value: str, dims: Sequence[int], value_dims: set[int]) -> str:
-        """A loop-space block (varying along `value_dims`) as an operand indexed by `dims`."""
-        full = tuple(self.space[d] if d in dims else 1 for d in range(self.n))
-        if not value_dims >= set(dims):
+    def from_loop_space(self, value: str, dims: Sequence[int], vdims: set[int]) -> str:
+        """A loop-space block (varying along `vdims`) as an operand indexed by `dims`."""
+        kd = self.kdims(dims)
+        if not kd:
+            return value
+        if not vdims >= set(kd):
+            full = tuple(self.space[d] if d in kd else 1 for d in self.kept)
             value = f"tl.broadcast_to({value}, {full})"
-        target_shape = tuple(self.space[d] for d in sorted(dims))
-        if len(sorted(dims)) != self.n:
-            value = f"tl.reshape({value}, {target_shape})"
-        order = [sorted(dims).index(d) for d in dims]
-        if order != list(range(len(dims))):
+        ordered = sorted(kd, key=lambda d: self.pos[d])
+        if len(kd) != self.n:
+            value = f"tl.reshape({value}, {self.kshape(ordered)})"
+        order = [ordered.index(d) for d in kd]
+        if order != list(range(len(kd))):
             value = f"tl.permute({value}, {tuple(order)})"
         return value
 
@@ -356,12 +396,12 @@ class GenericPrinter:
         env: dict[SSAValue, tuple[str, set[int]]] = {}
         for i, (v, arg) in enumerate(zip(s.inputs, s.payload.args, strict=False)):
             dims = s.operand_dims(i)
-            env[arg] = (self.to_loop_space(self.k.ref(v), dims), set(dims))
+            env[arg] = (self.to_loop_space(self.k.ref(v), dims), set(self.kdims(dims)))
         for j, v in enumerate(s.outputs):
             arg = s.payload.args[len(s.inputs) + j]
             if arg.uses:
                 dims = s.operand_dims(len(s.inputs) + j)
-                env[arg] = (self.to_loop_space(self.k.ref(v), dims), set(dims))
+                env[arg] = (self.to_loop_space(self.k.ref(v), dims), set(self.kdims(dims)))
         if s.reduction_dims:
             self.print_reduction(env)
         else:
@@ -371,8 +411,8 @@ class GenericPrinter:
 
     def store_result(self, result: SSAValue, j: int, value: str, vdims: set[int]) -> None:
         dims = self.s.operand_dims(len(self.s.inputs) + j)
-        shape = tuple(result.type.get_shape())
-        if not vdims and not value.startswith("tl."):
+        shape = kept_shape(result.type)
+        if not vdims:
             self.k.bind(result, f"tl.full({shape}, {value}, tl.float32)", shape)
             return
         self.k.bind(result, self.from_loop_space(value, dims, vdims), shape)
@@ -385,9 +425,7 @@ class GenericPrinter:
             if stop is not None and stop in env:
                 return [env[stop]]
             if isinstance(op, linalg.IndexOp):
-                d = op.dim.value.data
-                index = ", ".join(":" if k == d else "None" for k in range(self.n))
-                env[op.result] = (f"tl.arange(0, {self.space[d]})[{index}]", {d})
+                env[op.result] = self._index(op.dim.value.data)
                 continue
             if isinstance(op, arith.ConstantOp):
                 env[op.result] = (self.k._constant(op), set())
@@ -401,6 +439,13 @@ class GenericPrinter:
         if stop is not None and stop in env:
             return [env[stop]]
         raise CompileError.at(self.s.op, "has a payload without linalg.yield")
+
+    def _index(self, d: int) -> tuple[str, set[int]]:
+        if self.space[d] == 1:
+            return "0", set()
+        index = ", ".join(":" if i == self.pos[d] else "None" for i in range(self.n))
+        suffix = f"[{index}]" if self.n > 1 else ""
+        return f"tl.arange(0, {self.space[d]}){suffix}", {d}
 
     def _operand(self, v: SSAValue, env) -> str:
         if v in env:
@@ -420,20 +465,20 @@ class GenericPrinter:
                     "must end in addf/maximumf/minimumf of the accumulator")  # fmt: skip
             x = comb.operands[1] if comb.operands[0] is acc else comb.operands[0]
             expr, dims = self.run_payload(env, stop=x)[0]
-            if dims != set(range(self.n)):
-                expr = f"tl.broadcast_to({expr}, {self.space})"
+            if dims != set(self.kept):
+                expr = f"tl.broadcast_to({expr}, {self.kshape()})"
             # Reduce without keep_dims: the result keeps the reduction's own
             # (sliced) layout, so broadcasting it back later costs no
             # layout conversion (a reshape here made Triton 3.6 kernels 100x slower).
-            for d in sorted(s.reduction_dims, reverse=True):
-                expr = f"{REDUCE[type(comb)]}({expr}, axis={d})"
+            for d in sorted(self.kdims(s.reduction_dims), key=self.pos.get, reverse=True):
+                expr = f"{REDUCE[type(comb)]}({expr}, axis={self.pos[d]})"
             red = self.k.names.fresh("red")
             self.k.emit(f"{red} = {expr}")
-            out_dims = s.operand_dims(len(s.inputs) + j)
-            kept = [d for d in range(self.n) if d not in s.reduction_dims]
-            if sorted(out_dims) != kept:
+            out_dims = self.kdims(s.operand_dims(len(s.inputs) + j))
+            kept = [d for d in self.kept if d not in s.reduction_dims]
+            if sorted(out_dims, key=self.pos.get) != kept:
                 raise CompileError.at(s.op, "has an output that does not cover its parallel loops")
-            to_sorted = sorted(range(len(out_dims)), key=lambda i: out_dims[i])
+            to_sorted = sorted(range(len(out_dims)), key=lambda i: self.pos[out_dims[i]])
             acc_value = self.k.ref(s.outputs[j])
             if to_sorted != list(range(len(out_dims))):
                 acc_value = f"tl.permute({acc_value}, {tuple(to_sorted)})"
@@ -442,28 +487,27 @@ class GenericPrinter:
             if back != list(range(len(back))):
                 value = f"tl.permute({value}, {tuple(back)})"
             result = s.op.results[j]
-            self.k.bind(result, value, tuple(result.type.get_shape()))
+            self.k.bind(result, value, kept_shape(result.type))
 
     # -- contractions ------------------------------------------------------------
 
     def _dot_sizes(self):
         s = self.s
-        a, b = (s.operand_dims(i) for i in range(2))
-        out = s.operand_dims(2)
-        k = [d for d in s.reduction_dims]
+        a, b = (self.kdims(s.operand_dims(i)) for i in range(2))
+        out = self.kdims(s.operand_dims(2))
+        k = self.kdims(s.reduction_dims)
         m = [d for d in out if d in a and d not in b]
         n = [d for d in out if d in b and d not in a]
-        batch = [d for d in out if d in a and d in b]
-        if any(self.space[d] != 1 for d in batch):
-            return None
+        if any(d in a and d in b for d in out):
+            return None  # a batch dim of more than one: no 2-D tl.dot
         sizes = [math.prod(self.space[d] for d in g) for g in (m, n, k)]
         if min(sizes) < MIN_DOT:
             return None
-        return m, n, k, batch
+        return m, n, k
 
     def print_dot(self) -> None:
         s = self.s
-        m, n, k, batch = self._dot_sizes()
+        m, n, k = self._dot_sizes()
         mul = next(op for op in s.payload.ops if isinstance(op, arith.MulfOp))
         ins = list(s.payload.args[: len(s.inputs)])
         first = ins.index(mul.operands[0])
@@ -477,23 +521,23 @@ class GenericPrinter:
         self.k.emit(f"{out} = tl.dot({a}.to(DOT_DTYPE), {b}.to(DOT_DTYPE), {acc}, "
                     "input_precision=DOT_PRECISION)")  # fmt: skip
         # Back from (m..., n...) to the output's axis order.
-        out_dims = s.operand_dims(2)
-        grouped = [d for d in out_dims if d in batch] + m + n
-        grouped_shape = tuple(self.space[d] for d in grouped)
-        value = out if grouped_shape == (M, N) else f"tl.reshape({out}, {grouped_shape})"
+        out_dims = self.kdims(s.operand_dims(2))
+        grouped = m + n
+        value = out if len(grouped) == 2 else f"tl.reshape({out}, {self.kshape(grouped)})"
         order = [grouped.index(d) for d in out_dims]
         if order != list(range(len(order))):
             value = f"tl.permute({value}, {tuple(order)})"
-        self.k.bind(s.op.results[0], value, tuple(s.op.results[0].type.get_shape()))
+        self.k.bind(s.op.results[0], value, kept_shape(s.op.results[0].type))
 
     def _matrix(self, v: SSAValue, dims: Sequence[int], rows, cols, shape) -> str:
         """Operand `v` (axes = loops `dims`) as a 2-D [rows, cols] block."""
-        wanted = [d for d in dims if d not in rows and d not in cols] + list(rows) + list(cols)
-        order = [list(dims).index(d) for d in wanted]
+        kd = self.kdims(dims)
+        wanted = list(rows) + list(cols)
+        order = [kd.index(d) for d in wanted]
         value = self.k.ref(v)
         if order != list(range(len(order))):
             value = f"tl.permute({value}, {tuple(order)})"
-        if tuple(self.space[d] for d in wanted) == tuple(shape):
+        if len(wanted) == 2:
             return value  # already 2-D: a reshape would only risk a layout change
         return f"tl.reshape({value}, {shape})"
 
