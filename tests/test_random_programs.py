@@ -231,3 +231,59 @@ def _with_op(index: int, op: Op) -> ProgramSpec:
 def test_render_rejects_ill_typed_specs(spec):
     with pytest.raises(SpecError):
         render(spec)
+
+
+def run_pipeline_check(text: str, seed: int = 0, smem_budget: int = 0) -> None:
+    """The whole pipeline (to tile programs) keeps meaning, within the dtype's tolerance."""
+    from tilefuse.passes.flash_attention import FlashAttentionPass
+    from tilefuse.passes.tile_and_fuse import TileAndFusePass
+    from tilefuse.program import tolerance
+    from tilefuse.specialize import read_header
+
+    module = load_program(text)
+    inputs = random_inputs(module, seed)
+    before = evaluate(module, inputs)
+    ctx = make_context()
+    for p in (LinalgGeneralizePass(), FlashAttentionPass(), FusionGroupsPass(),
+              TileAndFusePass(smem_budget=smem_budget)):  # fmt: skip
+        p.apply(ctx, module)
+        verify(module)
+    after = evaluate(module, inputs)
+    tol = tolerance(read_header(text).dtype or "f32")
+    for out, ref in zip(after, before, strict=True):
+        assert relative_error(out, ref) <= max(tol, 1e-6), text
+
+
+@settings(max_examples=300, deadline=None)
+@given(programs(max_ops=8))
+def test_random_programs_through_tile_and_fuse(text):
+    run_pipeline_check(text)
+
+
+@settings(max_examples=100, deadline=None)
+@given(programs(max_ops=6, max_dim=200))
+def test_random_programs_through_tile_and_fuse_with_tiny_sram(text):
+    # 2 KB of shared memory: rows loop in chunks, tiles are partial everywhere.
+    run_pipeline_check(text, seed=3, smem_budget=2048)
+
+
+@settings(max_examples=40, deadline=None)
+@given(programs(max_ops=8, max_dim=40, dtypes=("f16", "bf16")))
+def test_low_precision_programs_through_tile_and_fuse(text):
+    run_pipeline_check(text, seed=2)
+
+
+@settings(max_examples=40, deadline=None)
+@given(programs(max_ops=6, max_dim=64))
+def test_random_programs_through_triton_kernels(text):
+    """Every random program compiles to kernels that match the evaluator (interpreter)."""
+    import torch
+
+    from tilefuse.runtime import compile
+
+    module = load_program(text)
+    inputs = random_inputs(module, 4)
+    refs = evaluate(module, inputs)
+    outs = compile(text)(*[torch.from_numpy(x) for x in inputs])
+    for out, ref in zip(outs, refs, strict=True):
+        assert relative_error(out.numpy(), ref) <= 1e-5, text

@@ -185,6 +185,8 @@ def shared_dims(graph: Graph, nodes: Sequence[Node]) -> SharedDims:
                     for axis, d in enumerate(n.s.operand_dims(i))
                 ]
             for mine, other in zip(n.s.operand_dims(i), theirs, strict=True):
+                if other[0] == n.index and other[1] != mine:
+                    continue  # one op reading a tensor twice (a @ a^T): distinct loops
                 parent[find((n.index, mine))] = find(other)
     return _collect(nodes, parent, find)
 

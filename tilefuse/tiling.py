@@ -113,12 +113,26 @@ def plan_tiles(
     from tilefuse.patterns import find_online_softmax
 
     budget = target.smem_per_block if smem_budget is None else smem_budget
+    plan = None
     for sm in find_online_softmax(graph):
         if any(r.kind == CONTRACTION for r in sm.linear):
-            return _plan_attention(graph, dims, target, budget, sm)
-    if any(n.kind == CONTRACTION for n in graph.nodes):
-        return _plan_contraction(graph, dims, target, budget)
-    return _plan_memory_bound(graph, dims, target, budget)
+            plan = _plan_attention(graph, dims, target, budget, sm)
+            break
+    if plan is None and any(n.kind == CONTRACTION for n in graph.nodes):
+        plan = _plan_contraction(graph, dims, target, budget)
+    if plan is None:
+        plan = _plan_memory_bound(graph, dims, target, budget)
+    _check_no_split_reduction(graph, dims, plan)
+    return plan
+
+
+def _check_no_split_reduction(graph: Graph, dims: SharedDims, plan: TilePlan) -> None:
+    """A dim some op reduces must never be split across programs: that miscompiles."""
+    for t in plan.dims:
+        if t.mode == GRID and dims.dims[t.dim].reduced and t.programs > 1:
+            raise TilingRefused(
+                f"cannot tile: dim of extent {t.extent} is reduced by one op but would be "
+                "split across programs", op_location(graph.nodes[-1].op))  # fmt: skip
 
 
 # ---------------------------------------------------------------------------
@@ -261,6 +275,10 @@ def _plan_contraction(graph: Graph, dims: SharedDims, target: Target, budget: in
     for d in dims.dims:
         if d.id == roles.k or d.id in roles.other_k:
             mode = LOOP if blocks[d.id] < d.extent else WHOLE
+        elif d.reduced:
+            # Reduced by another op of the group (not the contraction): whole.
+            mode = WHOLE
+            blocks[d.id] = pow2(d.extent)
         else:
             mode = GRID
         tiles.append(DimTile(d.id, d.extent, blocks[d.id], mode))

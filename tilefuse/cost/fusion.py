@@ -189,9 +189,10 @@ def _refusal(
     if _creates_cycle(st, gp, gc):
         return "merging would create a cycle between kernels"
     dims = shared_dims(st.graph, merged)
-    if any(len({d for n2, d in dim.members if n2 == n.index}) != len(
-        [1 for n2, _ in dim.members if n2 == n.index]) for dim in dims.dims for n in merged):  # fmt: skip
-        return "two loops of one op would share a tile dim"
+    for dim in dims.dims:
+        owners = [n for n, _ in dim.members]
+        if len(owners) != len(set(owners)):
+            return "two loops of one op would read the same tensor axis (e.g. x + x^T)"
     return _budget_refusal(st, merged)
 
 

@@ -241,26 +241,51 @@ class TileProgramBuilder:
         shape = [self._block_of(d, scope) for d in self.value_dims(value)]
         return TensorType(t.get_element_type(), shape)
 
-    def materialize(self, value: SSAValue, scope: _Scope, outer: _Scope) -> SSAValue:
-        """The tile of `value` in `scope`, computing or loading it if needed."""
+    def materialize(
+        self, value: SSAValue, scope: _Scope, outer: _Scope, dims: tuple[int, ...] | None = None
+    ) -> SSAValue:
+        """
+        The tile of `value` in `scope`, computing or loading it if needed.
+
+        A group input is loaded along the shared dims `dims` of the operand that
+        reads it: one op may read a tensor twice along different dims (a @ a^T).
+        """
         if not isinstance(value.type, TensorType):
             return self._scalar(value, scope)
+        if value in self.args:
+            dims = dims if dims is not None else self.value_dims(value)
+            key = (value, dims)
+            if key in scope.memo:
+                return scope.memo[key]
+            home = scope if self.loop_set & set(dims) else outer
+            if key not in home.memo:
+                offsets = [self._offset(d, home) for d in dims]
+                shape = [self._block_of(d, home) for d in dims]
+                tile = TensorType(value.type.get_element_type(), shape)
+                load = LoadOp(self.args[value], offsets, tile)
+                home.block.add_op(load)
+                home.memo[key] = load.result
+            return home.memo[key]
         if value in scope.memo:
             return scope.memo[value]
         home = scope if self._varies_in_loop(value) else outer
         if value in home.memo:
             return home.memo[value]
-        if value in self.args:
-            offsets = [self._offset(d, home) for d in self.value_dims(value)]
-            load = LoadOp(self.args[value], offsets, self.tile_type(value, home))
-            home.block.add_op(load)
-            home.memo[value] = load.result
-            return load.result
         producer = self.graph.producer_of(value)
         if producer is None:
             raise CompileError.at(self.group, "reads a tensor it cannot tile")
         self._emit_node(producer, home, outer)
         return home.memo[value]
+
+    def inputs_of(self, node: Node, scope: _Scope, outer: _Scope) -> list[SSAValue]:
+        """Tiles of `node`'s inputs, each along the dims its operand reads."""
+        return [
+            self.materialize(v, scope, outer, self._operand_dims(node, i))
+            for i, v in enumerate(node.s.inputs)
+        ]
+
+    def _operand_dims(self, node: Node, i: int) -> tuple[int, ...]:
+        return tuple(self.dims.of[(node.index, d)] for d in node.s.operand_dims(i))
 
     def _varies_in_loop(self, value: SSAValue) -> bool:
         return bool(self.loop_set & set(self.value_dims(value)))
@@ -276,10 +301,12 @@ class TileProgramBuilder:
     def _emit_node(self, node: Node, scope: _Scope, outer: _Scope | None = None) -> None:
         outer = outer or scope
         s = node.s
-        inputs = [self.materialize(v, scope, outer) for v in s.inputs]
+        inputs = self.inputs_of(node, scope, outer)
         outs = []
         for v, acc in zip(s.outputs, s.payload.args[len(s.inputs) :], strict=True):
-            outs.append(self.materialize(v, scope, outer) if acc.uses else self._empty(v, scope))
+            j = len(s.inputs) + len(outs)
+            dims = self._operand_dims(node, j)
+            outs.append(self.materialize(v, scope, outer, dims) if acc.uses else self._empty(v, scope))
         generic = self._tiled_generic(node, inputs, outs, scope)
         scope.block.add_op(generic)
         for old, new in zip(node.op.results, generic.results, strict=True):
@@ -313,7 +340,7 @@ class TileProgramBuilder:
         body = Block(arg_types=[IndexType(), *[v.type for v in carried]])
         inner = _Scope(body, {t.dim: body.args[0]})
         m_old, accs = body.args[1], list(body.args[2:])
-        inputs = [self.materialize(v, inner, outer) for v in a.s.inputs]
+        inputs = self.inputs_of(a, inner, outer)
         m_gen = self._tiled_generic(a, inputs, [m_old], inner)
         body.add_op(m_gen)
         m_new = m_gen.results[0]
@@ -322,7 +349,7 @@ class TileProgramBuilder:
         results = [m_new]
         for r, acc in zip(linear, accs, strict=True):
             scaled = self._rescale(inner, acc, corr, r, a)
-            ins = [self.materialize(v, inner, outer) for v in r.s.inputs]
+            ins = self.inputs_of(r, inner, outer)
             gen = self._tiled_generic(r, ins, [scaled], inner)
             body.add_op(gen)
             results.append(gen.results[0])
@@ -379,7 +406,7 @@ class TileProgramBuilder:
         if level + 1 < len(self.loops):
             results = self._reduction_loop(node, level + 1, inner, outer, list(body.args[1:]))
         else:
-            inputs = [self.materialize(v, inner, outer) for v in node.s.inputs]
+            inputs = self.inputs_of(node, inner, outer)
             generic = self._tiled_generic(node, inputs, list(body.args[1:]), inner)
             body.add_op(generic)
             results = list(generic.results)

@@ -1,0 +1,57 @@
+"""
+Sweep num_warps of the kernels tilefuse generates, for memory-bound samples.
+
+    python tools/experiments/warps_sweep.py softmax:M=4096:N=8192:bf16 layernorm:M=16384:N=4096:f32
+
+For each case: the generated program as is, then with every launch's num_warps
+replaced, timed with do_bench (median) against torch.compile, in one process.
+"""
+
+import re
+import sys
+
+import torch
+import triton.testing
+
+sys.path.insert(0, ".")
+sys.path.insert(0, "tools")
+from tilefuse.program import load_program  # noqa: E402
+from tilefuse.runtime import compile as tf_compile  # noqa: E402
+from tilefuse.runtime import import_source  # noqa: E402
+from tilefuse.specialize import read_header  # noqa: E402
+from torch_models import MODELS  # noqa: E402
+
+DT = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
+
+
+def main():
+    for spec in sys.argv[1:]:
+        name, *rest = spec.split(":")
+        dtype = rest[-1]
+        dims = {k: int(v) for k, v in (x.split("=") for x in rest[:-1])}
+        prog = tf_compile(f"samples/{name}.mlir", dims=dims, dtype=dtype)
+        module = load_program(f"samples/{name}.mlir", dims, dtype)
+        from tilefuse.reference import entry_function
+
+        args = [torch.randn(tuple(t.get_shape()), device="cuda").to(DT[dtype])
+                for t in entry_function(module).function_type.inputs.data]
+        nbytes = sum(a.numel() * a.element_size() for a in args) + sum(
+            o.numel() * o.element_size() for o in prog(*args))
+        alldims = {**read_header(open(f"samples/{name}.mlir").read()).dims, **dims}
+        model = MODELS[name]
+        compiled = torch.compile(lambda *a: model(*a, dims=alldims))
+        compiled(*args)
+        tc = triton.testing.do_bench(lambda: compiled(*args), return_mode="median")
+        base = triton.testing.do_bench(lambda: prog(*args), return_mode="median")
+        print(f"{spec}: generated {base:.4f} ms ({nbytes / base / 1e6:.0f} GB/s), torch.compile {tc:.4f} ms")
+        fn = prog.function
+        for w in (2, 4, 8, 16, 32):
+            src = re.sub(r"num_warps=\d+", f"num_warps={w}", prog.source)
+            mod = import_source(src)
+            f = getattr(mod, fn)
+            ms = triton.testing.do_bench(lambda f=f: f(*args), return_mode="median")
+            print(f"    num_warps={w:2d}: {ms:.4f} ms ({nbytes / ms / 1e6:.0f} GB/s)")
+
+
+if __name__ == "__main__":
+    main()
