@@ -18,8 +18,9 @@ from xdsl.dialects.builtin import ModuleOp
 from tilefuse.cost.fusion import FusionPlan, plan_fusion
 from tilefuse.cost.opcost import GroupCost, op_cost
 from tilefuse.cost.roofline import RooflinePoint, format_bytes, format_seconds, roofline
-from tilefuse.cost.target import Target
+from tilefuse.cost.target import Target, target_names
 from tilefuse.dataflow import CONTRACTION, FILL, Graph, Node, build_graph
+from tilefuse.passes.flash_attention import FlashAttentionPass
 from tilefuse.passes.linalg_generalize import LinalgGeneralizePass
 from tilefuse.reference import entry_function
 from tilefuse.structured import element_type
@@ -46,6 +47,8 @@ class ProgramReport:
     plan: FusionPlan
     unfused: tuple[KernelLine, ...]
     fused: tuple[KernelLine, ...]
+    tiles: tuple[tuple[str, str], ...] = ()
+    """(kernel, tile plan) from running the pipeline: sizes, budgets, occupancy."""
 
     @property
     def unfused_time(self) -> float:
@@ -74,6 +77,7 @@ def analyze_program(module: ModuleOp, target: Target) -> ProgramReport:
     """Price `module`'s entry function unfused and fused on `target`."""
     module = module.clone()
     LinalgGeneralizePass().apply(make_context(), module)
+    FlashAttentionPass().apply(make_context(), module)
     f = entry_function(module)
     graph = build_graph(f)
     plan = plan_fusion(graph, target)
@@ -83,7 +87,27 @@ def analyze_program(module: ModuleOp, target: Target) -> ProgramReport:
         if n.kind != FILL
     )
     fused = tuple(_group_line(graph, g.name, g.all_nodes, g.cost, target) for g in plan.groups)
-    return ProgramReport(f.sym_name.data, target, plan, unfused, fused)
+    return ProgramReport(f.sym_name.data, target, plan, unfused, fused, _tiles(module, target))
+
+
+def _tiles(module: ModuleOp, target: Target) -> tuple[tuple[str, str], ...]:
+    """Run fusion-groups + tile-and-fuse on a copy; read each group's tile plan."""
+    from tilefuse.dialects.tilefuse import GroupOp
+    from tilefuse.passes.fusion_groups import FusionGroupsPass
+    from tilefuse.passes.tile_and_fuse import TileAndFusePass
+
+    module = module.clone()
+    ctx = make_context()
+    target_arg = target.name if target.name in target_names() else None
+    if target_arg is None:
+        return ()
+    FusionGroupsPass(target=target_arg).apply(ctx, module)
+    TileAndFusePass(target=target_arg).apply(ctx, module)
+    return tuple(
+        (g.sym_name.data, g.attributes["tile"].data if "tile" in g.attributes else "untiled")
+        for g in module.walk()
+        if isinstance(g, GroupOp)
+    )
 
 
 def _op_point(node: Node, target: Target) -> RooflinePoint:
@@ -116,6 +140,10 @@ def format_report(report: ProgramReport) -> str:
           f"{format_bytes(fb)} ({ub / max(fb, 1):.2f}x less), predicted "
           f"{format_seconds(report.unfused_time)} -> {format_seconds(report.fused_time)} "
           f"({report.unfused_time / report.fused_time:.2f}x)", file=out)  # fmt: skip
+    if report.tiles:
+        print("\ntiles:", file=out)
+        for name, tile in report.tiles:
+            print(f"  {name:<18} {tile}", file=out)
     print("\n" + timeline(report), file=out)
     print("\ndecisions:", file=out)
     print(report.plan.log(), file=out)
