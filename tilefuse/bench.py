@@ -12,7 +12,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from tilefuse.cost.roofline import format_seconds, roofline
+from tilefuse.cost.roofline import format_seconds, roofline_mixed
 from tilefuse.cost.target import get_target
 from tilefuse.dialects.tilefuse import GroupOp
 from tilefuse.runtime import CompiledProgram
@@ -24,12 +24,11 @@ def predicted_kernels(prog: CompiledProgram, target_name: str) -> dict[str, floa
     out = {}
     for g in prog.module.walk():
         if isinstance(g, GroupOp):
-            flops = g.attributes["flops"].value.data
-            nbytes = g.attributes["fused_bytes"].value.data
-            tc = "matmul" in (g.reason.data if g.reason else "")
-            dtype = "bf16" if tc else "f32"
-            out[g.sym_name.data] = roofline(flops, nbytes, target, dtype=dtype,
-                                            tensor_cores=tc).time  # fmt: skip
+            a = {k: g.attributes[k].value.data for k in ("flops", "fused_bytes", "tc_flops", "sfu_ops")}
+            # Kernel time alone: the profiler's per-kernel time has no launch gap.
+            out[g.sym_name.data] = roofline_mixed(
+                a["flops"], a["fused_bytes"], target, "bf16", a["tc_flops"], a["sfu_ops"], launches=0
+            ).time
     return out
 
 

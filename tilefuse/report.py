@@ -17,9 +17,9 @@ from xdsl.dialects.builtin import ModuleOp
 
 from tilefuse.cost.fusion import FusionPlan, plan_fusion
 from tilefuse.cost.opcost import GroupCost, op_cost
-from tilefuse.cost.roofline import RooflinePoint, format_bytes, format_seconds, roofline
+from tilefuse.cost.roofline import RooflinePoint, format_bytes, format_seconds, roofline_mixed
 from tilefuse.cost.target import Target, target_names
-from tilefuse.dataflow import CONTRACTION, FILL, Graph, Node, build_graph
+from tilefuse.dataflow import FILL, Graph, Node, build_graph
 from tilefuse.passes.flash_attention import FlashAttentionPass
 from tilefuse.passes.linalg_generalize import LinalgGeneralizePass
 from tilefuse.reference import entry_function
@@ -65,12 +65,11 @@ def dtype_name(node: Node) -> str:
     return {"f32": "f32", "f16": "f16", "bf16": "bf16", "f64": "f64"}.get(str(t), "f32")
 
 
-def _point(flops: float, nbytes: float, nodes: list[Node], target: Target) -> RooflinePoint:
-    tensor_cores = any(n.kind == CONTRACTION for n in nodes)
-    dtype = dtype_name(nodes[-1])
-    if tensor_cores and dtype == "f32":
-        dtype = "tf32" if "tf32" in target.peak_tensor_flops else "f32"
-    return roofline(flops, nbytes, target, dtype=dtype, tensor_cores=tensor_cores)
+def _point(cost, nodes: list[Node], target: Target) -> RooflinePoint:
+    """Roofline of a kernel: tensor-core, CUDA-core and SFU work, and its bytes."""
+    flops, nbytes, tc, sfu = cost
+    dtype = dtype_name(nodes[-1]) if tc else "f32"
+    return roofline_mixed(flops, nbytes, target, dtype, tc_flops=tc, sfu_ops=sfu)
 
 
 def analyze_program(module: ModuleOp, target: Target) -> ProgramReport:
@@ -111,8 +110,8 @@ def _tiles(module: ModuleOp, target: Target) -> tuple[tuple[str, str], ...]:
 
 
 def _op_point(node: Node, target: Target) -> RooflinePoint:
-    cost = op_cost(node)
-    return _point(cost.flops, cost.bytes, [node], target)
+    c = op_cost(node)
+    return _point((c.flops, c.bytes, c.tc_flops, c.sfu_ops), [node], target)
 
 
 def _group_line(
@@ -120,7 +119,8 @@ def _group_line(
 ) -> KernelLine:
     nodes = [graph.nodes[i] for i in indices]
     ops = " + ".join(n.label for n in nodes if n.kind != FILL)
-    return KernelLine(name, ops, _point(cost.flops, cost.fused_bytes, nodes, target))
+    point = _point((cost.flops, cost.fused_bytes, cost.tc_flops, cost.sfu_ops), nodes, target)
+    return KernelLine(name, ops, point)
 
 
 def format_report(report: ProgramReport) -> str:

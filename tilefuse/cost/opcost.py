@@ -34,7 +34,7 @@ from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute, SSAValue
 
-from tilefuse.dataflow import FILL, Graph, Node
+from tilefuse.dataflow import CONTRACTION, FILL, Graph, Node
 from tilefuse.structured import StructuredOp, element_type, shape_of
 
 _FREE = (arith.ConstantOp, arith.IndexCastOp, arith.ExtFOp, arith.TruncFOp,
@@ -66,6 +66,18 @@ def payload_flops(s: StructuredOp) -> int:
     return flops
 
 
+# Transcendentals run on the special function units (MUFU): 16 lanes per SM
+# per clock against 128 for FP32 FMA (2 FLOPs), so one costs ~16 FLOP-slots.
+_SFU = (mathd.ExpOp, mathd.Exp2Op, mathd.LogOp, mathd.Log2Op, mathd.Log1pOp, mathd.TanhOp,
+        mathd.ErfOp, mathd.SqrtOp, mathd.RsqrtOp, mathd.SinOp, mathd.CosOp, mathd.PowFOp,
+        arith.DivfOp)  # fmt: skip
+
+
+def payload_sfu_ops(s: StructuredOp) -> int:
+    """Transcendental ops (exp, tanh, rsqrt, divide, ...) per loop iteration."""
+    return sum(1 for op in s.payload.ops if isinstance(op, _SFU))
+
+
 def uses_accumulator(s: StructuredOp) -> list[bool]:
     """For each output: does the payload read its current value?"""
     accs = s.payload.args[len(s.inputs) :]
@@ -79,6 +91,10 @@ class OpCost:
     flops: int
     bytes_read: int
     bytes_written: int
+    tc_flops: int = 0
+    """FLOPs a low-precision contraction runs on tensor cores."""
+    sfu_ops: int = 0
+    """Transcendentals, on the special function units."""
 
     @property
     def bytes(self) -> int:
@@ -88,7 +104,10 @@ class OpCost:
 def op_cost(node: Node) -> OpCost:
     """Cost of `node` alone (unfused)."""
     s = node.s
-    flops = payload_flops(s) * math.prod(s.loop_ranges)
+    trips = math.prod(s.loop_ranges)
+    flops = payload_flops(s) * trips
+    low_precision = elem_bytes(s.inputs[0].type) <= 2 if s.inputs else False
+    tc = flops if node.kind == CONTRACTION and low_precision else 0
     read = sum(tensor_bytes(v) for v in s.inputs)
     read += sum(
         tensor_bytes(v)
@@ -96,7 +115,7 @@ def op_cost(node: Node) -> OpCost:
         if used
     )
     written = sum(tensor_bytes(r) for r in node.op.results)
-    return OpCost(flops, read, written)
+    return OpCost(flops, read, written, tc, payload_sfu_ops(s) * trips)
 
 
 @dataclass(frozen=True)
@@ -109,6 +128,8 @@ class GroupCost:
     fused_bytes_written: int
     kernels_unfused: int
     passes: int = 1
+    tc_flops: int = 0
+    sfu_ops: int = 0
     """Passes over the inputs: more than one when rows exceed on-chip memory."""
 
     @property
@@ -142,6 +163,8 @@ def group_cost(graph: Graph, nodes: Sequence[Node], passes: int = 1) -> GroupCos
         fused_bytes_written=sum(tensor_bytes(r) for r in outputs),
         kernels_unfused=len(nodes),
         passes=passes,
+        tc_flops=sum(c.tc_flops for c in costs),
+        sfu_ops=sum(c.sfu_ops for c in costs),
     )
 
 

@@ -86,6 +86,47 @@ def roofline(
     )
 
 
+SFU_FLOP_SLOTS = 16
+"""A transcendental costs this many FP32 FLOP-slots (MUFU: 16 lanes/SM/clock
+against 128 FMA lanes of 2 FLOPs each)."""
+
+
+def roofline_mixed(
+    flops: float,
+    bytes_moved: float,
+    target: Target,
+    dtype: str = "f32",
+    tc_flops: float = 0.0,
+    sfu_ops: float = 0.0,
+    occupancy: float = 1.0,
+    launches: int = 1,
+) -> RooflinePoint:
+    """
+    The roofline of a kernel whose arithmetic runs on several units.
+
+    `tc_flops` of the `flops` run on tensor cores at the `dtype` peak, the rest
+    on CUDA cores at the f32 peak, and each of `sfu_ops` transcendentals takes
+    `SFU_FLOP_SLOTS` CUDA-core FLOP-slots; the three times add up (a kernel like
+    FlashAttention alternates them). The ridge is taken at the resulting
+    effective peak.
+    """
+    f = occupancy_factor(occupancy)
+    simt = target.peak_flops("f32", False) * f
+    tc_time = tc_flops / (target.peak_flops(dtype, True) * f) if tc_flops else 0.0
+    compute_time = tc_time + (flops - tc_flops + sfu_ops * SFU_FLOP_SLOTS) / simt
+    effective = flops / compute_time if compute_time else simt
+    point = roofline(flops, bytes_moved, target, "f32", False, occupancy, launches)
+    memory_time = point.memory_time
+    ridge = effective / target.hbm_bandwidth
+    return RooflinePoint(
+        flops=flops, bytes=bytes_moved, intensity=point.intensity, ridge=ridge,
+        bound="memory" if memory_time > compute_time else "compute",
+        compute_time=compute_time, memory_time=memory_time,
+        launch_time=point.launch_time,
+        time=max(compute_time, memory_time) + point.launch_time,
+    )  # fmt: skip
+
+
 _TIME_UNITS = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9))
 _BYTE_UNITS = (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3), ("B", 1.0))
 

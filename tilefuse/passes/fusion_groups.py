@@ -133,6 +133,8 @@ def _build_group(graph: Graph, group: FusionGroup, replaced: dict[SSAValue, SSAV
         flops=IntegerAttr(group.cost.flops, i64),
         fused_bytes=IntegerAttr(group.cost.fused_bytes, i64),
         unfused_bytes=IntegerAttr(group.cost.unfused_bytes, i64),
+        tc_flops=IntegerAttr(group.cost.tc_flops, i64),
+        sfu_ops=IntegerAttr(group.cost.sfu_ops, i64),
     )
     root = graph.nodes[group.root].op
     group_op.location = root.location
