@@ -175,6 +175,8 @@ def shared_dims(graph: Graph, nodes: Sequence[Node]) -> SharedDims:
     first_reader: dict[tuple[SSAValue, int], DimKey] = {}
     for n in nodes:
         for i, value in enumerate(n.s.operands):
+            if i >= len(n.s.inputs) and not n.s.payload.args[i].uses:
+                continue  # an init the payload never reads only carries a shape
             p = graph.producer_of(value)
             if p is not None and p.index in members:
                 result = list(p.op.results).index(value)

@@ -70,6 +70,8 @@ def rewrite_function(f: func.FuncOp, graph: Graph, plan: FusionPlan) -> None:
     replaced: dict[SSAValue, SSAValue] = {}
     for group in _launch_order(graph, plan):
         group_op = _build_group(graph, group, replaced)
+        if not group_op.outputs:
+            continue  # dead code: nothing outside reads what the group computes
         Rewriter.insert_op(group_op, InsertPoint.before(terminator))
     for old, new in replaced.items():
         old.replace_all_uses_with(new)

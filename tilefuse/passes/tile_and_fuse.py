@@ -306,7 +306,7 @@ class TileProgramBuilder:
         for v, acc in zip(s.outputs, s.payload.args[len(s.inputs) :], strict=True):
             j = len(s.inputs) + len(outs)
             dims = self._operand_dims(node, j)
-            outs.append(self.materialize(v, scope, outer, dims) if acc.uses else self._empty(v, scope))
+            outs.append(self.materialize(v, scope, outer, dims) if acc.uses else self._empty(v, dims, scope))
         generic = self._tiled_generic(node, inputs, outs, scope)
         scope.block.add_op(generic)
         for old, new in zip(node.op.results, generic.results, strict=True):
@@ -538,8 +538,10 @@ class TileProgramBuilder:
 
     # -- small helpers -------------------------------------------------------
 
-    def _empty(self, value: SSAValue, scope: _Scope) -> SSAValue:
-        empty = tensor.EmptyOp([], self.tile_type(value, scope))
+    def _empty(self, value: SSAValue, dims: tuple[int, ...], scope: _Scope) -> SSAValue:
+        """A tile-shaped init for an output whose old value the payload never reads."""
+        shape = [self._block_of(d, scope) for d in dims]
+        empty = tensor.EmptyOp([], TensorType(value.type.get_element_type(), shape))
         scope.block.add_op(empty)
         return empty.tensor
 
