@@ -71,7 +71,13 @@ UNARY = {arith.NegfOp: "(-{})", mathd.ExpOp: "tl.exp({})", mathd.Exp2Op: "tl.exp
          mathd.LogOp: "tl.log({})", mathd.Log2Op: "tl.log2({})",
          mathd.Log1pOp: "tl.log(1.0 + {})", mathd.SqrtOp: "tl.sqrt({})",
          mathd.RsqrtOp: "tl.rsqrt({})", mathd.AbsFOp: "tl.abs({})",
-         mathd.ErfOp: "tl.erf({})", mathd.TanhOp: "(2.0 * tl.sigmoid(2.0 * {}) - 1.0)",
+         mathd.ErfOp: "tl.erf({})",
+         # tanh without cancellation near 0 (Triton has no portable tanh):
+         # odd Taylor series for |x| < 1/16, else (1 - e^-2|x|) / (1 + e^-2|x|).
+         mathd.TanhOp: "tl.where(tl.abs({0}) < 0.0625, {0} * (1.0 - {0} * {0} * "
+                       "(0.3333333333333333 - {0} * {0} * 0.13333333333333333)), "
+                       "tl.where({0} < 0, -1.0, 1.0) * (1.0 - tl.exp(-2.0 * tl.abs({0}))) "
+                       "/ (1.0 + tl.exp(-2.0 * tl.abs({0}))))",
          mathd.FloorOp: "tl.floor({})", mathd.CeilOp: "tl.ceil({})",
          mathd.SinOp: "tl.sin({})", mathd.CosOp: "tl.cos({})",
          arith.ExtFOp: "{}", arith.TruncFOp: "{}", arith.IndexCastOp: "{}",

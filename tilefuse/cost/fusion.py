@@ -188,12 +188,18 @@ def _refusal(
         return f"group size limit: {len(merged)} > {st.max_group_ops} ops"
     if _creates_cycle(st, gp, gc):
         return "merging would create a cycle between kernels"
-    dims = shared_dims(st.graph, merged)
-    for dim in dims.dims:
+    if _dims_conflict(st.graph, merged):
+        return "two loops of one op would read the same tensor axis (e.g. x + x^T)"
+    return _budget_refusal(st, merged)
+
+
+def _dims_conflict(graph: Graph, nodes: list[Node]) -> bool:
+    """Would two loops of one op become one tile dim (untileable)?"""
+    for dim in shared_dims(graph, nodes).dims:
         owners = [n for n, _ in dim.members]
         if len(owners) != len(set(owners)):
-            return "two loops of one op would read the same tensor axis (e.g. x + x^T)"
-    return _budget_refusal(st, merged)
+            return True
+    return False
 
 
 def _reduces_contraction_dim(st: _State, merged: list[Node]) -> bool:
@@ -338,22 +344,38 @@ def _row_bytes(graph: Graph, nodes: Sequence[Node]) -> dict[object, int]:
 
 
 def _creates_cycle(st: _State, ga: int, gb: int) -> bool:
-    """Is there a path between the two groups through a third group?"""
-    a, b = set(st.members[ga]), set(st.members[gb])
-    return _path_outside(st.graph, a, b, a | b) or _path_outside(st.graph, b, a, a | b)
+    """Is there a path between the two groups through a third group?
+
+    Paths are between groups, not ops: once ops share a kernel, everything the
+    kernel reads must be ready before any of it runs.
+    """
+    return _group_path(st, ga, gb) or _group_path(st, gb, ga)
 
 
-def _path_outside(graph: Graph, src: set[int], dst: set[int], inside: set[int]) -> bool:
-    stack = [c for i in src for c in graph.nodes[i].consumers if c.index not in inside]
+def _group_edges(st: _State, gid: int) -> set[int]:
+    """Groups that read a result of group `gid`."""
+    out = set()
+    for i in st.members[gid]:
+        for c in st.graph.nodes[i].consumers:
+            if c.index in st.group_of and st.group_of[c.index] != gid:
+                out.add(st.group_of[c.index])
+    return out
+
+
+def _group_path(st: _State, src: int, dst: int) -> bool:
+    """A path src -> (some other group) -> ... -> dst."""
+    stack = [g for g in _group_edges(st, src) if g != dst]
     seen: set[int] = set()
     while stack:
-        n = stack.pop()
-        if n.index in dst:
-            return True
-        if n.index in seen:
+        g = stack.pop()
+        if g in seen:
             continue
-        seen.add(n.index)
-        stack.extend(n.consumers)
+        seen.add(g)
+        for h in _group_edges(st, g):
+            if h == dst:
+                return True
+            if h != src:
+                stack.append(h)
     return False
 
 
@@ -400,6 +422,9 @@ def _recompute_in(st: _State, node: Node, other: int) -> bool:
     reads = {v for i in st.members[other] for v in st.graph.nodes[i].s.inputs}
     extra_reads = sum(tensor_bytes(v) for v in node.s.inputs if v not in reads)
     if extra_reads >= round_trip:
+        return False
+    members = [st.graph.nodes[i] for i in st.members[other]]
+    if _dims_conflict(st.graph, [*members, node]):
         return False
     st.recompute.setdefault(other, []).append(node.index)
     st.decisions.append(Decision(

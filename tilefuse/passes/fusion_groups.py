@@ -33,6 +33,7 @@ from tilefuse.cost.target import get_target
 from tilefuse.dataflow import Graph, build_graph
 from tilefuse.diagnostics import CompileError
 from tilefuse.dialects.tilefuse import GroupOp, YieldOp
+from tilefuse.structured import as_structured
 
 
 def _is_free(op: Operation) -> bool:
@@ -54,10 +55,24 @@ class FusionGroupsPass(ModulePass):
         for f in [o for o in op.walk() if isinstance(o, func.FuncOp)]:
             if any(isinstance(o, GroupOp) for o in f.body.walk()):
                 continue
+            _erase_dead_ops(f)
             graph = build_graph(f)
             if graph.nodes:
                 plan = plan_fusion(graph, target, self.max_group_ops)
                 rewrite_function(f, graph, plan)
+
+
+def _erase_dead_ops(f: func.FuncOp) -> None:
+    """Linalg ops on tensors whose results nobody reads compute nothing: drop them."""
+    changed = True
+    while changed:
+        changed = False
+        for op in reversed(list(f.body.block.ops)):
+            dead = as_structured(op) is not None or _is_free(op)
+            if dead and op.results and not any(r.uses for r in op.results):
+                op.detach()
+                op.erase()
+                changed = True
 
 
 def rewrite_function(f: func.FuncOp, graph: Graph, plan: FusionPlan) -> None:
