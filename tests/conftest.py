@@ -14,7 +14,7 @@ if not torch.cuda.is_available():
 
 # CI runs a fixed set of random programs (reproducible landings); elsewhere each
 # run draws new ones.
-from hypothesis import settings  # noqa: E402
+from hypothesis import settings
 
 settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):

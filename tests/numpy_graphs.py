@@ -20,7 +20,7 @@ All arithmetic is done in float64.
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -28,7 +28,6 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from xdsl.dialects import arith, func, scf, tensor
 from xdsl.dialects import math as mathd
-from xdsl.dialects.linalg import ops as linalg
 from xdsl.dialects.builtin import (
     BFloat16Type,
     DenseIntOrFPElementsAttr,
@@ -42,6 +41,7 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     TensorType,
 )
+from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from tilefuse.diagnostics import CompileError

@@ -17,7 +17,12 @@ from xdsl.dialects.builtin import ModuleOp
 
 from tilefuse.cost.fusion import FusionPlan, plan_fusion
 from tilefuse.cost.opcost import GroupCost, op_cost
-from tilefuse.cost.roofline import RooflinePoint, format_bytes, format_seconds, roofline_mixed
+from tilefuse.cost.roofline import (
+    RooflinePoint,
+    format_bytes,
+    format_seconds,
+    roofline_mixed,
+)
 from tilefuse.cost.target import Target, target_names
 from tilefuse.dataflow import FILL, Graph, Node, build_graph
 from tilefuse.passes.flash_attention import FlashAttentionPass

@@ -120,7 +120,7 @@ class CompiledProgram:
         return out if isinstance(out, tuple) else (out,)
 
 
-def compile(  # noqa: A001 - the API's name, as in torch.compile
+def compile(
     source: str | Path | ModuleOp,
     target: str = "h200",
     dims: Mapping[str, int] | None = None,

@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from xdsl.dialects.builtin import ShapedType, TensorType
 from xdsl.dialects.linalg import abstract_ops
 from xdsl.dialects.linalg import ops as linalg
-from xdsl.dialects.builtin import ShapedType, TensorType
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineMap
 

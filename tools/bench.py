@@ -38,10 +38,11 @@ import torch  # noqa: E402
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
+from torch_models import MODELS  # noqa: E402
+
 from tilefuse.program import load_program, relative_error, tolerance  # noqa: E402
 from tilefuse.runtime import compile as tf_compile  # noqa: E402
 from tilefuse.specialize import read_header  # noqa: E402
-from torch_models import MODELS  # noqa: E402
 
 TORCH_DTYPE = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 

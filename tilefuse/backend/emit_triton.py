@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import IO
 
+from xdsl.context import Context
 from xdsl.dialects import arith, func, scf, tensor
 from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import (
@@ -43,10 +44,8 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IntegerAttr,
     ModuleOp,
-    TensorType,
 )
 from xdsl.dialects.linalg import ops as linalg
-from xdsl.context import Context
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.utils.target import Target
 

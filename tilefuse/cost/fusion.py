@@ -30,7 +30,15 @@ from dataclasses import dataclass, field
 
 from tilefuse.cost.opcost import GroupCost, group_cost, tensor_bytes
 from tilefuse.cost.target import Target
-from tilefuse.dataflow import CONTRACTION, FILL, POINTWISE, REDUCE, Graph, Node, shared_dims
+from tilefuse.dataflow import (
+    CONTRACTION,
+    FILL,
+    POINTWISE,
+    REDUCE,
+    Graph,
+    Node,
+    shared_dims,
+)
 
 COMPUTE_BYTES = 4  # values live on chip in fp32
 MIN_THREADS = 128  # 4 warps: the smallest program the tile planner uses

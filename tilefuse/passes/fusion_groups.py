@@ -180,9 +180,7 @@ def _all_used_values(op: Operation) -> list[SSAValue]:
     for inner in op.walk():
         for v in inner.operands:
             owner = v.owner
-            if isinstance(owner, Operation) and not op.is_ancestor(owner):
-                values.append(v)
-            elif not isinstance(owner, Operation) and not op.is_ancestor(owner.parent_op()):
+            if (isinstance(owner, Operation) and not op.is_ancestor(owner)) or (not isinstance(owner, Operation) and not op.is_ancestor(owner.parent_op())):
                 values.append(v)
     return values
 

@@ -22,8 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.linalg import ops as linalg
 from xdsl.dialects.builtin import AffineMapAttr, ModuleOp
+from xdsl.dialects.linalg import ops as linalg
 from xdsl.dialects.linalg.attrs import IteratorType, IteratorTypeAttr
 from xdsl.ir import Operation, Region
 from xdsl.passes import ModulePass

@@ -56,16 +56,23 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.dialects.linalg.attrs import IteratorType, IteratorTypeAttr
-from xdsl.ir.affine import AffineDimExpr, AffineMap
 from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir.affine import AffineDimExpr, AffineMap
 from xdsl.passes import ModulePass
 
 from tilefuse.cost.target import get_target
-from tilefuse.dataflow import CONTRACTION, Graph, Node, SharedDims, build_graph, shared_dims
+from tilefuse.dataflow import (
+    CONTRACTION,
+    Graph,
+    Node,
+    SharedDims,
+    build_graph,
+    shared_dims,
+)
 from tilefuse.diagnostics import CompileError, op_location, warn
 from tilefuse.dialects.tilefuse import GroupOp, LoadOp, StoreOp, TileGridOp, YieldOp
 from tilefuse.patterns import OnlineSoftmax, find_online_softmax
-from tilefuse.tiling import GRID, LOOP, WHOLE, TilePlan, TilingRefused, plan_tiles
+from tilefuse.tiling import GRID, WHOLE, TilePlan, TilingRefused, plan_tiles
 
 IDENTITY = {
     arith.AddfOp: 0.0, arith.MulfOp: 1.0, arith.MaximumfOp: float("-inf"),

@@ -13,9 +13,9 @@ import torch
 import triton.testing
 
 sys.path.insert(0, ".")
-import tilefuse.tiling as tiling  # noqa: E402
-from tilefuse.runtime import compile as tf_compile  # noqa: E402
-from tilefuse.runtime import import_source  # noqa: E402
+import tilefuse.tiling as tiling
+from tilefuse.runtime import compile as tf_compile
+from tilefuse.runtime import import_source
 
 
 def run(sample, dims, dtype, args):
@@ -37,7 +37,7 @@ def attention(dims):
             for stages in (1, 2, 3, 4):
                 src = re.sub(r"num_warps=\d+", f"num_warps={warps}", prog.source)
                 src = re.sub(r"num_stages=\d+", f"num_stages={stages}", src)
-                f = getattr(import_source(src), "attention")
+                f = import_source(src).attention
                 try:
                     ms = triton.testing.do_bench(lambda f=f: f(q, k, v), return_mode="median")
                     print(f"  B_r={br:3d} B_c={bc:3d} warps={warps} stages={stages}: {ms:.3f} ms ({sdpa / ms:.2f}x SDPA)")

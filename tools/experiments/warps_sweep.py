@@ -15,11 +15,12 @@ import triton.testing
 
 sys.path.insert(0, ".")
 sys.path.insert(0, "tools")
-from tilefuse.program import load_program  # noqa: E402
-from tilefuse.runtime import compile as tf_compile  # noqa: E402
-from tilefuse.runtime import import_source  # noqa: E402
-from tilefuse.specialize import read_header  # noqa: E402
-from torch_models import MODELS  # noqa: E402
+from torch_models import MODELS
+
+from tilefuse.program import load_program
+from tilefuse.runtime import compile as tf_compile
+from tilefuse.runtime import import_source
+from tilefuse.specialize import read_header
 
 DT = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
 
