@@ -196,9 +196,31 @@ def _refusal(
         return f"group size limit: {len(merged)} > {st.max_group_ops} ops"
     if _creates_cycle(st, gp, gc):
         return "merging would create a cycle between kernels"
+    if (why := _recomputed_reduction(st.graph, merged)) is not None:
+        return why
     if _dims_conflict(st.graph, merged):
         return "two loops of one op would read the same tensor axis (e.g. x + x^T)"
     return _budget_refusal(st, merged)
+
+
+def _recomputed_reduction(graph: Graph, nodes: list[Node]) -> str | None:
+    """
+    A reduction whose result lacks one of the group's grid dims would be
+    recomputed by every program along that dim (the model does not price that):
+    refuse instead.
+    """
+    dims = shared_dims(graph, nodes)
+    grid = {d.id for d in dims.dims if d.is_grid and d.extent > 1}
+    for n in nodes:
+        if n.kind != REDUCE:
+            continue
+        out = {dims.of[(n.index, d)] for d in n.s.operand_dims(len(n.s.inputs))}
+        missing = grid - out
+        if missing:
+            extent = max(dims.dims[d].extent for d in missing)
+            return (f"{n.label} would be recomputed for every tile along a dim of "
+                    f"extent {extent} it does not have")  # fmt: skip
+    return None
 
 
 def _dims_conflict(graph: Graph, nodes: list[Node]) -> bool:

@@ -118,6 +118,11 @@ class TilefuseOptMain(xDSLOptMain):
             return out.getvalue()
         return super().output_resulting_program(prog)
 
+    def get_input_stream(self):
+        if self.args.input_file == "-":  # MLIR's spelling of stdin
+            self.args.input_file = None
+        return super().get_input_stream()
+
     def parse_chunk(
         self, chunk: IO[bytes], file_extension: str, start_offset: int = 0
     ) -> ModuleOp | None:
