@@ -59,3 +59,12 @@ def test_cli_report_and_png(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "== fusion report: @mlp on a100" in r.stdout
     assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_bench_timeline_draws_predicted_above_measured():
+    from tilefuse.bench import kernel_timeline
+
+    text = kernel_timeline(["k0", "k1"], {"k0": 1e-3, "k1": 2e-3}, {"k0": 1e-3, "k1": 3e-3}, 5e-3, width=50)
+    _, predicted, measured = text.splitlines()
+    assert predicted.count("#") == 30 and measured.count("#") == 40
+    assert measured.count(".") == 10  # 1 ms of the program outside kernels

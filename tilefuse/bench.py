@@ -64,4 +64,22 @@ def bench_program(prog: CompiledProgram, tensors: list[Any], target_name: str) -
     for name in prog.kernels:
         m, p = measured.get(name, float("nan")), predicted.get(name, float("nan"))
         print(f"  {name:<18} {format_seconds(m):>10} {format_seconds(p):>10} {m / p:>6.2f}", file=out)
+    print(kernel_timeline(prog.kernels, predicted, measured, total), file=out)
     return out.getvalue()
+
+
+def kernel_timeline(
+    kernels, predicted: dict[str, float], measured: dict[str, float], total: float, width: int = 72
+) -> str:
+    """Predicted kernels above measured ones on one time axis; the gap in the
+    measured row is the program's time not spent in kernels (launches, host)."""
+    busy = sum(measured.get(k, 0.0) for k in kernels)
+    scale = max(total, sum(predicted.get(k, 0.0) for k in kernels)) / width
+    rows = [f"  timeline (1 char = {format_seconds(scale)}; '#' kernel, '.' not in a kernel)"]
+    for title, times in (("predicted", predicted), ("measured", measured)):
+        cells = [("#" * max(1, round(times.get(k, 0.0) / scale))) for k in kernels]
+        line = "|".join(cells)
+        if title == "measured":
+            line += "." * max(0, round((total - busy) / scale))
+        rows.append(f"  {title:<9}|{line}|")
+    return "\n".join(rows)
