@@ -342,7 +342,6 @@ def _einsum_contraction(
     present = set(dims[0]) | set(dims[1])
     if any(d not in present for d in s.parallel_dims):
         return None
-    specs = ["".join(letters[d] for d in ds) for ds in dims]
     keep = "".join(letters[d] for d in s.parallel_dims)
     arrays = [ins[i].reshape([ins[i].shape[d] for d in sorted(ds)]) for i, ds in zip(positions, dims, strict=True)]
     specs = ["".join(letters[d] for d in sorted(ds)) for ds in dims]
