@@ -13,6 +13,11 @@ from tilefuse.reference import evaluate
 from tilefuse.runtime import compile
 
 
+def kernels_text(source: str) -> str:
+    """The generated kernels, without the module prelude."""
+    return source[source.index("# fused_kernel_0"):]
+
+
 def numpy_attention(q, k, v, mask=None, causal=False):
     s = np.einsum("bhid,bhjd->bhij", q, k) / math.sqrt(q.shape[-1])
     if mask is not None:
@@ -65,9 +70,9 @@ def test_softmax_over_queries_is_not_flash_attention():
 
 def test_long_rows_use_two_passes_with_online_softmax():
     prog = compile("samples/softmax.mlir", dims={"M": 3, "N": 70000})
-    assert prog.source.count("for ") == 2
+    assert kernels_text(prog.source).count("for ") == 2
     # exp(m_old - m_new) to rescale, exp(x - m) in the loop and again to store.
-    assert prog.source.count("tl.exp(") == 3
+    assert kernels_text(prog.source).count("tl.exp(") == 3
     module = load_program("samples/softmax.mlir", dims={"M": 3, "N": 70000})
     inputs = random_inputs(module, seed=5)
     (out,) = prog(torch.from_numpy(inputs[0]))

@@ -22,6 +22,11 @@ NAMES = sorted(p.stem for p in SAMPLES.glob("*.mlir"))
 TORCH = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 
 
+def kernels_text(source: str) -> str:
+    """The generated kernels, without the module prelude."""
+    return source[source.index("# fused_kernel_0"):]
+
+
 def run_and_compare(source, dims=None, dtype=None, seed=0, target="h200"):
     prog = compile(source, target, dims, dtype)
     module = load_program(source, dims, dtype)
@@ -65,7 +70,7 @@ def test_looped_reduction_kernel_matches(tmp_path):
     target.write_text('{"base": "h200", "name": "tiny", "smem_per_block": 4096}')
     prog = run_and_compare(SAMPLES / "softmax.mlir", target=str(target), seed=2)
     # Online softmax: one loop for the running max and rescaled sum, one to store.
-    assert prog.source.count("for ") == 2
+    assert kernels_text(prog.source).count("for ") == 2
 
 
 def emitted(name, **kw):
@@ -85,7 +90,7 @@ def test_one_jit_kernel_per_group(name):
     from tests.test_fusion import KERNELS
 
     src = emitted(name)
-    assert src.count("@triton.jit") == PIPELINE_KERNELS.get(name, KERNELS[name])
+    assert kernels_text(src).count("@triton.jit") == PIPELINE_KERNELS.get(name, KERNELS[name])
 
 
 def test_masks_only_where_tiles_are_partial():
