@@ -52,6 +52,7 @@ import hashlib
 import importlib.util
 import inspect
 import os
+import pickle
 import re
 import shutil
 import subprocess
@@ -451,7 +452,6 @@ def _compile_in_subprocess(
     kwargs: dict[str, Any],
 ) -> CompiledKernel:
     """Run :func:`compile_for_gpu` in a fresh Python without the interpreter."""
-    import pickle
 
     raw = getattr(fn, "fn", None)
     try:
@@ -471,20 +471,34 @@ def _compile_in_subprocess(
         "constexprs": dict(constexprs),
         "kwargs": kwargs,
     }
+    try:
+        result = run_in_child(_CHILD_MAIN, request, "tilefuse-compile-")
+    except (pickle.PicklingError, TypeError, AttributeError) as e:
+        raise CubinCompileError(f"cannot pass the compile request to a child process: {e}") from e
+    if result[0] == "ok":
+        return result[1]
+    _, kind, message = result
+    raise _CHILD_ERRORS.get(kind, CubinCompileError)(message)
+
+
+_CHILD_MAIN = "from tilefuse.backend.cubin import _child_main; _child_main()"
+
+
+def run_in_child(child_main: str, request: object, prefix: str) -> object:
+    """
+    Run `child_main` (Python source) in a fresh interpreter without
+    TRITON_INTERPRET, passing `request` and returning its result (both pickled
+    through files named on its command line).
+    """
     env = dict(os.environ)
     env.pop("TRITON_INTERPRET", None)
     package_root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join([package_root, *(p for p in sys.path if p)])
-    with tempfile.TemporaryDirectory(prefix="tilefuse-compile-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
         in_path, out_path = Path(tmp) / "request.pkl", Path(tmp) / "result.pkl"
-        try:
-            in_path.write_bytes(pickle.dumps(request))
-        except Exception as e:
-            raise CubinCompileError(
-                f"cannot pass the compile request to a child process: {e}"
-            ) from e
+        in_path.write_bytes(pickle.dumps(request))
         proc = subprocess.run(
-            [sys.executable, "-c", _CHILD_MAIN, str(in_path), str(out_path)],
+            [sys.executable, "-c", child_main, str(in_path), str(out_path)],
             env=env,
             capture_output=True,
             text=True,
@@ -495,14 +509,7 @@ def _compile_in_subprocess(
                 f"compiler child process failed (exit {proc.returncode}):\n"
                 f"{proc.stderr[-4000:]}"
             )
-        result = pickle.loads(out_path.read_bytes())
-    if result[0] == "ok":
-        return result[1]
-    _, kind, message = result
-    raise _CHILD_ERRORS.get(kind, CubinCompileError)(message)
-
-
-_CHILD_MAIN = "from tilefuse.backend.cubin import _child_main; _child_main()"
+        return pickle.loads(out_path.read_bytes())
 
 
 def _child_main() -> None:

@@ -596,7 +596,7 @@ class ModulePrinter:
                 lines += self._launch(op, names)
             elif isinstance(op, func.ReturnOp):
                 results = ", ".join(names(v) for v in op.operands)
-                lines.append(f"    return {results}" if len(op.operands) != 1 else f"    return {results}")
+                lines.append(f"    return {results}")
             elif not isinstance(op, arith.ConstantOp | tensor.EmptyOp):
                 raise CompileError.at(op, "cannot run on the host between kernels")
         return "\n".join(lines) + "\n"

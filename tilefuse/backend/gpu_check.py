@@ -34,18 +34,15 @@ from __future__ import annotations
 import argparse
 import ast
 import math
-import os
 import pickle
 import re
-import subprocess
 import sys
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from tilefuse.backend.cubin import CompiledKernel, CubinCompileError
+from tilefuse.backend.cubin import CompiledKernel, CubinCompileError, run_in_child
 
 __all__ = [
     "KernelReport",
@@ -332,26 +329,7 @@ _CHILD_MAIN = "from tilefuse.backend.gpu_check import _child_main; _child_main()
 
 
 def _compile_in_child(batch: Batch, arch: int) -> list[list[CompiledKernel | str]]:
-    env = dict(os.environ)
-    env.pop("TRITON_INTERPRET", None)
-    package_root = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = os.pathsep.join([package_root, *(p for p in sys.path if p)])
-    with tempfile.TemporaryDirectory(prefix="tilefuse-gpu-check-") as tmp:
-        in_path, out_path = Path(tmp) / "request.pkl", Path(tmp) / "result.pkl"
-        in_path.write_bytes(pickle.dumps((batch, arch)))
-        proc = subprocess.run(
-            [sys.executable, "-c", _CHILD_MAIN, str(in_path), str(out_path)],
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if not out_path.exists():
-            raise CubinCompileError(
-                f"compiler child process failed (exit {proc.returncode}):\n"
-                f"{proc.stderr[-4000:]}"
-            )
-        return pickle.loads(out_path.read_bytes())
+    return run_in_child(_CHILD_MAIN, (batch, arch), "tilefuse-gpu-check-")
 
 
 def _child_main() -> None:

@@ -37,6 +37,7 @@ from tilefuse.dataflow import (
     REDUCE,
     Graph,
     Node,
+    SharedDims,
     shared_dims,
 )
 
@@ -189,27 +190,27 @@ def _refusal(
             "a contraction reads its operands tile by tile; fusing their producer "
             "would recompute it for every output tile"
         )
+    dims = shared_dims(st.graph, merged)
     has_contraction = any(n.kind == CONTRACTION for n in merged)
-    if has_contraction and consumer.kind == REDUCE and _reduces_contraction_dim(st, merged):
+    if has_contraction and consumer.kind == REDUCE and _reduces_contraction_dim(dims, merged):
         return "a reduction over a contraction's output dim needs whole product rows per tile"
     if len(merged) > st.max_group_ops:
         return f"group size limit: {len(merged)} > {st.max_group_ops} ops"
     if _creates_cycle(st, gp, gc):
         return "merging would create a cycle between kernels"
-    if (why := _recomputed_reduction(st.graph, merged)) is not None:
+    if (why := _recomputed_reduction(dims, merged)) is not None:
         return why
-    if _dims_conflict(st.graph, merged):
+    if _dims_conflict(dims):
         return "two loops of one op would read the same tensor axis (e.g. x + x^T)"
     return _budget_refusal(st, merged)
 
 
-def _recomputed_reduction(graph: Graph, nodes: list[Node]) -> str | None:
+def _recomputed_reduction(dims: SharedDims, nodes: list[Node]) -> str | None:
     """
     A reduction whose result lacks one of the group's grid dims would be
     recomputed by every program along that dim (the model does not price that):
     refuse instead.
     """
-    dims = shared_dims(graph, nodes)
     grid = {d.id for d in dims.dims if d.is_grid and d.extent > 1}
     for n in nodes:
         if n.kind != REDUCE:
@@ -223,17 +224,16 @@ def _recomputed_reduction(graph: Graph, nodes: list[Node]) -> str | None:
     return None
 
 
-def _dims_conflict(graph: Graph, nodes: list[Node]) -> bool:
+def _dims_conflict(dims: SharedDims) -> bool:
     """Would two loops of one op become one tile dim (untileable)?"""
-    for dim in shared_dims(graph, nodes).dims:
+    for dim in dims.dims:
         owners = [n for n, _ in dim.members]
         if len(owners) != len(set(owners)):
             return True
     return False
 
 
-def _reduces_contraction_dim(st: _State, merged: list[Node]) -> bool:
-    dims = shared_dims(st.graph, merged)
+def _reduces_contraction_dim(dims: SharedDims, merged: list[Node]) -> bool:
     contraction_parallel = {
         dims.of[(n.index, d)] for n in merged if n.kind == CONTRACTION for d in n.s.parallel_dims
     }
@@ -454,7 +454,7 @@ def _recompute_in(st: _State, node: Node, other: int) -> bool:
     if extra_reads >= round_trip:
         return False
     members = [st.graph.nodes[i] for i in st.members[other]]
-    if _dims_conflict(st.graph, [*members, node]):
+    if _dims_conflict(shared_dims(st.graph, [*members, node])):
         return False
     st.recompute.setdefault(other, []).append(node.index)
     st.decisions.append(Decision(
