@@ -149,7 +149,7 @@ def _premerge_attention(st: _State) -> None:
         contraction = next(n for n in nodes if n.kind == CONTRACTION)
         head_dim = math.prod(contraction.s.loop_ranges[d] for d in contraction.s.reduction_dims)
         ebytes = max(1, int(getattr(_elem(contraction), "bitwidth", 32)) // 8)
-        br, bc, rule = flash_tile(st.target, head_dim, ebytes)
+        _, _, rule = flash_tile(st.target, head_dim, ebytes)
         reason = (f"{len(nodes)} nodes; FlashAttention: scores stay on chip, online softmax "
                   f"over key tiles; {rule}")  # fmt: skip
         labels = (nodes[0].label, "...", nodes[-1].label)
