@@ -95,6 +95,8 @@ PTX_FEATURES: dict[str, re.Pattern[str]] = {
     "ld.global.v4": re.compile(r"\bld\.global(?:\.[\w:]+)*?\.v4\b"),
     "ld.global.nc.v4": re.compile(r"\bld\.global\.nc(?:\.[\w:]+)*?\.v4\b"),
     "st.global.v4": re.compile(r"\bst\.global(?:\.[\w:]+)*?\.v4\b"),
+    # The SFU's one-instruction tanh (bf16 tanh ops, emit_triton's _tanh_bf16).
+    "tanh.approx": re.compile(r"\btanh\.approx\.f32\b"),
 }
 
 

@@ -360,6 +360,7 @@ class KernelReport:
     fits: bool  # shared_bytes <= smem_limit
     contraction: bool = False  # the group has a tl.dot
     max_registers: int = 255  # target.max_regs_per_thread
+    ptx_has: frozenset[str] = frozenset()  # cubin.PTX_FEATURES found in the PTX
 
 
 def target_arch(target: Any) -> int:
@@ -426,6 +427,7 @@ def _report(spec: KernelSpec, kernel: CompiledKernel, target: Any) -> KernelRepo
         fits=kernel.shared_bytes <= target.smem_per_block,
         contraction=spec.contraction,
         max_registers=target.max_regs_per_thread,
+        ptx_has=kernel.ptx_has,
     )
 
 
