@@ -2,7 +2,8 @@
 The default pipeline, named in one place.
 
 ```
-linalg-generalize -> flash-attention -> fusion-groups{target} -> tile-and-fuse{target} -> (emit triton)
+linalg-generalize -> flash-attention -> fusion-groups{target} -> tile-and-fuse{target}
+    -> horizontal-fusion{target} -> (emit triton)
 ```
 
 `tilefuse-opt FILE -p "$(python -m tilefuse.pipeline)"` runs it; stop after any
@@ -16,6 +17,7 @@ from xdsl.dialects.builtin import ModuleOp
 from tilefuse.frontend import verify
 from tilefuse.passes.flash_attention import FlashAttentionPass
 from tilefuse.passes.fusion_groups import FusionGroupsPass
+from tilefuse.passes.horizontal_fusion import HorizontalFusionPass
 from tilefuse.passes.linalg_generalize import LinalgGeneralizePass
 from tilefuse.passes.tile_and_fuse import TileAndFusePass
 from tilefuse.universe import make_context
@@ -25,7 +27,7 @@ def default_pipeline(target: str = "h200") -> str:
     """The pipeline as a `-p` string."""
     return (
         f"linalg-generalize,flash-attention,fusion-groups{{target={target}}},"
-        f"tile-and-fuse{{target={target}}}"
+        f"tile-and-fuse{{target={target}}},horizontal-fusion{{target={target}}}"
     )
 
 
@@ -36,7 +38,7 @@ def run_pipeline(module: ModuleOp, target: str = "h200") -> ModuleOp:
     """Apply the default pipeline in place, verifying after every pass."""
     ctx = make_context()
     for p in (LinalgGeneralizePass(), FlashAttentionPass(), FusionGroupsPass(target=target),
-              TileAndFusePass(target=target)):  # fmt: skip
+              TileAndFusePass(target=target), HorizontalFusionPass(target=target)):  # fmt: skip
         p.apply(ctx, module)
         verify(module)
     return module

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from xdsl.dialects.builtin import ModuleOp
 
 from tilefuse.cost.fusion import FusionPlan, plan_fusion
+from tilefuse.cost.horizontal import HorizontalPlan
 from tilefuse.cost.opcost import GroupCost, op_cost
 from tilefuse.cost.roofline import (
     RooflinePoint,
@@ -54,14 +55,27 @@ class ProgramReport:
     fused: tuple[KernelLine, ...]
     tiles: tuple[tuple[str, str], ...] = ()
     """(kernel, tile plan) from running the pipeline: sizes, budgets, occupancy."""
+    horizontal: HorizontalPlan | None = None
+    """Which fused kernels share a launch (horizontal-fusion), with its decisions."""
 
     @property
     def unfused_time(self) -> float:
         return sum(k.point.time for k in self.unfused)
 
+    def shares_launch(self, name: str) -> bool:
+        """True for a bundle member after the first: it pays no launch of its own."""
+        return self.horizontal is not None and any(
+            name in b[1:] for b in self.horizontal.bundles
+        )
+
     @property
     def fused_time(self) -> float:
-        return sum(k.point.time for k in self.fused)
+        return sum(k.point.time - (k.point.launch_time if self.shares_launch(k.name) else 0.0)
+                   for k in self.fused)  # fmt: skip
+
+    @property
+    def launches(self) -> int:
+        return sum(1 for k in self.fused if not self.shares_launch(k.name))
 
 
 def dtype_name(node: Node) -> str:
@@ -91,27 +105,33 @@ def analyze_program(module: ModuleOp, target: Target) -> ProgramReport:
         if n.kind != FILL
     )
     fused = tuple(_group_line(graph, g.name, g.all_nodes, g.cost, target) for g in plan.groups)
-    return ProgramReport(f.sym_name.data, target, plan, unfused, fused, _tiles(module, target))
+    tiles, horizontal = _tiles(module, target)
+    return ProgramReport(f.sym_name.data, target, plan, unfused, fused, tiles, horizontal)
 
 
-def _tiles(module: ModuleOp, target: Target) -> tuple[tuple[str, str], ...]:
-    """Run fusion-groups + tile-and-fuse on a copy; read each group's tile plan."""
+def _tiles(
+    module: ModuleOp, target: Target
+) -> tuple[tuple[tuple[str, str], ...], HorizontalPlan | None]:
+    """Run fusion-groups + tile-and-fuse on a copy; read each group's tile plan;
+    then plan horizontal fusion on the tiled groups."""
     from tilefuse.dialects.tilefuse import GroupOp
     from tilefuse.passes.fusion_groups import FusionGroupsPass
+    from tilefuse.passes.horizontal_fusion import fuse_horizontally
     from tilefuse.passes.tile_and_fuse import TileAndFusePass
 
     module = module.clone()
     ctx = make_context()
     target_arg = target.name if target.name in target_names() else None
     if target_arg is None:
-        return ()
+        return (), None
     FusionGroupsPass(target=target_arg).apply(ctx, module)
     TileAndFusePass(target=target_arg).apply(ctx, module)
-    return tuple(
+    tiles = tuple(
         (g.sym_name.data, g.attributes["tile"].data if "tile" in g.attributes else "untiled")
         for g in module.walk()
         if isinstance(g, GroupOp)
     )
+    return tiles, fuse_horizontally(entry_function(module), target)
 
 
 def _op_point(node: Node, target: Target) -> RooflinePoint:
@@ -141,7 +161,8 @@ def format_report(report: ProgramReport) -> str:
         _table(lines, out)
     uf, fu = report.unfused, report.fused
     ub, fb = sum(k.point.bytes for k in uf), sum(k.point.bytes for k in fu)
-    print(f"\ntotal: {len(uf)} -> {len(fu)} kernels, HBM {format_bytes(ub)} -> "
+    launches = f" in {report.launches} launches" if report.launches != len(fu) else ""
+    print(f"\ntotal: {len(uf)} -> {len(fu)} kernels{launches}, HBM {format_bytes(ub)} -> "
           f"{format_bytes(fb)} ({ub / max(fb, 1):.2f}x less), predicted "
           f"{format_seconds(report.unfused_time)} -> {format_seconds(report.fused_time)} "
           f"({report.unfused_time / report.fused_time:.2f}x)", file=out)  # fmt: skip
@@ -152,6 +173,8 @@ def format_report(report: ProgramReport) -> str:
     print("\n" + timeline(report), file=out)
     print("\ndecisions:", file=out)
     print(report.plan.log(), file=out)
+    if report.horizontal is not None and report.horizontal.decisions:
+        print(report.horizontal.log(), file=out)
     return out.getvalue()
 
 
@@ -173,7 +196,8 @@ def timeline(report: ProgramReport, width: int = TIMELINE_WIDTH) -> str:
     for title, lines in (("unfused", report.unfused), ("fused", report.fused)):
         cells = []
         for k in lines:
-            gap = max(1, round(k.point.launch_time / scale)) if k.point.launch_time else 0
+            launch = 0.0 if title == "fused" and report.shares_launch(k.name) else k.point.launch_time
+            gap = max(1, round(launch / scale)) if launch else 0
             busy = max(1, round((k.point.time - k.point.launch_time) / scale))
             cells.append("." * gap + "#" * busy)
         rows.append(f"  {title:<8}|{'|'.join(cells)}|")

@@ -51,7 +51,15 @@ from xdsl.utils.target import Target
 
 from tilefuse.dataflow import is_contraction
 from tilefuse.diagnostics import CompileError
-from tilefuse.dialects.tilefuse import GroupOp, LoadOp, StoreOp, TileGridOp, YieldOp
+from tilefuse.dialects.tilefuse import (
+    GroupOp,
+    LoadOp,
+    StoreOp,
+    TileGridOp,
+    YieldOp,
+    grid_inputs,
+    same_tile_program,
+)
 from tilefuse.reference import entry_function
 from tilefuse.structured import REDUCTION, StructuredOp, as_structured, element_type
 
@@ -156,21 +164,33 @@ class Names:
 
 
 class KernelPrinter:
-    """Prints one tile grid as a `@triton.jit` kernel."""
+    """Prints a group's tile grids as one `@triton.jit` kernel.
 
-    def __init__(self, name: str, group: GroupOp, grid: TileGridOp):
-        self.name, self.group, self.grid = name, group, grid
-        self.names = Names(("tl", "triton", "os", "libdevice", "_tanh", "_tanh_bf16", "_ON_GPU", "pid", "DOT_DTYPE", "DOT_PRECISION", "tile", "group", "first_m", "rows"))
+    One grid: its body, program ids from `tl.program_id(0)`. Several grids (a
+    horizontal bundle) are launched side by side: when they run the same tile
+    program on other tensors (`same_tile_program`), one body is printed and
+    each tensor that differs is picked by segment (`tl.where` on the pointer;
+    the host makes their strides equal); otherwise each grid is a branch on
+    the program id.
+    """
+
+    def __init__(self, name: str, group: GroupOp, grids: Sequence[TileGridOp]):
+        self.name, self.group, self.grids = name, group, list(grids)
+        self.grid = self.grids[0]
+        self.names = Names(("tl", "triton", "os", "libdevice", "_tanh", "_tanh_bf16", "_ON_GPU",
+                            "pid", "seg", "DOT_DTYPE", "DOT_PRECISION", "tile", "group",
+                            "first_m", "rows"))  # fmt: skip
         self.lines: list[str] = []
         self.indent = 1
         self.expr: dict[SSAValue, str] = {}  # inlined expressions (constants, index math)
         self.shape: dict[SSAValue, tuple[int, ...]] = {}
-        self.tensors = list(group.entry.args) + list(grid.destinations)
+        self.destinations = [d for g in self.grids for d in g.destinations]
+        self.tensors = list(group.entry.args) + self.destinations
         self.params = {v: self.names.fresh(self._param_hint(v)) for v in self.tensors}
 
     def _param_hint(self, v: SSAValue) -> str:
-        if v in self.grid.destinations:
-            return f"out{list(self.grid.destinations).index(v)}"
+        if v in self.destinations:
+            return f"out{self.destinations.index(v)}"
         return f"in{list(self.group.entry.args).index(v)}"
 
     # -- output helpers --------------------------------------------------------
@@ -205,33 +225,75 @@ class KernelPrinter:
             "DOT_PRECISION: tl.constexpr):"
         )
         self.emit("pid = tl.program_id(0)")
-        self.print_program_ids()
-        self.print_block(self.grid.body.block)
+        stacked = stacked_tensors(self.grids)
+        if len(self.grids) == 1:
+            self.print_grid(self.grid, "pid")
+        elif stacked is not None:
+            self.print_stacked(stacked)
+        else:
+            self.print_branches()
         return "\n".join(self.lines)
 
-    def print_program_ids(self) -> None:
+    def print_grid(self, grid: TileGridOp, pid: str) -> None:
+        self.print_program_ids(grid, pid)
+        self.print_block(grid.body.block)
+
+    def print_stacked(self, stacked: list[list[SSAValue]]) -> None:
+        """One body for grids running the same program: pick each member's tensors."""
+        programs = math.prod(self.grid.grid_shape)
+        self.emit(f"seg = pid // {programs}")
+        for column in stacked:
+            first = column[0]
+            if all(v is first for v in column):
+                continue
+            sel = self.names.fresh(f"{self.params[first]}_sel")
+            pick = f"{self.params[column[-1]]}_ptr"
+            for k in range(len(column) - 2, -1, -1):
+                pick = f"tl.where(seg == {k}, {self.params[column[k]]}_ptr, {pick})"
+            self.emit(f"{sel}_ptr = {pick}")
+            for i in range(len(first.type.get_shape())):  # equal strides: the host sees to it
+                self.emit(f"{sel}_s{i} = {self.params[first]}_s{i}")
+            self.params[first] = sel
+        self.emit(f"pid = pid % {programs}")
+        self.print_grid(self.grid, "pid")
+
+    def print_branches(self) -> None:
+        """Grids running different programs: one branch per grid, by program id."""
+        start = 0
+        for k, grid in enumerate(self.grids):
+            end = start + math.prod(grid.grid_shape)
+            head = "if" if k == 0 else "elif" if k < len(self.grids) - 1 else "else"
+            self.emit(f"{head} pid < {end}:" if head != "else" else "else:")
+            self.indent += 1
+            local = self.names.fresh("lpid")
+            self.emit(f"{local} = pid - {start}")
+            self.print_grid(grid, local)
+            self.indent -= 1
+            start = end
+
+    def print_program_ids(self, grid: TileGridOp, pid: str) -> None:
         """Row-major program ids; M and N in grouped order when the plan asks."""
-        grid, ids = self.grid.grid_shape, self.grid.program_ids
-        swizzle = self.grid.attributes.get("swizzle")
+        shape, ids = grid.grid_shape, grid.program_ids
+        swizzle = grid.attributes.get("swizzle")
         if swizzle is None:
             for k, arg in enumerate(ids):
-                stride = math.prod(grid[k + 1 :])
-                self.bind(arg, f"(pid // {stride}) % {grid[k]}" if stride > 1 else f"pid % {grid[k]}")
+                stride = math.prod(shape[k + 1 :])
+                self.bind(arg, f"({pid} // {stride}) % {shape[k]}" if stride > 1 else f"{pid} % {shape[k]}")
             return
         im, jn = swizzle.get_values()
-        group_m = self.grid.attributes["group_m"].value.data
-        gm, gn = grid[im], grid[jn]
-        rest = [k for k in range(len(grid)) if k not in (im, jn)]
-        self.emit(f"tile = pid % {gm * gn}")
+        group_m = grid.attributes["group_m"].value.data
+        gm, gn = shape[im], shape[jn]
+        rest = [k for k in range(len(shape)) if k not in (im, jn)]
+        self.emit(f"tile = {pid} % {gm * gn}")
         self.emit(f"group = tile // {group_m * gn}")
         self.emit(f"first_m = group * {group_m}")
         self.emit(f"rows = min({gm} - first_m, {group_m})")
         self.bind(ids[im], "first_m + (tile % rows)")
         self.bind(ids[jn], f"(tile % {group_m * gn}) // rows")
-        outer = f"pid // {gm * gn}"
+        outer = f"{pid} // {gm * gn}"
         for k in rest:
-            stride = math.prod(grid[j] for j in rest if j > k)
-            self.bind(ids[k], f"({outer} // {stride}) % {grid[k]}")
+            stride = math.prod(shape[j] for j in rest if j > k)
+            self.bind(ids[k], f"({outer} // {stride}) % {shape[k]}")
 
     def print_block(self, block: Block) -> None:
         for op in block.ops:
@@ -341,6 +403,23 @@ class KernelPrinter:
             self.emit(f"{self.names(arg)} = {self.ref(v)}")
         if not carried:
             self.emit("pass")
+
+
+def stacked_tensors(grids: Sequence[TileGridOp]) -> list[list[SSAValue]] | None:
+    """For grids running one tile program: per tensor the first grid reads or
+    writes, the tensor each grid uses in its place. None if the programs differ."""
+    first = grids[0]
+    columns = [[v] for v in grid_inputs(first)] + [[d] for d in first.destinations]
+    for other in grids[1:]:
+        pairs = same_tile_program(first, other)
+        if pairs is None:
+            return None
+        mapped = dict(pairs)
+        for column in columns[: len(pairs)]:
+            column.append(mapped[column[0]])
+        for column, d in zip(columns[len(pairs) :], other.destinations, strict=True):
+            column.append(d)
+    return columns
 
 
 def scalar_expr(op: Operation, ref) -> str:
@@ -589,14 +668,14 @@ class ModulePrinter:
         groups = [op for op in f.body.block.ops if isinstance(op, GroupOp)]
         kernels = []
         for g in groups:
-            grid = next((o for o in g.entry.ops if isinstance(o, TileGridOp)), None)
-            if grid is None:
+            grids = [o for o in g.entry.ops if isinstance(o, TileGridOp)]
+            if not grids:
                 raise CompileError.at(g, "was not tiled: run tile-and-fuse before emitting Triton")
-            kernels.append((g, grid))
+            kernels.append((g, grids))
             out.write(f"\n# {g.sym_name.data}: {g.reason.data if g.reason else ''}\n")
             if "tile" in g.attributes:
                 out.write(f"# {g.attributes['tile'].data}\n")
-            out.write(KernelPrinter(g.sym_name.data, g, grid).print() + "\n\n")
+            out.write(KernelPrinter(g.sym_name.data, g, grids).print() + "\n\n")
         out.write(self.host(f, kernels))
         return out.getvalue()
 
@@ -619,8 +698,9 @@ class ModulePrinter:
         return "\n".join(lines) + "\n"
 
     def _launch(self, g: GroupOp, names: Names) -> list[str]:
-        grid = next(o for o in g.entry.ops if isinstance(o, TileGridOp))
-        lines = []
+        grids = [o for o in g.entry.ops if isinstance(o, TileGridOp)]
+        grid = grids[0]
+        lines = self._equal_strides(g, grids, names)
         call = []
         for v in g.inputs:
             call.append(f"{names(v)}, *{names(v)}.stride()")
@@ -630,7 +710,7 @@ class ModulePrinter:
             shape = tuple(r.type.get_shape())
             lines.append(f"    {names(r)} = torch.empty({shape}, dtype={torch_dtype(r.type)}, device=device)")
             call.append(f"{names(r)}, *{names(r)}.stride()")
-        programs = math.prod(grid.grid_shape)
+        programs = sum(math.prod(gr.grid_shape) for gr in grids)
         dtype = self._dot_dtype(g)
         precision = '"ieee"' if dtype == "tl.float32" else '"tf32"'
         lines.append(
@@ -638,6 +718,21 @@ class ModulePrinter:
             f"DOT_DTYPE={dtype} if dot_dtype is None else dot_dtype, DOT_PRECISION={precision}, "
             f"num_warps={grid.num_warps.value.data}, num_stages={grid.num_stages.value.data})"
         )
+        return lines
+
+    def _equal_strides(self, g: GroupOp, grids: list[TileGridOp], names: Names) -> list[str]:
+        """A stacked kernel reads its first member's strides for every member's
+        tensors: make them equal (contiguous copies) when the caller's differ."""
+        stacked = stacked_tensors(grids) if len(grids) > 1 else None
+        lines = []
+        outer = dict(zip(g.entry.args, g.inputs, strict=True))
+        for column in stacked or []:
+            values = list(dict.fromkeys(outer[v] for v in column if v in outer))
+            if len(values) > 1:
+                ts = ", ".join(names(v) for v in values)
+                same = " == ".join(f"{names(v)}.stride()" for v in values)
+                lines += [f"    if not ({same}):",
+                          f"        {ts} = {', '.join(f'{names(v)}.contiguous()' for v in values)}"]  # fmt: skip
         return lines
 
     def _dot_dtype(self, g: GroupOp) -> str:

@@ -207,7 +207,8 @@ def _group_spec(g: Any, grid: Any, tree: ast.Module) -> KernelSpec:
     consts: dict[str, object] = {}
     div: list[str] = []
     k = 0
-    for v in [*g.entry.args, *grid.destinations]:
+    dests = [d for o in g.entry.ops if isinstance(o, type(grid)) for d in o.destinations]
+    for v in [*g.entry.args, *dests]:
         shape = tuple(v.type.get_shape())
         params = args[k : k + 1 + len(shape)]
         if len(params) != 1 + len(shape) or not params[0].endswith("_ptr"):

@@ -297,6 +297,46 @@ class StoreOp(IRDLOperation):
             )
 
 
+def grid_inputs(grid: TileGridOp) -> list[SSAValue]:
+    """Values defined outside `grid` that its body reads, in first-use order."""
+    seen: dict[SSAValue, None] = {}
+    for op in grid.body.walk():
+        for v in op.operands:
+            owner = v.owner
+            inside = owner.parent_op() if isinstance(owner, Block) else owner
+            while inside is not None and inside is not grid:
+                inside = inside.parent_op()
+            if inside is None:
+                seen.setdefault(v)
+    return list(seen)
+
+
+def same_tile_program(a: TileGridOp, b: TileGridOp) -> list[tuple[SSAValue, SSAValue]] | None:
+    """Pairs (a's input, b's input) if `b` runs `a`'s program on other tensors.
+
+    The grids must be structurally equal once `a`'s outside values (tensors
+    read, in first-use order) are mapped one-to-one to `b`'s, and both read only
+    block arguments of their groups (no outside constants to compare).
+    """
+    ins_a, ins_b = grid_inputs(a), grid_inputs(b)
+    if len(ins_a) != len(ins_b) or len(set(ins_b)) != len(ins_b):
+        return None
+    if not all(isinstance(v, BlockArgument) and v.type == w.type and isinstance(w, BlockArgument)
+               for v, w in zip(ins_a, ins_b)):  # fmt: skip
+        return None
+    context: dict = dict(zip(ins_a, ins_b))
+    context.update(zip(a.outs, b.outs))
+    if a.parent is not None and b.parent is not None:
+        context[a.parent] = b.parent
+    if not a.is_structurally_equivalent(b, context):
+        return None
+    # xDSL's check does not compare result types (a tile's shape, say)
+    for x, y in zip(a.walk(), b.walk(), strict=True):
+        if [r.type for r in x.results] != [r.type for r in y.results]:
+            return None
+    return list(zip(ins_a, ins_b))
+
+
 Tilefuse = Dialect(
     "tilefuse", [GroupOp, YieldOp, TileGridOp, LoadOp, StoreOp], []
 )

@@ -47,6 +47,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return TileAndFusePass
 
+    def horizontal_fusion():
+        from tilefuse.passes.horizontal_fusion import HorizontalFusionPass
+
+        return HorizontalFusionPass
+
     def flash_attention():
         from tilefuse.passes.flash_attention import FlashAttentionPass
 
@@ -55,6 +60,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     return {
         "flash-attention": flash_attention,
         "tile-and-fuse": tile_and_fuse,
+        "horizontal-fusion": horizontal_fusion,
         "fusion-groups": fusion_groups,
         "canonicalize": canonicalize,
         "cse": cse,

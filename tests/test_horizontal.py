@@ -1,0 +1,132 @@
+"""Horizontal fusion: the planner's rule, and bundles through the Triton kernels."""
+
+import numpy as np
+import torch
+
+from tilefuse.cost.horizontal import KernelInfo, plan_horizontal
+from tilefuse.cost.target import get_target
+from tilefuse.runtime import compile
+
+H200 = get_target("h200")
+
+
+def kernel(name, deps=(), warps=4, stages=1, time=1e-6, key=0):
+    return KernelInfo(name, frozenset(deps), warps, stages, 8, time, key)
+
+
+def test_same_program_always_merged():
+    # two 1 ms kernels: the 18 us launch is under 5% of them, but the same
+    # tile program costs nothing to share
+    plan = plan_horizontal([kernel("a", time=1e-3), kernel("b", time=1e-3)], H200)
+    assert plan.bundles == (("a", "b"),)
+    (d,) = plan.decisions
+    assert d.taken and "same tile program" in d.reason
+
+
+def test_different_programs_merged_only_when_the_launch_matters():
+    small = plan_horizontal([kernel("a", key=0), kernel("b", key=1)], H200)
+    assert small.bundles == (("a", "b"),)
+    big = plan_horizontal([kernel("a", time=1e-3, key=0), kernel("b", time=1e-3, key=1)], H200)
+    assert big.bundles == (("a",), ("b",))
+    (d,) = big.decisions
+    assert not d.taken
+    assert d.format() == (
+        "[FUSION] skipped: a + b (horizontal: a 18 us launch is 0.9% of 2 ms, "
+        "under 5%: not worth a branching kernel)"
+    )
+
+
+def test_pipeline_depths_must_match():
+    plan = plan_horizontal([kernel("a", stages=3), kernel("b", stages=4, key=1)], H200)
+    assert plan.bundles == (("a",), ("b",))
+    assert "pipeline depths differ (4 stages vs 3)" in plan.decisions[0].reason
+    # warps may differ: branches run at the largest member's
+    plan = plan_horizontal([kernel("a", warps=4), kernel("b", warps=8, key=1)], H200)
+    assert plan.bundles == (("a", "b"),)
+    assert "at 8 warps" in plan.decisions[0].reason
+
+
+def test_dependent_kernels_are_not_candidates():
+    plan = plan_horizontal([kernel("a"), kernel("b", deps=["a"])], H200)
+    assert plan.bundles == (("a",), ("b",))
+    assert plan.decisions == ()  # a dependency is not a decision to explain
+
+
+def test_no_cycle_through_another_bundle():
+    # program order a, d, b, c with b reading d and c reading a. a and b merge
+    # (X); c and d are independent of each other, but d -> X -> c, so merging
+    # them would make X and {c, d} wait on each other.
+    ks = [kernel("a", stages=1), kernel("d", stages=2), kernel("b", ["d"], stages=1),
+          kernel("c", ["a"], stages=2)]  # fmt: skip
+    plan = plan_horizontal(ks, H200)
+    assert plan.bundles == (("a", "b"), ("d",), ("c",))
+
+
+def test_unmergeable_kernels_still_order():
+    # an untiled group u between a and b: b depends on a through it
+    ks = [kernel("a"), KernelInfo("u", frozenset({"a"}), 0, 0, 0, 0.0, -1, mergeable=False),
+          kernel("b", ["u"])]  # fmt: skip
+    assert plan_horizontal(ks, H200).bundles == (("a",), ("u",), ("b",))
+
+
+PAIR = """
+func.func @pair(%x: tensor<37x50xf32>, %y: tensor<37x50xf32>, %z: tensor<37x20xf32>)
+    -> (tensor<37x50xf32>, tensor<37x50xf32>, tensor<37xf32>) {
+  %e = tensor.empty() : tensor<37x50xf32>
+  %a = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<37x50xf32>) outs(%e : tensor<37x50xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %r = math.tanh %v : f32
+    linalg.yield %r : f32
+  } -> tensor<37x50xf32>
+  %b = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%y : tensor<37x50xf32>) outs(%e : tensor<37x50xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %r = math.tanh %v : f32
+    linalg.yield %r : f32
+  } -> tensor<37x50xf32>
+  %zero = arith.constant 0.0 : f32
+  %er = tensor.empty() : tensor<37xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%er : tensor<37xf32>) -> tensor<37xf32>
+  %c = linalg.reduce ins(%z : tensor<37x20xf32>) outs(%f : tensor<37xf32>) dimensions = [1]
+    (%in: f32, %acc: f32) {
+      %s = arith.addf %in, %acc : f32
+      linalg.yield %s : f32
+    }
+  func.return %a, %b, %c : tensor<37x50xf32>, tensor<37x50xf32>, tensor<37xf32>
+}
+"""
+
+
+def test_bundle_runs_every_member():
+    """tanh(x), tanh(y) share a body (stacked); the row sum is a branch."""
+    prog = compile(PAIR)
+    assert len(prog.kernels) == 1
+    assert "seg = pid //" not in prog.source  # mixed programs: branches
+    rng = np.random.default_rng(0)
+    x, y = (torch.from_numpy(rng.standard_normal((37, 50), np.float32)) for _ in range(2))
+    z = torch.from_numpy(rng.standard_normal((37, 20), np.float32))
+    a, b, c = prog(x, y, z)
+    torch.testing.assert_close(a, torch.tanh(x), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(b, torch.tanh(y), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(c, z.sum(1), rtol=1e-5, atol=1e-5)
+
+
+def test_stacked_members_with_different_strides():
+    """A shared body reads the first member's strides: a transposed view as
+    the second member's input must still give the right answer."""
+    two = PAIR.split("%zero")[0] + "  func.return %a, %b : tensor<37x50xf32>, tensor<37x50xf32>\n}\n"
+    two = two.replace(", %z: tensor<37x20xf32>)", ")").replace(
+        "-> (tensor<37x50xf32>, tensor<37x50xf32>, tensor<37xf32>)",
+        "-> (tensor<37x50xf32>, tensor<37x50xf32>)",
+    )
+    prog = compile(two)
+    assert len(prog.kernels) == 1 and "seg = pid //" in prog.source
+    rng = np.random.default_rng(1)
+    x = torch.from_numpy(rng.standard_normal((37, 50), np.float32))
+    y = torch.from_numpy(rng.standard_normal((50, 37), np.float32)).t()  # strides (1, 37)
+    a, b = prog(x, y)
+    torch.testing.assert_close(a, torch.tanh(x), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(b, torch.tanh(y), rtol=1e-5, atol=1e-6)

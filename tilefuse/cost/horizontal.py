@@ -1,0 +1,153 @@
+"""
+Horizontal fusion: independent kernels launched as one.
+
+Vertical fusion (cost/fusion.py) joins producers and consumers. What it leaves
+are kernels with no data between them: four LayerNorms of four tensors, the
+Q, K and V projections of one input. Each still pays a launch, and each small
+grid its own tail wave. `plan_horizontal` decides which of them share a launch:
+one kernel whose grid is the members' grids side by side, each program running
+the member its id falls in.
+
+The rule, per candidate joining a bundle (kernels in program order, greedy):
+
+- **independent**: no path between the candidate and the bundle, through any
+  other kernel or bundle (checked on the contracted graph, so two bundles can
+  never wait on each other);
+- **one launch configuration**: equal `num_stages` (they size the pipelined
+  loops' shared memory); branches of different programs run at the largest
+  member's `num_warps`, which changes no result;
+- **worth it**: members running the same tile program (equal `body_key`) are
+  always merged: the kernel is compiled once and its launch saved. Different
+  programs become branches of one kernel (more code to compile, registers and
+  shared memory at the largest member's), so they are merged only while the
+  launch saved is at least `MIN_SAVING` of the bundle's predicted time, and at
+  most `MAX_BRANCHES` programs share a kernel.
+
+Every merge and every refusal between independent kernels is logged in the
+fusion log's style (`Decision`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tilefuse.cost.fusion import Decision
+from tilefuse.cost.roofline import format_seconds
+from tilefuse.cost.target import Target
+
+MIN_SAVING = 0.05
+"""A launch saved must be worth this share of the merged kernel's time."""
+
+MAX_BRANCHES = 4
+"""At most this many different tile programs in one kernel."""
+
+
+@dataclass(frozen=True)
+class KernelInfo:
+    """What the planner knows of one tiled group."""
+
+    name: str
+    deps: frozenset[str]
+    """Kernels whose results this one reads directly."""
+    num_warps: int
+    num_stages: int
+    programs: int
+    time: float
+    """Predicted seconds, launch excluded."""
+    body_key: int
+    """Kernels with equal keys run the same tile program on other tensors."""
+    mergeable: bool = True
+    """False for kernels that only constrain the order (untiled groups)."""
+
+
+@dataclass(frozen=True)
+class HorizontalPlan:
+    bundles: tuple[tuple[str, ...], ...]
+    """Kernel names per launch, in program order; singletons included."""
+    decisions: tuple[Decision, ...]
+
+    def log(self) -> str:
+        return "\n".join(d.format() for d in self.decisions)
+
+
+class _Bundles:
+    """Bundles of kernels and the graph between bundles."""
+
+    def __init__(self, kernels: Sequence[KernelInfo]):
+        self.kernels = {k.name: k for k in kernels}
+        self.of = {k.name: i for i, k in enumerate(kernels)}
+        self.members: dict[int, list[str]] = {i: [k.name] for i, k in enumerate(kernels)}
+
+    def succs(self, b: int) -> set[int]:
+        out = set()
+        for k in self.kernels.values():
+            if self.of[k.name] != b and any(self.of[d] == b for d in k.deps if d in self.of):
+                out.add(self.of[k.name])
+        return out
+
+    def reaches(self, src: int, dst: int) -> bool:
+        seen, stack = {src}, [src]
+        while stack:
+            for s in self.succs(stack.pop()):
+                if s == dst:
+                    return True
+                if s not in seen:
+                    seen.add(s)
+                    stack.append(s)
+        return False
+
+    def merge(self, b: int, k: str) -> None:
+        old = self.of[k]
+        self.members[b] += self.members.pop(old)
+        self.of[k] = b
+
+
+def plan_horizontal(kernels: Sequence[KernelInfo], target: Target) -> HorizontalPlan:
+    """Which independent kernels share a launch, and why (see the module doc)."""
+    state = _Bundles(kernels)
+    decisions: list[Decision] = []
+    for k in kernels:
+        if not k.mergeable:
+            continue
+        for b in [b for b in state.members if b < state.of[k.name]]:
+            if not state.kernels[state.members[b][0]].mergeable:
+                continue
+            if state.reaches(b, state.of[k.name]) or state.reaches(state.of[k.name], b):
+                continue  # dependent: not a candidate, nothing to explain
+            ok, reason = _accept(k, [state.kernels[m] for m in state.members[b]], target)
+            members = (*state.members[b], k.name)
+            decisions.append(Decision(ok, "horizontal", members, reason, state.members[b][0]))
+            if ok:
+                state.merge(b, k.name)
+                break
+    bundles = tuple(tuple(state.members[b]) for b in sorted(state.members))
+    return HorizontalPlan(bundles, tuple(decisions))
+
+
+def _accept(k: KernelInfo, bundle: list[KernelInfo], target: Target) -> tuple[bool, str]:
+    first = bundle[0]
+    if k.num_stages != first.num_stages:
+        return False, (
+            f"horizontal: pipeline depths differ ({k.num_stages} stages vs {first.num_stages})"
+        )
+    saved = format_seconds(target.launch_overhead)
+    programs = sum(m.programs for m in bundle) + k.programs
+    if all(m.body_key == k.body_key for m in bundle):
+        return True, (
+            f"independent, same tile program: {len(bundle) + 1} grids in one launch of "
+            f"{programs} programs, one compile, {saved} launch saved"
+        )
+    if len({m.body_key for m in bundle} | {k.body_key}) > MAX_BRANCHES:
+        return False, f"horizontal: more than {MAX_BRANCHES} different tile programs in one kernel"
+    total = sum(m.time for m in bundle) + k.time
+    if target.launch_overhead < MIN_SAVING * total:
+        return False, (
+            f"horizontal: a {saved} launch is {target.launch_overhead / total:.1%} of "
+            f"{format_seconds(total)}, under {MIN_SAVING:.0%}: not worth a branching kernel"
+        )
+    warps = max([m.num_warps for m in bundle] + [k.num_warps])
+    return True, (
+        f"independent, {len(bundle) + 1} tile programs as branches of one launch of "
+        f"{programs} programs at {warps} warps, {saved} launch saved"
+    )
