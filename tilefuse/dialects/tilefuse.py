@@ -319,13 +319,13 @@ def same_tile_program(a: TileGridOp, b: TileGridOp) -> list[tuple[SSAValue, SSAV
     block arguments of their groups (no outside constants to compare).
     """
     ins_a, ins_b = grid_inputs(a), grid_inputs(b)
-    if len(ins_a) != len(ins_b) or len(set(ins_b)) != len(ins_b):
+    if len(ins_a) != len(ins_b) or len(set(ins_b)) != len(ins_b) or len(a.outs) != len(b.outs):
         return None
     if not all(isinstance(v, BlockArgument) and v.type == w.type and isinstance(w, BlockArgument)
-               for v, w in zip(ins_a, ins_b)):  # fmt: skip
+               for v, w in zip(ins_a, ins_b, strict=True)):  # fmt: skip
         return None
-    context: dict = dict(zip(ins_a, ins_b))
-    context.update(zip(a.outs, b.outs))
+    context: dict = dict(zip(ins_a, ins_b, strict=True))
+    context.update(zip(a.outs, b.outs, strict=True))
     if a.parent is not None and b.parent is not None:
         context[a.parent] = b.parent
     if not a.is_structurally_equivalent(b, context):
@@ -334,7 +334,7 @@ def same_tile_program(a: TileGridOp, b: TileGridOp) -> list[tuple[SSAValue, SSAV
     for x, y in zip(a.walk(), b.walk(), strict=True):
         if [r.type for r in x.results] != [r.type for r in y.results]:
             return None
-    return list(zip(ins_a, ins_b))
+    return list(zip(ins_a, ins_b, strict=True))
 
 
 Tilefuse = Dialect(
