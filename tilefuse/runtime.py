@@ -90,6 +90,45 @@ def import_source(source: str) -> ModuleType:
     return module
 
 
+class _Warmup:
+    """Stands in for a kernel during a warm-up run: `k[grid](...)` queues
+    `k.warmup(...)` (compile, no launch) on a thread pool."""
+
+    def __init__(self, kernel: Any, pool: Any, futures: list[Any]):
+        self.kernel, self.pool, self.futures = kernel, pool, futures
+
+    def __getitem__(self, grid: Any) -> Any:
+        def submit(*args: Any, **kwargs: Any) -> None:
+            self.futures.append(self.pool.submit(self.kernel.warmup, *args, grid=grid, **kwargs))
+
+        return submit
+
+
+def compile_in_parallel(python: ModuleType, fn: Any, args: tuple[Any, ...]) -> None:
+    """JIT-compile every kernel of a generated module at once, before its first run.
+
+    Triton compiles a kernel at its first launch, one after another. Running
+    the host function once with each kernel replaced by `_Warmup` allocates the
+    outputs as the real run does (so each kernel is specialised for the same
+    strides and alignments) and compiles all kernels on threads: Triton's MLIR
+    pass pipelines and ptxas run without the GIL.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    kernels = {name: getattr(python, name) for name in python.KERNELS}
+    futures: list[Any] = []
+    with ThreadPoolExecutor(max_workers=min(len(kernels), os.cpu_count() or 1)) as pool:
+        try:
+            for name, kernel in kernels.items():
+                setattr(python, name, _Warmup(kernel, pool, futures))
+            fn(*args)
+        finally:
+            for name, kernel in kernels.items():
+                setattr(python, name, kernel)
+        for f in futures:
+            f.result()
+
+
 @dataclass
 class CompiledProgram:
     """A compiled program: call it with torch tensors, get torch tensors back."""
@@ -100,6 +139,7 @@ class CompiledProgram:
     function: str
     compile_seconds: float
     kernels: tuple[str, ...] = field(default=())
+    warmed: bool = False
 
     def __call__(self, *args: Any) -> tuple[Any, ...]:
         import torch
@@ -107,6 +147,10 @@ class CompiledProgram:
         fn = getattr(self.python, self.function)
         args = tuple(a.contiguous() if isinstance(a, torch.Tensor) else a for a in args)
         if gpu_available():
+            if not self.warmed:
+                self.warmed = True
+                if len(self.kernels) > 1:
+                    compile_in_parallel(self.python, fn, args)
             out = fn(*args)
         else:
             import numpy as np

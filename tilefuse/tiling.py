@@ -306,10 +306,11 @@ def _choose_order(plan: TilePlan, roles: _Roles, target: Target) -> TilePlan:
     k = min(tk.extent, SIM_K_STEPS * tk.block)
     misses = {}
     for order, group in (("row", 1), ("grouped", 8)):
-        programs = matmul_programs(tm.extent, tn.extent, k, tm.block, tn.block, tk.block,
-                                   roles.operand_bytes, order, group)  # fmt: skip
         # A few waves show the steady state; simulating every program costs seconds.
-        stats = simulate(programs[: SIM_WAVES * target.sm_count], target.l2_bytes, target.sm_count)
+        programs = matmul_programs(tm.extent, tn.extent, k, tm.block, tn.block, tk.block,
+                                   roles.operand_bytes, order, group,
+                                   SIM_WAVES * target.sm_count)  # fmt: skip
+        stats = simulate(programs, target.l2_bytes, target.sm_count)
         misses[order] = sum(o.hbm_bytes for o in stats.operands)
     if misses["grouped"] >= misses["row"]:
         return replace(plan, schedule_note=f"row order: L2 sim reads {misses['row'] / 2**20:.0f} MB "
@@ -426,3 +427,74 @@ def _plan_attention(graph: Graph, dims: SharedDims, target: Target, budget: int,
     # Three stages pipeline the K/V tile loads (the sweep: 0.72x -> 0.77x SDPA at d=128).
     stages = 3 if ebytes <= 2 else 2
     return TilePlan(tuple(tiles), warps, stages, ws * stages // 2, budget, regs, occ, True)
+
+
+# ---------------------------------------------------------------------------
+# Candidates for the optional autotuner
+# ---------------------------------------------------------------------------
+
+MAX_WARPS = 16
+
+
+def tile_candidates(
+    graph: Graph, dims: SharedDims, target: Target, smem_budget: int | None = None,
+    limit: int = 4,
+) -> list[TilePlan]:  # fmt: skip
+    """The model's plan first, then up to `limit - 1` neighbours within the budgets.
+
+    Neighbours change one launch or tile choice at a time: half and double the
+    warps; for pipelined loops one stage fewer or more (shared memory
+    permitting); for memory-bound groups half and double the block of the
+    first grid dim (the rows per program). The autotuner (`tilefuse.autotune`)
+    times them on the GPU; nothing here is needed for the default.
+    """
+    base = plan_tiles(graph, dims, target, smem_budget)
+    out = [base]
+    for cand in _neighbours(graph, dims, target, base):
+        if len(out) >= limit:
+            break
+        if cand not in out and cand.working_set <= base.smem_budget:
+            _check_no_split_reduction(graph, dims, cand)
+            out.append(cand)
+    return out
+
+
+def _neighbours(graph: Graph, dims: SharedDims, target: Target, base: TilePlan):
+    yield from _launch_neighbours(target, base)
+    if not base.contraction:
+        yield from _block_neighbours(graph, dims, target, base)
+
+
+def _launch_neighbours(target: Target, base: TilePlan):
+    """Half and double the warps; one pipeline stage fewer or more for loops."""
+    from dataclasses import replace
+
+    for warps in (base.num_warps * 2, base.num_warps // 2):
+        regs = math.ceil(base.regs_per_thread * base.num_warps / max(warps, 1))
+        if 2 <= warps <= MAX_WARPS and regs <= target.max_regs_per_thread:
+            yield replace(base, num_warps=warps, regs_per_thread=regs)
+    if base.loop_dims:
+        per_stage = base.working_set // base.num_stages
+        for stages in (base.num_stages - 1, base.num_stages + 1):
+            if stages >= 1:
+                yield replace(base, num_stages=stages, working_set=per_stage * stages)
+
+
+def _block_neighbours(graph: Graph, dims: SharedDims, target: Target, base: TilePlan):
+    """Half and double the block of the first grid dim (rows per program)."""
+    from dataclasses import replace
+
+    values = _values(graph, dims)
+    grid = {t.dim: t for t in base.dims if t.mode == GRID and t.programs > 1}
+    first = next((grid[d.id] for d in _grid_growth_order(graph, dims) if d.id in grid), None)
+    if first is None:
+        return
+    for block in (first.block * 2, first.block // 2):
+        if not 1 <= block <= pow2(first.extent):
+            continue
+        blocks = {t.dim: (block if t.dim == first.dim else t.block) for t in base.dims}
+        fits, warps, regs, occ = _fit(target, values, blocks, base.smem_budget)
+        if fits:
+            tiles = tuple(replace(t, block=blocks[t.dim]) for t in base.dims)
+            yield replace(base, dims=tiles, num_warps=warps, regs_per_thread=regs,
+                          occupancy=occ, working_set=_working_set(values, blocks))  # fmt: skip

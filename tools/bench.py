@@ -113,6 +113,9 @@ class Result:
     per_kernel: list[dict] = field(default_factory=list)
     sdpa_ms: float | None = None
     """torch's scaled_dot_product_attention (cuDNN/flash), for attention cases."""
+    tuned_ms: float | None = None
+    """With `--autotune`: the program built from each kernel's fastest candidate."""
+    tune_s: float | None = None
 
     @property
     def gbps(self) -> float:
@@ -175,7 +178,7 @@ def measure_ceilings(gpu: bool) -> dict[str, float]:
     return {"copy_Bps": 2 * 256 * 1024 * 1024 * 4 / (ms * 1e-3), "matmul_flops": 2 * n**3 / (mm * 1e-3)}
 
 
-def run_case(case: Case, gpu: bool, use_compile: bool, seed: int) -> Result:
+def run_case(case: Case, gpu: bool, use_compile: bool, seed: int, tune: bool = False) -> Result:
     from tilefuse.bench import measured_kernels, predicted_kernels
     from tilefuse.dialects.tilefuse import GroupOp
 
@@ -232,8 +235,23 @@ def run_case(case: Case, gpu: bool, use_compile: bool, seed: int) -> Result:
                 per_kernel.append({"kernel": name, "flops": g.attributes["flops"].value.data,
                                    "bytes": g.attributes["fused_bytes"].value.data,
                                    "measured_s": measured.get(name), "predicted_s": predicted.get(name)})  # fmt: skip
+    tuned_ms = tune_s = None
+    if tune and gpu:
+        from tilefuse.autotune import autotune
+
+        start = time.perf_counter()
+        tuned, picked = autotune(path, inputs, "h200", case.dims, case.dtype,
+                                 timer=lambda fn: timer(fn, gpu) * 1e-3)  # fmt: skip
+        tune_s = time.perf_counter() - start
+        for o, t in zip(ours, tuned(*inputs), strict=True):
+            e = relative_error(t.float().cpu().numpy(), o.float().cpu().numpy())
+            if not e <= tolerance(case.dtype) * 4:
+                print(f"{case.name}: MISMATCH: autotuned vs default {e:.2e}", file=sys.stderr)
+        tuned_ms = timer(lambda: tuned(*inputs), gpu)
+        print(f"{case.name}: {picked.format()}", file=sys.stderr)
     return Result(case.name, ours_ms, eager_ms, compiled_ms, min_bytes, flops, kernels_ours,
-                  kernels_compiled, compile_ours, compile_torch, err, per_kernel, sdpa_ms)  # fmt: skip
+                  kernels_compiled, compile_ours, compile_torch, err, per_kernel, sdpa_ms,
+                  tuned_ms, tune_s)  # fmt: skip
 
 
 def table(results: list[Result], ceilings: dict[str, float], cases: dict[str, Case]) -> str:
@@ -255,6 +273,13 @@ def table(results: list[Result], ceilings: dict[str, float], cases: dict[str, Ca
         lines.append(f"{r.case:<22} {r.ours_ms:9.3f} {r.eager_ms:8.3f} {comp} {ratio:7.2f}x "
                      f"{r.gbps:7.0f} {tflops:7.1f} {ceil:6.1f}% {r.kernels_ours:5d} {kcomp} "
                      f"{r.compile_ours_s:6.1f} {tcs} {r.max_rel_error:8.1e}")  # fmt: skip
+    tuned = [r for r in results if r.tuned_ms]
+    if tuned:
+        lines += ["", f"{'autotuned (optional)':<22} {'ms':>9} {'vs default':>10} {'vs comp':>8} {'tune s':>7}"]
+        for r in tuned:
+            ratio = r.compiled_ms / r.tuned_ms if r.compiled_ms else float("nan")
+            lines.append(f"{r.case:<22} {r.tuned_ms:9.3f} {r.ours_ms / r.tuned_ms:9.2f}x "
+                         f"{ratio:7.2f}x {r.tune_s:7.1f}")  # fmt: skip
     return "\n".join(lines)
 
 
@@ -301,6 +326,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", help="write results here")
     p.add_argument("--png", help="write the roofline plot here")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--autotune", action="store_true",
+                   help="also time each case autotuned (tilefuse.autotune; GPU)")  # fmt: skip
     args = p.parse_args(argv)
     gpu = torch.cuda.is_available()
     cases = QUICK if args.quick or not gpu else CASES
@@ -310,7 +337,8 @@ def main(argv: list[str] | None = None) -> int:
     ceilings = measure_ceilings(gpu)
     results = []
     for case in cases:
-        results.append(run_case(case, gpu, use_compile=gpu and not args.no_compile, seed=args.seed))
+        results.append(run_case(case, gpu, use_compile=gpu and not args.no_compile, seed=args.seed,
+                                tune=args.autotune))  # fmt: skip
         print(f"  done {case.name}", file=sys.stderr, flush=True)
     by_name = {c.name: c for c in cases}
     header = (f"device: {torch.cuda.get_device_name() if gpu else 'CPU (Triton interpreter)'}; "

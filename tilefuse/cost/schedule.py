@@ -191,9 +191,11 @@ def matmul_programs(
     elem_bytes: int,
     order: str = "grouped",
     group_m: int = 8,
+    count: int | None = None,
 ) -> list[list[list[TileAccess]]]:
     """
-    The programs of a tiled `M x K` by `K x N` matmul, in launch order.
+    The programs of a tiled `M x K` by `K x N` matmul, in launch order (the
+    first `count` of them, if given).
 
     Program (i, j) computes output tile (i, j); its step k reads A tile (i, k)
     and B tile (k, j). Edge tiles count at their true, smaller size. Output
@@ -216,7 +218,7 @@ def matmul_programs(
     ]
     return [
         [[a_tiles[i][k], b_tiles[k][j]] for k in range(grid_k)]
-        for i, j in program_order(grid_m, grid_n, order, group_m)
+        for i, j in program_order(grid_m, grid_n, order, group_m)[:count]
     ]
 
 

@@ -72,7 +72,7 @@ from tilefuse.dataflow import (
 from tilefuse.diagnostics import CompileError, op_location, warn
 from tilefuse.dialects.tilefuse import GroupOp, LoadOp, StoreOp, TileGridOp, YieldOp
 from tilefuse.patterns import OnlineSoftmax, find_online_softmax
-from tilefuse.tiling import GRID, WHOLE, TilePlan, TilingRefused, plan_tiles
+from tilefuse.tiling import GRID, WHOLE, TilePlan, TilingRefused, plan_tiles, tile_candidates
 
 IDENTITY = {
     arith.AddfOp: 0.0, arith.MulfOp: 1.0, arith.MaximumfOp: float("-inf"),
@@ -111,7 +111,16 @@ def tile_group(group: GroupOp, target, budget: int | None) -> TilePlan:
         raise CompileError.at(group, "has no linalg op to tile")
     dims = shared_dims(graph, graph.nodes)
     _check_dims(graph, dims)
-    plan = plan_tiles(graph, dims, target, budget)
+    if (choice := group.attributes.get("tile_candidate")) is None:
+        plan = plan_tiles(graph, dims, target, budget)
+    else:
+        # the autotuner's pick among the model's candidates (tiling.tile_candidates)
+        candidates = tile_candidates(graph, dims, target, budget)
+        index = choice.value.data
+        if not 0 <= index < len(candidates):
+            raise CompileError.at(group, f"has tile_candidate {index}, but only "
+                                  f"{len(candidates)} candidates")  # fmt: skip
+        plan = candidates[index]
     if len(plan.loop_dims) > 1 and not plan.contraction:
         raise TilingRefused(
             "cannot tile: more than one looped dim in one group", op_location(group)

@@ -11,7 +11,8 @@ order; bf16 arguments arrive as float32 and are cast) or are drawn at random
 (`--seed N`, standard normal). `--check` compares every output with the
 reference evaluator and exits 1 on a mismatch; `--save-outputs OUT.npz` writes
 `out0`, ... (bf16 as float32); `--bench` (GPU only) times the program and each
-kernel next to the cost model's prediction.
+kernel next to the cost model's prediction; `--autotune` (GPU only) times the
+model's top tile candidates of each kernel and keeps the fastest (cached).
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed for random inputs")
     p.add_argument("--check", action="store_true", help="compare with the reference")
     p.add_argument("--bench", action="store_true", help="time the kernels (GPU)")
+    p.add_argument("--autotune", action="store_true",
+                   help="time the model's top tile candidates per kernel, keep the fastest (GPU; cached)")  # fmt: skip
     p.add_argument("--set-dim", action="append", default=[], metavar="NAME=SIZE")
     p.add_argument("--set-dtype", metavar="TYPE")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -84,10 +87,18 @@ def run(args: argparse.Namespace) -> int:
 
     dims = parse_dim_options(args.set_dim)
     module = load_program(args.file, dims, args.set_dtype)
-    prog = compile(args.file, args.target, dims, args.set_dtype)
     device = "cuda" if gpu_available() else "cpu"
     inputs = load_inputs(args, module)
     tensors = to_torch(inputs, module, device)
+    if args.autotune and device == "cuda":
+        from tilefuse.autotune import autotune
+
+        prog, tuned = autotune(args.file, tensors, args.target, dims, args.set_dtype)
+        print(tuned.format())
+    else:
+        if args.autotune:
+            print("--autotune needs a GPU: using the model's tiles")
+        prog = compile(args.file, args.target, dims, args.set_dtype)
     start = time.perf_counter()
     outputs = prog(*tensors)
     if device == "cuda":

@@ -1,0 +1,102 @@
+"""The optional autotuner: candidates, picks, the cache, and numerics of every candidate."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from tilefuse import autotune as at
+from tilefuse.cost.target import get_target
+from tilefuse.dataflow import build_graph, shared_dims
+from tilefuse.program import load_program, random_inputs, relative_error, tolerance
+from tilefuse.reference import evaluate
+from tilefuse.tiling import plan_tiles, tile_candidates
+
+SAMPLES = Path(__file__).parent.parent / "samples"
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TILEFUSE_CACHE", str(tmp_path))
+
+
+def front(name, dims=None, dtype=None):
+    module = load_program(SAMPLES / f"{name}.mlir", dims, dtype)
+    from tilefuse.passes.fusion_groups import FusionGroupsPass
+    from tilefuse.passes.linalg_generalize import LinalgGeneralizePass
+    from tilefuse.universe import make_context
+
+    for p in (LinalgGeneralizePass(), FusionGroupsPass()):
+        p.apply(make_context(), module)
+    return module
+
+
+@pytest.mark.parametrize(
+    ("name", "dims"),
+    [("layernorm", {"M": 16384, "N": 4096}), ("linear_bias_relu", {"M": 8192, "K": 4096, "N": 4096})],
+)
+def test_candidates_start_with_the_model_plan_and_fit(name, dims):
+    h200 = get_target("h200")
+    (group,) = at._groups(front(name, dims, "bf16"))
+    graph = build_graph(group.entry)
+    sd = shared_dims(graph, graph.nodes)
+    cands = tile_candidates(graph, sd, h200, limit=4)
+    assert cands[0] == plan_tiles(graph, sd, h200)
+    assert 2 <= len(cands) <= 4 and len(set(cands)) == len(cands)
+    for c in cands:
+        assert c.working_set <= h200.smem_per_block
+        assert c.regs_per_thread <= h200.max_regs_per_thread
+
+
+def inputs_for(name, dims=None, dtype=None):
+    module = load_program(SAMPLES / f"{name}.mlir", dims, dtype)
+    arrays = random_inputs(module, 3)
+    return module, arrays, [torch.from_numpy(np.asarray(a, np.float32)) for a in arrays]
+
+
+@pytest.mark.parametrize("name", ["softmax", "linear_bias_relu", "four_layernorms"])
+def test_every_candidate_computes_the_same(name):
+    module, arrays, tensors = inputs_for(name)
+    f = front(name)
+    counts = at._candidate_counts(f, "h200", at.DEFAULT_LIMIT)
+    refs = evaluate(module, arrays)
+    for i in range(max(counts.values())):
+        picks = {n: i for n, c in counts.items() if c > i}
+        prog = at._build(f, picks, "h200", horizontal=True)
+        for out, ref in zip(prog(*tensors), refs, strict=True):
+            assert relative_error(out.numpy(), ref) <= tolerance("f32"), (name, i)
+
+
+def test_picks_the_fastest_and_caches():
+    _, _, tensors = inputs_for("softmax")
+    calls = []
+
+    def timer(fn):
+        # pretend the last candidate tried is always the fastest
+        fn()
+        calls.append(fn)
+        return 1.0 / len(calls)
+
+    prog, result = at.autotune(SAMPLES / "softmax.mlir", tensors, timer=timer)
+    assert not result.cached and len(calls) >= 2
+    (name,) = result.picks
+    assert result.picks[name] == len(result.times[name]) - 1
+    assert "candidate" in result.format()
+    # the second call reads the cache: nothing timed, same program
+    again, cached = at.autotune(SAMPLES / "softmax.mlir", tensors, timer=timer)
+    assert cached.cached and cached.picks == result.picks and len(calls) == len(result.times[name])
+    assert again.source == prog.source
+    assert "tile_candidate" in str(again.module)
+
+
+def test_out_of_range_candidate_is_an_error():
+    from xdsl.dialects.builtin import IntegerAttr, i64
+
+    from tilefuse.diagnostics import CompileError
+
+    f = front("relu_add")
+    (g,) = at._groups(f)
+    g.attributes["tile_candidate"] = IntegerAttr(99, i64)
+    with pytest.raises(CompileError, match="has tile_candidate 99, but only"):
+        at._build(f, {}, "h200", horizontal=False)
