@@ -21,6 +21,7 @@ the report can show it.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -294,8 +295,6 @@ def _choose_order(plan: TilePlan, roles: _Roles, target: Target) -> TilePlan:
     """Grouped program order when the tile-scheduler simulation says it saves HBM reads."""
     from dataclasses import replace
 
-    from tilefuse.cost.schedule import matmul_programs, simulate
-
     grid_ids = [t.dim for t in plan.dims if t.mode == GRID]
     tiles = {t.dim: t for t in plan.dims}
     if roles.m is None or roles.n is None:
@@ -304,14 +303,8 @@ def _choose_order(plan: TilePlan, roles: _Roles, target: Target) -> TilePlan:
     if tm.programs < 2 or tn.programs < 2:
         return plan
     k = min(tk.extent, SIM_K_STEPS * tk.block)
-    misses = {}
-    for order, group in (("row", 1), ("grouped", 8)):
-        # A few waves show the steady state; simulating every program costs seconds.
-        programs = matmul_programs(tm.extent, tn.extent, k, tm.block, tn.block, tk.block,
-                                   roles.operand_bytes, order, group,
-                                   SIM_WAVES * target.sm_count)  # fmt: skip
-        stats = simulate(programs, target.l2_bytes, target.sm_count)
-        misses[order] = sum(o.hbm_bytes for o in stats.operands)
+    misses = _order_misses(tm.extent, tn.extent, k, tm.block, tn.block, tk.block,
+                           roles.operand_bytes, target.l2_bytes, target.sm_count)  # fmt: skip
     if misses["grouped"] >= misses["row"]:
         return replace(plan, schedule_note=f"row order: L2 sim reads {misses['row'] / 2**20:.0f} MB "
                        f"vs {misses['grouped'] / 2**20:.0f} MB grouped")  # fmt: skip
@@ -319,6 +312,22 @@ def _choose_order(plan: TilePlan, roles: _Roles, target: Target) -> TilePlan:
     note = (f"grouped order (8 rows): L2 sim reads {misses['grouped'] / 2**20:.0f} MB "
             f"vs {misses['row'] / 2**20:.0f} MB row-major in the first {SIM_WAVES} waves")  # fmt: skip
     return replace(plan, swizzle=swizzle, group_m=8, schedule_note=note)
+
+
+@functools.lru_cache(maxsize=256)
+def _order_misses(m, n, k, bm, bn, bk, operand_bytes, l2_bytes, sm_count) -> dict[str, int]:
+    """Simulated HBM bytes of the first waves in row and grouped order (memoised:
+    a model's layers repeat the same matmul shapes)."""
+    from tilefuse.cost.schedule import matmul_programs, simulate
+
+    misses = {}
+    for order, group in (("row", 1), ("grouped", 8)):
+        # A few waves show the steady state; simulating every program costs seconds.
+        programs = matmul_programs(m, n, k, bm, bn, bk, operand_bytes, order, group,
+                                   SIM_WAVES * sm_count)  # fmt: skip
+        stats = simulate(programs, l2_bytes, sm_count)
+        misses[order] = sum(o.hbm_bytes for o in stats.operands)
+    return misses
 
 
 def _mma_sizes(ext: dict[int, int], dim: int | None) -> list[int]:
