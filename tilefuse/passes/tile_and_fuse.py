@@ -15,6 +15,10 @@ Runs after `fusion-groups`. For every group:
    fallback for rows longer than the budget). A reduction over a looped dim
    becomes an `scf.for` carrying the accumulator, its initial value (the `fill`)
    computed before the loop (llvm/llvm-project#58398 puts it inside; we must not).
+   A sum, max or min over the one looped dim keeps one partial per lane of the
+   chunk (elementwise in the loop, starting from the combiner's identity) and
+   combines the lanes with the initial value once after the loop, so no
+   cross-thread reduction runs per chunk.
 3. Mask edge tiles: a reduction over a dim whose tiles can be partial gets
    `select(index < extent, x, identity)` before its combiner, so the padding
    that loads read as zero never reaches a result. Contractions read their
@@ -167,6 +171,27 @@ def _product(block: Block) -> SSAValue:
     mul = arith.MulfOp(block.args[0], block.args[1])
     block.add_op(mul)
     return mul.result
+
+
+LANE_IDENTITY = {arith.AddfOp: 0.0, arith.MaximumfOp: float("-inf"),
+                 arith.MinimumfOp: float("inf"), arith.MaxnumfOp: float("-inf"),
+                 arith.MinnumfOp: float("inf")}  # fmt: skip
+
+
+def lane_combiner(node: Node) -> type | None:
+    """The combiner op class of a one-result reduction whose payload ends in
+    `acc <op> x` with the accumulator used nowhere else, or None."""
+    s = node.s
+    if node.kind == CONTRACTION or len(s.outputs) != 1:
+        return None
+    acc = s.payload.args[-1]
+    yielded = s.payload.last_op.operands[0]
+    op = yielded.owner
+    if not isinstance(op, Operation) or type(op) not in LANE_IDENTITY:
+        return None
+    if acc not in op.operands or len(list(acc.uses)) != 1:
+        return None
+    return type(op)
 
 
 class TileProgramBuilder:
@@ -407,9 +432,47 @@ class TileProgramBuilder:
         """A reduction over looped dims: nested scf.for over chunks, init outside."""
         s = node.s
         inits = [self.materialize(v, outer, outer) for v in s.outputs]
-        results = self._reduction_loop(node, 0, outer, outer, inits)
+        results = self._lane_reduction(node, outer, inits)
+        if results is None:
+            results = self._reduction_loop(node, 0, outer, outer, inits)
         for old, new in zip(node.op.results, results, strict=True):
             outer.memo[old] = new
+
+    def _lane_reduction(self, node: Node, outer: _Scope, inits: list[SSAValue]) -> list[SSAValue] | None:
+        """The lane-wise form of a sum/max/min over the one looped dim (module doc, 3.)."""
+        combiner = lane_combiner(node)
+        if combiner is None or len(self.loops) != 1 or len(inits) != 1:
+            return None
+        (t,) = self.loops
+        n = node.s.num_loops
+        et = node.s.outputs[0].type.get_element_type()
+        lane_dims = [self.dims.of[(node.index, d)] for d in range(n)]
+        lane_type = TensorType(et, [self._block_of(d, outer) for d in lane_dims])
+        identity = arith.ConstantOp(FloatAttr(LANE_IDENTITY[combiner], et))
+        outer.block.add_op(identity)
+        lanes = self._pointwise(outer, [identity.result], lane_type, lambda b: b.args[0],
+                                [[]], list(range(n)))  # fmt: skip
+        body = Block(arg_types=[IndexType(), lane_type])
+        inner = _Scope(body, {t.dim: body.args[0]})
+        inputs = self.inputs_of(node, inner, outer)
+        maps = [*list(node.op.indexing_maps)[: len(inputs)], AffineMapAttr(AffineMap.identity(n))]
+        parallel = [IteratorTypeAttr(IteratorType.PARALLEL)] * n
+        step = self._tiled_generic(node, inputs, [body.args[1]], inner, (maps, parallel, [lane_type]))
+        body.add_ops([step, scf.YieldOp(step.results[0])])
+        loop = scf.ForOp(self._index(outer, 0), self._index(outer, t.extent),
+                         self._index(outer, t.block), [lanes], Region(body))  # fmt: skip
+        outer.block.add_op(loop)
+        combine = Block(arg_types=[et, et])
+        op = combiner(combine.args[0], combine.args[1])
+        combine.add_ops([op, linalg.YieldOp(op.results[0])])
+        final = linalg.GenericOp(
+            [loop.results[0]], inits, Region(combine),
+            [AffineMapAttr(AffineMap.identity(n)), node.op.indexing_maps.data[-1]],
+            node.op.iterator_types, [self.tile_type(node.op.results[0], outer)],
+        )  # fmt: skip
+        final.location = node.op.location
+        outer.block.add_op(final)
+        return [final.results[0]]
 
     def _reduction_loop(
         self, node: Node, level: int, scope: _Scope, outer: _Scope, carried: list[SSAValue]
@@ -432,8 +495,11 @@ class TileProgramBuilder:
         return list(loop.results)
 
     def _tiled_generic(
-        self, node: Node, inputs: list[SSAValue], outs: list[SSAValue], scope: _Scope
+        self, node: Node, inputs: list[SSAValue], outs: list[SSAValue], scope: _Scope,
+        form: tuple | None = None,
     ) -> linalg.GenericOp:
+        """`node` on tiles; `form` = (indexing maps, iterator types, result types)
+        replaces the op's own (the lane-wise step of a looped reduction)."""
         s = node.s
         body = Region()
         captured = {
@@ -448,10 +514,11 @@ class TileProgramBuilder:
             self._mask_partial_reductions(node, body.block, scope)
         if node in self.masked_exp:
             self._mask_partial_outputs(node, body.block, scope)
+        maps, iterators = node.op.indexing_maps, node.op.iterator_types
         result_types = [self.tile_type(r, scope) for r in node.op.results]
-        generic = linalg.GenericOp(
-            inputs, outs, body, node.op.indexing_maps, node.op.iterator_types, result_types
-        )
+        if form is not None:
+            maps, iterators, result_types = form
+        generic = linalg.GenericOp(inputs, outs, body, maps, iterators, result_types)
         generic.location = node.op.location
         return generic
 

@@ -4,7 +4,8 @@
 // Row sum with a fill init. With the whole row in the tile, the reduction is
 // one op on a 8x512 tile, masked past column 300. With a 2 KB budget the row
 // is looped in chunks and the fill stays OUTSIDE the loop (llvm/llvm-project#58398
-// puts it inside and recomputes the init every iteration).
+// puts it inside and recomputes the init every iteration); inside, each lane
+// of the chunk adds to its own partial sum.
 
 // CHECK-LABEL: func.func @row_sum
 // CHECK:       tilefuse.tile_grid [5] outs
@@ -22,14 +23,20 @@
 // LOOP-LABEL: func.func @row_sum
 // LOOP:       tilefuse.tile_grid
 // LOOP:         %[[INIT:.*]] = linalg.generic {{.*}} ins(%{{.*}} : f32) outs(%{{.*}} : tensor<1xf32>)
-// LOOP:         %[[SUM:.*]] = scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[ACC:.*]] = %[[INIT]]) -> (tensor<1xf32>) {
+// The sum is kept per lane of the chunk (from the identity), combined after the loop.
+// LOOP:         %[[LANES:.*]] = linalg.generic {{.*}} ins(%{{.*}} : f32) outs(%{{.*}} : tensor<1x256xf32>)
+// LOOP:         %[[SUM:.*]] = scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[ACC:.*]] = %[[LANES]]) -> (tensor<1x256xf32>) {
 // LOOP-NOT:       ins(%{{.*}} : f32)
-// LOOP:           %[[X:.*]] = tilefuse.load %{{.*}}[%{{.*}}, %[[K]]] : tensor<37x300xf32> -> tensor<1x{{[0-9]+}}xf32>
-// LOOP:           %[[R:.*]] = linalg.generic {{.*}} ins(%[[X]] : {{.*}}) outs(%[[ACC]] : tensor<1xf32>)
+// LOOP:           %[[X:.*]] = tilefuse.load %{{.*}}[%{{.*}}, %[[K]]] : tensor<37x300xf32> -> tensor<1x256xf32>
+// LOOP:           %[[R:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]} ins(%[[X]] : {{.*}}) outs(%[[ACC]] : tensor<1x256xf32>)
 // LOOP:             linalg.index 1
 // LOOP-NEXT:        arith.addi %{{.*}}, %[[K]] : index
-// LOOP:           scf.yield %[[R]] : tensor<1xf32>
-// LOOP:         tilefuse.store %[[SUM]]
+// LOOP:             arith.select
+// LOOP:           scf.yield %[[R]] : tensor<1x256xf32>
+// LOOP:         %[[TOTAL:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[SUM]] : tensor<1x256xf32>) outs(%[[INIT]] : tensor<1xf32>)
+// LOOP-NEXT:    ^bb0(%[[L:.*]]: f32, %[[A:.*]]: f32):
+// LOOP-NEXT:      arith.addf %[[L]], %[[A]] : f32
+// LOOP:         tilefuse.store %[[TOTAL]]
 func.func @row_sum(%x: tensor<37x300xf32>) -> tensor<37xf32> {
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<37xf32>

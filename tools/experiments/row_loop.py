@@ -1,0 +1,89 @@
+"""
+Whole rows in registers vs rows looped in chunks (Inductor's looped reduction:
+one pass per reduction, re-reads served by L2), for row-reduction samples.
+
+    python tools/experiments/row_loop.py layernorm:M=16384:N=4096:f32
+
+For each case, in one process: the default plan, then `tile-and-fuse` with a
+smaller shared-memory budget (which makes the planner loop the row in chunks),
+with and without Inductor's L2 hints on the row loads (`evict_last` on the
+passes that are read again, `evict_first` on the last), beside torch.compile.
+"""
+
+import re
+import sys
+
+import torch
+import triton.testing
+
+sys.path.insert(0, ".")
+sys.path.insert(0, "tools")
+from torch_models import MODELS
+
+from tilefuse.backend.emit_triton import emit_triton
+from tilefuse.passes.flash_attention import FlashAttentionPass
+from tilefuse.passes.fusion_groups import FusionGroupsPass
+from tilefuse.passes.linalg_generalize import LinalgGeneralizePass
+from tilefuse.passes.tile_and_fuse import TileAndFusePass
+from tilefuse.program import load_program
+from tilefuse.reference import entry_function
+from tilefuse.runtime import import_source
+from tilefuse.specialize import read_header
+from tilefuse.universe import make_context
+
+DT = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
+
+
+def source(path, dims, dtype, budget):
+    module = load_program(path, dims, dtype)
+    ctx = make_context()
+    for p in (LinalgGeneralizePass(), FlashAttentionPass(), FusionGroupsPass(),
+              TileAndFusePass(smem_budget=budget)):  # fmt: skip
+        p.apply(ctx, module)
+    return emit_triton(module), entry_function(module).sym_name.data
+
+
+def with_hints(src):
+    """evict_last on every load of the row (in0) but the last, evict_first on that."""
+    loads = [m.start() for m in re.finditer(r"tl\.load\(in0_ptr", src)]
+    for k, start in reversed(list(enumerate(loads))):
+        end = src.index(")", src.index("in0_s1", start))
+        hint = "evict_first" if k == len(loads) - 1 else "evict_last"
+        src = src[:end] + f', eviction_policy="{hint}"' + src[end:]
+    return src
+
+
+def main():
+    for spec in sys.argv[1:]:
+        name, *rest = spec.split(":")
+        dtype = rest[-1]
+        dims = {k: int(v) for k, v in (x.split("=") for x in rest[:-1])}
+        path = f"samples/{name}.mlir"
+        module = load_program(path, dims, dtype)
+        args = [torch.randn(tuple(t.get_shape()), device="cuda").to(DT[dtype])
+                for t in entry_function(module).function_type.inputs.data]  # fmt: skip
+        alldims = {**read_header(open(path).read()).dims, **dims}
+        model = MODELS[name]
+        torch._dynamo.reset()
+        compiled = torch.compile(lambda *a, model=model, alldims=alldims: model(*a, dims=alldims))
+        ref = compiled(*args)
+        ref = ref if isinstance(ref, tuple) else (ref,)
+        nbytes = sum(a.numel() * a.element_size() for a in (*args, *ref))
+        tc = triton.testing.do_bench(lambda: compiled(*args), return_mode="median")
+        print(f"{spec}: torch.compile {tc:.4f} ms ({nbytes / tc / 1e6:.0f} GB/s)")
+        for budget in (0, 32768, 16384, 8192):
+            src, fn = source(path, dims, dtype, budget)
+            tile = next(line for line in src.splitlines() if line.startswith("# tile"))
+            for hinted in (False, True) if budget else (False,):
+                f = getattr(import_source(with_hints(src) if hinted else src), fn)
+                out = f(*args)
+                out = out if isinstance(out, tuple) else (out,)
+                err = max((o.float() - r.float()).norm() / r.float().norm() for o, r in zip(out, ref))
+                ms = triton.testing.do_bench(lambda f=f: f(*args), return_mode="median")
+                label = f"budget {budget or 'default'}{' +hints' if hinted else ''}"
+                print(f"    {label:<20} {ms:.4f} ms ({nbytes / ms / 1e6:.0f} GB/s, {tc / ms:.2f}x compile, "
+                      f"err {err:.1e}) {tile[2:60]}")
+
+
+if __name__ == "__main__":
+    main()
