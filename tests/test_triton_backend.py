@@ -201,3 +201,42 @@ def test_lane_wise_looped_reductions_in_kernels(case):
     outs = outs if isinstance(outs, tuple) else (outs,)
     for out, ref in zip(outs, refs, strict=True):
         assert relative_error(out.numpy(), ref) <= 1e-5
+
+
+TWO_K = """
+func.func @two_k(%a: tensor<3x20x100xf32>, %w: tensor<3x100x24xf32>) -> tensor<20x24xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<20x24xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<20x24xf32>) -> tensor<20x24xf32>
+  %o = linalg.generic {
+      indexing_maps = [affine_map<(s, n, h, d) -> (h, s, d)>,
+                       affine_map<(s, n, h, d) -> (h, d, n)>,
+                       affine_map<(s, n, h, d) -> (s, n)>],
+      iterator_types = ["parallel", "parallel", "reduction", "reduction"]}
+      ins(%a, %w : tensor<3x20x100xf32>, tensor<3x100x24xf32>) outs(%f : tensor<20x24xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<20x24xf32>
+  func.return %o : tensor<20x24xf32>
+}
+"""
+
+
+def test_two_k_dims_share_one_flat_loop():
+    """K = heads x head dim: one loop over every (head, chunk) pair, split by div/mod."""
+    prog = run_and_compare_text(TWO_K)
+    body = prog.source[prog.source.index("def fused_kernel_0"):]
+    assert body.count("for ") == 1 and " // " in body and " % " in body
+    assert re.search(r"for \w+ in range\(0, 12, 1\)", body)  # 3 heads x 4 chunks of 32
+
+
+def run_and_compare_text(text):
+    prog = compile(text)
+    module = load_program(text)
+    inputs = random_inputs(module, 5)
+    outs = prog(*[torch.from_numpy(np.asarray(x, np.float32)) for x in inputs])
+    for out, ref in zip(outs, evaluate(module, inputs), strict=True):
+        assert relative_error(out.numpy(), ref) <= 1e-5
+    return prog

@@ -73,6 +73,7 @@ BINARY = {arith.AddfOp: "({} + {})", arith.SubfOp: "({} - {})", arith.MulfOp: "(
           arith.MinimumfOp: "tl.minimum({}, {})", arith.MaxnumfOp: "tl.maximum({}, {})",
           arith.MinnumfOp: "tl.minimum({}, {})", arith.AddiOp: "({} + {})",
           arith.SubiOp: "({} - {})", arith.MuliOp: "({} * {})", arith.AndIOp: "({} & {})",
+          arith.DivSIOp: "({} // {})", arith.RemSIOp: "({} % {})",
           arith.OrIOp: "({} | {})", mathd.PowFOp: "tl.exp({1} * tl.log({0}))"}  # fmt: skip
 UNARY = {arith.NegfOp: "(-{})", mathd.ExpOp: "tl.exp({})", mathd.Exp2Op: "tl.exp2({})",
          mathd.LogOp: "tl.log({})", mathd.Log2Op: "tl.log2({})",

@@ -42,6 +42,7 @@ Runs after `fusion-groups`. For every group:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
@@ -477,20 +478,42 @@ class TileProgramBuilder:
     def _reduction_loop(
         self, node: Node, level: int, scope: _Scope, outer: _Scope, carried: list[SSAValue]
     ) -> list[SSAValue]:
-        t = self.loops[level]
-        lb, ub = self._index(scope, 0), self._index(scope, t.extent)
-        step = self._index(scope, t.block)
+        """One `scf.for` over the chunks of every looped dim at once.
+
+        Several looped dims (a contraction over heads x head dim) share one flat
+        loop whose index is split into each dim's chunk by div/mod, so Triton
+        pipelines the whole K range instead of restarting a short pipeline per
+        outer iteration.
+        """
         body = Block(arg_types=[IndexType(), *[v.type for v in carried]])
-        inner = _Scope(body, {**scope.loop_offsets, t.dim: body.args[0]})
-        if level + 1 < len(self.loops):
-            results = self._reduction_loop(node, level + 1, inner, outer, list(body.args[1:]))
-        else:
-            inputs = self.inputs_of(node, inner, outer)
-            generic = self._tiled_generic(node, inputs, list(body.args[1:]), inner)
-            body.add_op(generic)
-            results = list(generic.results)
-        body.add_op(scf.YieldOp(*results))
-        loop = scf.ForOp(lb, ub, step, carried, Region(body))
+        if len(self.loops) == 1:
+            (t,) = self.loops  # the iv is the chunk's offset
+            lb, ub, step = (self._index(scope, v) for v in (0, t.extent, t.block))
+            return self._reduction_body(node, scope, outer, carried, body, {t.dim: body.args[0]},
+                                        (lb, ub, step))  # fmt: skip
+        trips = [-(-t.extent // t.block) for t in self.loops]
+        flat = body.args[0]
+        offsets = {}
+        for i, t in enumerate(self.loops):
+            inner_count, chunk = math.prod(trips[i + 1 :]), flat
+            if inner_count > 1:
+                div = arith.DivSIOp(chunk, self._index(_Scope(body, {}), inner_count))
+                body.add_op(div)
+                chunk = div.result
+            if i > 0:
+                rem = arith.RemSIOp(chunk, self._index(_Scope(body, {}), trips[i]))
+                body.add_op(rem)
+                chunk = rem.result
+            offsets[t.dim] = self._mul(_Scope(body, {}), chunk, t.block)
+        bounds = (self._index(scope, 0), self._index(scope, math.prod(trips)), self._index(scope, 1))
+        return self._reduction_body(node, scope, outer, carried, body, offsets, bounds)
+
+    def _reduction_body(self, node, scope, outer, carried, body, offsets, bounds) -> list[SSAValue]:
+        inner = _Scope(body, {**scope.loop_offsets, **offsets})
+        inputs = self.inputs_of(node, inner, outer)
+        generic = self._tiled_generic(node, inputs, list(body.args[1:]), inner)
+        body.add_ops([generic, scf.YieldOp(*generic.results)])
+        loop = scf.ForOp(*bounds, carried, Region(body))
         scope.block.add_op(loop)
         return list(loop.results)
 
