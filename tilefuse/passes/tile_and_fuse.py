@@ -77,7 +77,14 @@ from tilefuse.dataflow import (
 from tilefuse.diagnostics import CompileError, op_location, warn
 from tilefuse.dialects.tilefuse import GroupOp, LoadOp, StoreOp, TileGridOp, YieldOp
 from tilefuse.patterns import OnlineSoftmax, find_online_softmax
-from tilefuse.tiling import GRID, WHOLE, TilePlan, TilingRefused, plan_tiles, tile_candidates
+from tilefuse.tiling import (
+    GRID,
+    WHOLE,
+    TilePlan,
+    TilingRefused,
+    plan_tiles,
+    tile_candidates,
+)
 
 IDENTITY = {
     arith.AddfOp: 0.0, arith.MulfOp: 1.0, arith.MaximumfOp: float("-inf"),
