@@ -181,11 +181,6 @@ def _product(block: Block) -> SSAValue:
     return mul.result
 
 
-LANE_IDENTITY = {arith.AddfOp: 0.0, arith.MaximumfOp: float("-inf"),
-                 arith.MinimumfOp: float("inf"), arith.MaxnumfOp: float("-inf"),
-                 arith.MinnumfOp: float("inf")}  # fmt: skip
-
-
 def lane_combiner(node: Node) -> type | None:
     """The combiner op class of a one-result reduction whose payload ends in
     `acc <op> x` with the accumulator used nowhere else, or None."""
@@ -195,7 +190,7 @@ def lane_combiner(node: Node) -> type | None:
     acc = s.payload.args[-1]
     yielded = s.payload.last_op.operands[0]
     op = yielded.owner
-    if not isinstance(op, Operation) or type(op) not in LANE_IDENTITY:
+    if not isinstance(op, Operation) or type(op) not in IDENTITY or type(op) is arith.MulfOp:
         return None
     if acc not in op.operands or len(list(acc.uses)) != 1:
         return None
@@ -456,7 +451,7 @@ class TileProgramBuilder:
         et = node.s.outputs[0].type.get_element_type()
         lane_dims = [self.dims.of[(node.index, d)] for d in range(n)]
         lane_type = TensorType(et, [self._block_of(d, outer) for d in lane_dims])
-        identity = arith.ConstantOp(FloatAttr(LANE_IDENTITY[combiner], et))
+        identity = arith.ConstantOp(FloatAttr(IDENTITY[combiner], et))
         outer.block.add_op(identity)
         lanes = self._pointwise(outer, [identity.result], lane_type, lambda b: b.args[0],
                                 [[]], list(range(n)))  # fmt: skip
