@@ -177,20 +177,24 @@ def shared_dims(graph: Graph, nodes: Sequence[Node]) -> SharedDims:
         for i, value in enumerate(n.s.operands):
             if i >= len(n.s.inputs) and not n.s.payload.args[i].uses:
                 continue  # an init the payload never reads only carries a shape
-            p = graph.producer_of(value)
-            if p is not None and p.index in members:
-                result = list(p.op.results).index(value)
-                theirs = [(p.index, d) for d in p.s.operand_dims(len(p.s.inputs) + result)]
-            else:
-                theirs = [
-                    first_reader.setdefault((value, axis), (n.index, d))
-                    for axis, d in enumerate(n.s.operand_dims(i))
-                ]
+            theirs = _axis_owners(graph, members, first_reader, n, i, value)
             for mine, other in zip(n.s.operand_dims(i), theirs, strict=True):
                 if other[0] == n.index and other[1] != mine:
                     continue  # one op reading a tensor twice (a @ a^T): distinct loops
                 parent[find((n.index, mine))] = find(other)
     return _collect(nodes, parent, find)
+
+
+def _axis_owners(graph: Graph, members: set[int], first_reader: dict, n: Node, i: int,
+                 value: SSAValue) -> list[DimKey]:  # fmt: skip
+    """The loop dim each axis of operand `i` of `n` is unified with: the
+    producer's (inside the group) or the first reader's of that axis."""
+    p = graph.producer_of(value)
+    if p is not None and p.index in members:
+        result = list(p.op.results).index(value)
+        return [(p.index, d) for d in p.s.operand_dims(len(p.s.inputs) + result)]
+    return [first_reader.setdefault((value, axis), (n.index, d))
+            for axis, d in enumerate(n.s.operand_dims(i))]  # fmt: skip
 
 
 def _collect(nodes: Iterable[Node], parent: dict[DimKey, DimKey], find) -> SharedDims:

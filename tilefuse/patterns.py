@@ -129,13 +129,13 @@ def _same_reduced_dim(graph: Graph, a: Node, chain: list[Node], r: Node) -> bool
     return dims.of[(a.index, ja)] in reduced
 
 
-def _is_division_by(node: Node, e: SSAValue, l: SSAValue) -> bool:
-    if node.kind != POINTWISE or e not in node.s.inputs or l not in node.s.inputs:
+def _is_division_by(node: Node, e: SSAValue, row_sum: SSAValue) -> bool:
+    if node.kind != POINTWISE or e not in node.s.inputs or row_sum not in node.s.inputs:
         return False
     block = node.s.payload
     div = block.last_op.operands[0].owner if block.last_op else None
     args = dict(zip(node.s.inputs, block.args, strict=False))
-    return isinstance(div, arith.DivfOp) and div.lhs is args[e] and div.rhs is args[l]
+    return isinstance(div, arith.DivfOp) and div.lhs is args[e] and div.rhs is args[row_sum]
 
 
 def _score_chain(u_node: Node | None) -> tuple[Node, ...] | None:
@@ -164,9 +164,9 @@ def find_attention(graph: Graph) -> list[Attention]:
         if scores is None:
             continue
         for l_node in sums:
-            l = l_node.op.results[0]
+            row_sum = l_node.op.results[0]
             for p in sm.exp_node.consumers:
-                if not _is_division_by(p, e, l):
+                if not _is_division_by(p, e, row_sum):
                     continue
                 for o in p.consumers:
                     chain = [sm.exp_node, p]

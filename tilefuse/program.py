@@ -51,7 +51,7 @@ def random_inputs(module: ModuleOp, seed: int = 0, name: str | None = None) -> l
 
 
 def relative_error(out: np.ndarray, ref: np.ndarray) -> float:
-    """‖out − ref‖ / ‖ref‖ in float64; inf if `out` has a NaN where `ref` has none."""
+    """‖out - ref‖ / ‖ref‖ in float64; inf if `out` has a NaN where `ref` has none."""
     out64, ref64 = np.asarray(out, np.float64), np.asarray(ref, np.float64)
     if np.isnan(out64).any() and not np.isnan(ref64).any():
         return float("inf")

@@ -405,44 +405,55 @@ def _result_shape(op: Operation) -> tuple[int, ...]:
 def eval_op(op: Operation, env: Env) -> list[np.ndarray] | None:
     """Evaluate one op; returns the values of a terminator, else None."""
     if (s := as_structured(op)) is not None:
-        results = eval_structured(s, env)
-        for r, v in zip(op.results, results, strict=True):
-            env[r] = v
-    elif isinstance(op, tensor.EmptyOp):
-        env[op.tensor] = np.full(_result_shape(op), np.nan)
-    elif isinstance(op, tensor.ExtractSliceOp):
-        src = env[op.source][_slice_spec(op, env)]
-        env[op.result] = src.reshape(_result_shape(op)).copy()
-    elif isinstance(op, tensor.InsertSliceOp):
-        dest = env[op.dest].copy()
-        view = _slice_spec(op, env)
-        dest[view] = env[op.source].reshape(dest[view].shape)
-        env[op.result] = dest
-    elif isinstance(op, scf.ForOp):
-        _eval_for(op, env)
-    elif isinstance(op, tf.TileGridOp):
-        _eval_grid(op, env)
-    elif isinstance(op, tf.LoadOp):
-        env[op.result] = _load_tile(env[op.source], [int(env[o]) for o in op.offsets],
-                                    _result_shape(op))  # fmt: skip
-    elif isinstance(op, tf.StoreOp):
-        _store_tile(env[op.value], env[op.dest], [int(env[o]) for o in op.offsets])
-    elif isinstance(op, tf.GroupOp):
-        results = eval_block(op.entry, [env[v] for v in op.inputs], {})
-        for r, v in zip(op.results, results, strict=True):
-            env[r] = v
+        _bind(op, eval_structured(s, env), env)
     elif isinstance(op, func.ReturnOp | scf.YieldOp | tf.YieldOp):
         return [env[v] for v in op.operands]
-    elif isinstance(op, func.CallOp):
-        callee = _lookup(op, op.callee.root_reference.data)
-        results = eval_block(callee.body.block, [env[v] for v in op.arguments], {})
-        for r, v in zip(op.results, results, strict=True):
-            env[r] = v
+    elif type(op) in _HANDLERS:
+        _HANDLERS[type(op)](op, env)
     elif op.dialect_name() in ("arith", "math"):
         eval_scalar_op(op, env)
     else:
         raise CompileError.at(op, "is not supported by the reference evaluator")
     return None
+
+
+def _bind(op: Operation, values: Sequence[np.ndarray], env: Env) -> None:
+    for r, v in zip(op.results, values, strict=True):
+        env[r] = v
+
+
+def _eval_extract_slice(op: tensor.ExtractSliceOp, env: Env) -> None:
+    src = env[op.source][_slice_spec(op, env)]
+    env[op.result] = src.reshape(_result_shape(op)).copy()
+
+
+def _eval_insert_slice(op: tensor.InsertSliceOp, env: Env) -> None:
+    dest = env[op.dest].copy()
+    view = _slice_spec(op, env)
+    dest[view] = env[op.source].reshape(dest[view].shape)
+    env[op.result] = dest
+
+
+def _eval_call(op: func.CallOp, env: Env) -> None:
+    callee = _lookup(op, op.callee.root_reference.data)
+    _bind(op, eval_block(callee.body.block, [env[v] for v in op.arguments], {}), env)
+
+
+_HANDLERS = {
+    tensor.EmptyOp: lambda op, env: env.__setitem__(op.tensor, np.full(_result_shape(op), np.nan)),
+    tensor.ExtractSliceOp: _eval_extract_slice,
+    tensor.InsertSliceOp: _eval_insert_slice,
+    scf.ForOp: lambda op, env: _eval_for(op, env),
+    tf.TileGridOp: lambda op, env: _eval_grid(op, env),
+    tf.LoadOp: lambda op, env: env.__setitem__(
+        op.result, _load_tile(env[op.source], [int(env[o]) for o in op.offsets], _result_shape(op))),
+    tf.StoreOp: lambda op, env: _store_tile(
+        env[op.value], env[op.dest], [int(env[o]) for o in op.offsets]),
+    tf.GroupOp: lambda op, env: _bind(
+        op, eval_block(op.entry, [env[v] for v in op.inputs], {}), env),
+    func.CallOp: _eval_call,
+}  # fmt: skip
+"""Ops other than structured, terminators and scalars: one evaluator each."""
 
 
 def _tile_window(offsets: Sequence[int], tile: Sequence[int], full: Sequence[int]):

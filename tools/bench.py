@@ -77,15 +77,15 @@ CASES = [
     Case("rmsnorm_bf16", "rmsnorm", {"M": 16384, "N": 4096}, "bf16"),
     Case("four_layernorms_bf16", "four_layernorms", {"M": 16384, "N": 1024}, "bf16"),
     Case("linear_bf16", "linear_bias_relu", {"M": 8192, "K": 4096, "N": 4096}, "bf16", True,
-         {1: "K"}),  # fmt: skip
+         {1: "K"}),
     Case("mlp_bf16", "mlp", {"M": 8192, "D": 4096, "F": 16384}, "bf16", True,
-         {1: "D", 3: "F"}),  # fmt: skip
+         {1: "D", 3: "F"}),
     Case("attention_bf16", "attention", {"B": 4, "H": 32, "S": 4096, "D": 128}, "bf16", True),
     Case("attention_d64_bf16", "attention", {"B": 8, "H": 16, "S": 2048, "D": 64}, "bf16", True),
     Case("transformer_bf16", "transformer_block",
          {"S": 4096, "E": 4096, "H": 32, "Dh": 128, "F": 16384}, "bf16", True,
-         {3: "E", 4: "E", 5: "E", 6: "HDh", 9: "E", 11: "F"}),  # fmt: skip
-]
+         {3: "E", 4: "E", 5: "E", 6: "HDh", 9: "E", 11: "F"}),
+]  # fmt: skip
 
 QUICK = [
     Case("relu_add_f32", "relu_add", {"M": 64, "N": 96}, "f32"),
@@ -174,8 +174,23 @@ def measure_ceilings(gpu: bool) -> dict[str, float]:
     a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
     mm = timer(lambda: a @ b, True)
-    del x, y, a, b
     return {"copy_Bps": 2 * 256 * 1024 * 1024 * 4 / (ms * 1e-3), "matmul_flops": 2 * n**3 / (mm * 1e-3)}
+
+
+def tuned_run(case: Case, path: Path, inputs: list, ours: tuple) -> tuple[float, float]:
+    """(ms of the autotuned program, seconds the tuning took); checked against ours."""
+    from tilefuse.autotune import autotune
+
+    start = time.perf_counter()
+    tuned, picked = autotune(path, inputs, "h200", case.dims, case.dtype,
+                             timer=lambda fn: timer(fn, True) * 1e-3)  # fmt: skip
+    tune_s = time.perf_counter() - start
+    for o, t in zip(ours, tuned(*inputs), strict=True):
+        e = relative_error(t.float().cpu().numpy(), o.float().cpu().numpy())
+        if not e <= tolerance(case.dtype) * 4:
+            print(f"{case.name}: MISMATCH: autotuned vs default {e:.2e}", file=sys.stderr)
+    print(f"{case.name}: {picked.format()}", file=sys.stderr)
+    return timer(lambda: tuned(*inputs), True), tune_s
 
 
 def run_case(case: Case, gpu: bool, use_compile: bool, seed: int, tune: bool = False) -> Result:
@@ -235,20 +250,7 @@ def run_case(case: Case, gpu: bool, use_compile: bool, seed: int, tune: bool = F
                 per_kernel.append({"kernel": name, "flops": g.attributes["flops"].value.data,
                                    "bytes": g.attributes["fused_bytes"].value.data,
                                    "measured_s": measured.get(name), "predicted_s": predicted.get(name)})  # fmt: skip
-    tuned_ms = tune_s = None
-    if tune and gpu:
-        from tilefuse.autotune import autotune
-
-        start = time.perf_counter()
-        tuned, picked = autotune(path, inputs, "h200", case.dims, case.dtype,
-                                 timer=lambda fn: timer(fn, gpu) * 1e-3)  # fmt: skip
-        tune_s = time.perf_counter() - start
-        for o, t in zip(ours, tuned(*inputs), strict=True):
-            e = relative_error(t.float().cpu().numpy(), o.float().cpu().numpy())
-            if not e <= tolerance(case.dtype) * 4:
-                print(f"{case.name}: MISMATCH: autotuned vs default {e:.2e}", file=sys.stderr)
-        tuned_ms = timer(lambda: tuned(*inputs), gpu)
-        print(f"{case.name}: {picked.format()}", file=sys.stderr)
+    tuned_ms, tune_s = tuned_run(case, path, inputs, ours) if tune and gpu else (None, None)
     return Result(case.name, ours_ms, eager_ms, compiled_ms, min_bytes, flops, kernels_ours,
                   kernels_compiled, compile_ours, compile_torch, err, per_kernel, sdpa_ms,
                   tuned_ms, tune_s)  # fmt: skip

@@ -147,9 +147,9 @@ def group_cost(graph: Graph, nodes: Sequence[Node], passes: int = 1) -> GroupCos
             p = graph.producer_of(v)
             if p is not None and p.kind == FILL:
                 continue  # fills are recomputed in every group that reads them
-            if p is None or p not in members:
-                if v in n.s.inputs or _reads_init(n, v):
-                    inputs[v] = None
+            outside = p is None or p not in members
+            if outside and (v in n.s.inputs or _reads_init(n, v)):
+                inputs[v] = None
     outputs = [
         r
         for n in nodes

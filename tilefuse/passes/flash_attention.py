@@ -71,13 +71,13 @@ def rewrite_attention(graph: Graph, att: Attention, tag: str) -> None:
     """Sink `att`'s normalisation and tag its ops."""
     o, p = att.output, att.normalize
     e = att.softmax.exp_node.op.results[0]
-    l = att.sum_node.op.results[0]
+    row_sum = att.sum_node.op.results[0]
     # 1. o2 = sum_j e * v: the same contraction reading e instead of p.
     o2 = o.op.clone()
     o2.operands = [e if v is p.op.results[0] else v for v in o2.operands]
     Rewriter.insert_op(o2, InsertPoint.after(o.op))
     # 2. o = o2 / l, l broadcast over o's non-row dims.
-    div = _divide(graph, att, o2.results[0], l)
+    div = _divide(graph, att, o2.results[0], row_sum)
     Rewriter.insert_op([div[0], div[1]], InsertPoint.after(o2))
     o.op.results[0].replace_all_uses_with(div[1].results[0])
     o.op.detach()
@@ -91,8 +91,8 @@ def rewrite_attention(graph: Graph, att: Attention, tag: str) -> None:
     div[1].attributes[TAG] = StringAttr(tag)
 
 
-def _divide(graph: Graph, att: Attention, num, l):
-    """`num / l` with `l` indexed by the row dims it shares with `num`."""
+def _divide(graph: Graph, att: Attention, num, row_sum):
+    """`num / l` with `l` (`row_sum`) indexed by the row dims it shares with `num`."""
     nodes = [att.softmax.max_node, att.softmax.exp_node, att.sum_node, att.normalize, att.output]
     dims = shared_dims(graph, nodes)
     o, s = att.output, att.sum_node
@@ -108,7 +108,7 @@ def _divide(graph: Graph, att: Attention, num, l):
     q = arith.DivfOp(block.args[0], block.args[1])
     block.add_ops([q, linalg.YieldOp(q.result)])
     generic = linalg.GenericOp(
-        [num, l], [empty.tensor], Region(block),
+        [num, row_sum], [empty.tensor], Region(block),
         [AffineMapAttr(ident), AffineMapAttr(l_map), AffineMapAttr(ident)],
         [IteratorTypeAttr(IteratorType.PARALLEL)] * rank, [num.type],
     )  # fmt: skip

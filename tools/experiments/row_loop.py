@@ -12,6 +12,7 @@ passes that are read again, `evict_first` on the last), beside torch.compile.
 
 import re
 import sys
+from pathlib import Path
 
 import torch
 import triton.testing
@@ -62,14 +63,14 @@ def main():
         module = load_program(path, dims, dtype)
         args = [torch.randn(tuple(t.get_shape()), device="cuda").to(DT[dtype])
                 for t in entry_function(module).function_type.inputs.data]  # fmt: skip
-        alldims = {**read_header(open(path).read()).dims, **dims}
+        alldims = {**read_header(Path(path).read_text()).dims, **dims}
         model = MODELS[name]
         torch._dynamo.reset()
         compiled = torch.compile(lambda *a, model=model, alldims=alldims: model(*a, dims=alldims))
         ref = compiled(*args)
         ref = ref if isinstance(ref, tuple) else (ref,)
         nbytes = sum(a.numel() * a.element_size() for a in (*args, *ref))
-        tc = triton.testing.do_bench(lambda: compiled(*args), return_mode="median")
+        tc = triton.testing.do_bench(lambda c=compiled, a=args: c(*a), return_mode="median")
         print(f"{spec}: torch.compile {tc:.4f} ms ({nbytes / tc / 1e6:.0f} GB/s)")
         for budget in (0, 32768, 16384, 8192):
             src, fn = source(path, dims, dtype, budget)
@@ -78,8 +79,8 @@ def main():
                 f = getattr(import_source(with_hints(src) if hinted else src), fn)
                 out = f(*args)
                 out = out if isinstance(out, tuple) else (out,)
-                err = max((o.float() - r.float()).norm() / r.float().norm() for o, r in zip(out, ref))
-                ms = triton.testing.do_bench(lambda f=f: f(*args), return_mode="median")
+                err = max((o.float() - r.float()).norm() / r.float().norm() for o, r in zip(out, ref, strict=True))
+                ms = triton.testing.do_bench(lambda f=f, a=args: f(*a), return_mode="median")
                 label = f"budget {budget or 'default'}{' +hints' if hinted else ''}"
                 print(f"    {label:<20} {ms:.4f} ms ({nbytes / ms / 1e6:.0f} GB/s, {tc / ms:.2f}x compile, "
                       f"err {err:.1e}) {tile[2:60]}")

@@ -9,6 +9,7 @@ replaced, timed with do_bench (median) against torch.compile, in one process.
 
 import re
 import sys
+from pathlib import Path
 
 import torch
 import triton.testing
@@ -38,19 +39,19 @@ def main():
                 for t in entry_function(module).function_type.inputs.data]
         nbytes = sum(a.numel() * a.element_size() for a in args) + sum(
             o.numel() * o.element_size() for o in prog(*args))
-        alldims = {**read_header(open(f"samples/{name}.mlir").read()).dims, **dims}
+        alldims = {**read_header(Path(f"samples/{name}.mlir").read_text()).dims, **dims}
         model = MODELS[name]
-        compiled = torch.compile(lambda *a: model(*a, dims=alldims))
+        compiled = torch.compile(lambda *a, model=model, alldims=alldims: model(*a, dims=alldims))
         compiled(*args)
-        tc = triton.testing.do_bench(lambda: compiled(*args), return_mode="median")
-        base = triton.testing.do_bench(lambda: prog(*args), return_mode="median")
+        tc = triton.testing.do_bench(lambda c=compiled, a=args: c(*a), return_mode="median")
+        base = triton.testing.do_bench(lambda p=prog, a=args: p(*a), return_mode="median")
         print(f"{spec}: generated {base:.4f} ms ({nbytes / base / 1e6:.0f} GB/s), torch.compile {tc:.4f} ms")
         fn = prog.function
         for w in (2, 4, 8, 16, 32):
             src = re.sub(r"num_warps=\d+", f"num_warps={w}", prog.source)
             mod = import_source(src)
             f = getattr(mod, fn)
-            ms = triton.testing.do_bench(lambda f=f: f(*args), return_mode="median")
+            ms = triton.testing.do_bench(lambda f=f, a=args: f(*a), return_mode="median")
             print(f"    num_warps={w:2d}: {ms:.4f} ms ({nbytes / ms / 1e6:.0f} GB/s)")
 
 
