@@ -56,7 +56,6 @@ from tilefuse.dialects.tilefuse import (
     LoadOp,
     StoreOp,
     TileGridOp,
-    YieldOp,
     grid_inputs,
     same_tile_program,
 )
@@ -216,9 +215,10 @@ class KernelPrinter:
 
     def print(self) -> str:
         params = []
+        bare = pointer_only(self.grids)
         for v in self.tensors:
             p = self.params[v]
-            rank = len(v.type.get_shape())
+            rank = 0 if v in bare else len(v.type.get_shape())
             params += [f"{p}_ptr"] + [f"{p}_s{i}" for i in range(rank)]
         self.lines.append("@triton.jit")
         self.lines.append(
@@ -421,6 +421,16 @@ def stacked_tensors(grids: Sequence[TileGridOp]) -> list[list[SSAValue]] | None:
         for column, d in zip(columns[len(pairs) :], other.destinations, strict=True):
             column.append(d)
     return columns
+
+
+def pointer_only(grids: Sequence[TileGridOp]) -> set[SSAValue]:
+    """Tensors of a stacked bundle passed as a bare pointer: the shared body
+    indexes every member's tensor with the first member's strides."""
+    stacked = stacked_tensors(grids) if len(grids) > 1 else None
+    if stacked is None:
+        return set()
+    firsts = {column[0] for column in stacked}
+    return {v for column in stacked for v in column[1:] if v not in firsts}
 
 
 def scalar_expr(op: Operation, ref) -> str:
@@ -702,15 +712,15 @@ class ModulePrinter:
         grids = [o for o in g.entry.ops if isinstance(o, TileGridOp)]
         grid = grids[0]
         lines = self._equal_strides(g, grids, names)
+        bare = pointer_only(grids)
+        dests = [d for gr in grids for d in gr.destinations]
         call = []
-        for v in g.inputs:
-            call.append(f"{names(v)}, *{names(v)}.stride()")
-        yield_op = g.entry.last_op
-        assert isinstance(yield_op, YieldOp)
-        for r in g.results:
+        for arg, v in zip(g.entry.args, g.inputs, strict=True):
+            call.append(names(v) if arg in bare else f"{names(v)}, *{names(v)}.stride()")
+        for d, r in zip(dests, g.results, strict=True):
             shape = tuple(r.type.get_shape())
             lines.append(f"    {names(r)} = torch.empty({shape}, dtype={torch_dtype(r.type)}, device=device)")
-            call.append(f"{names(r)}, *{names(r)}.stride()")
+            call.append(names(r) if d in bare else f"{names(r)}, *{names(r)}.stride()")
         programs = sum(math.prod(gr.grid_shape) for gr in grids)
         dtype = self._dot_dtype(g)
         precision = '"ieee"' if dtype == "tl.float32" else '"tf32"'

@@ -207,9 +207,13 @@ def _group_spec(g: Any, grid: Any, tree: ast.Module) -> KernelSpec:
     consts: dict[str, object] = {}
     div: list[str] = []
     k = 0
-    dests = [d for o in g.entry.ops if isinstance(o, type(grid)) for d in o.destinations]
+    from tilefuse.backend.emit_triton import pointer_only
+
+    grids = [o for o in g.entry.ops if isinstance(o, type(grid))]
+    dests = [d for o in grids for d in o.destinations]
+    bare = pointer_only(grids)
     for v in [*g.entry.args, *dests]:
-        shape = tuple(v.type.get_shape())
+        shape = () if v in bare else tuple(v.type.get_shape())
         params = args[k : k + 1 + len(shape)]
         if len(params) != 1 + len(shape) or not params[0].endswith("_ptr"):
             raise CubinCompileError(
