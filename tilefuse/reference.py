@@ -448,7 +448,8 @@ _HANDLERS = {
     tf.LoadOp: lambda op, env: env.__setitem__(
         op.result, _load_tile(env[op.source], [int(env[o]) for o in op.offsets], _result_shape(op))),
     tf.StoreOp: lambda op, env: _store_tile(
-        env[op.value], env[op.dest], [int(env[o]) for o in op.offsets]),
+        np.reshape(env[op.value], op.value.type.get_shape()), env[op.dest],
+        [int(env[o]) for o in op.offsets]),
     tf.GroupOp: lambda op, env: _bind(
         op, eval_block(op.entry, [env[v] for v in op.inputs], {}), env),
     func.CallOp: _eval_call,

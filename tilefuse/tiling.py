@@ -195,20 +195,49 @@ def _plan_memory_bound(graph: Graph, dims: SharedDims, target: Target, budget: i
 
 
 def _loop_longest_inner(graph, dims, target, values, blocks, modes, budget) -> None:
+    """Loop the longest inner dim in chunks; if even MIN_CHUNK-wide chunks do not fit
+    (several large inner dims: a sum over a whole matrix), loop the inner dims other
+    than the contiguous one a row at a time, then chunk the contiguous one."""
     inner = [d for d in dims.dims if not d.is_grid]
     longest = max(inner, key=lambda d: d.extent)
-    modes[longest.id] = LOOP
-    chunk = blocks[longest.id]
-    while chunk > MIN_CHUNK:
-        chunk //= 2
-        blocks[longest.id] = chunk
+    if _chunk_to_fit(longest, target, values, blocks, modes, budget):
+        return
+    blocks[longest.id], modes[longest.id] = pow2(longest.extent), WHOLE
+    contiguous = _contiguous_dim(graph, dims, inner)
+    for d in [d for d in inner if d.id != contiguous.id]:
+        blocks[d.id], modes[d.id] = 1, LOOP
         if _fit(target, values, blocks, budget)[0]:
             return
-    raise TilingRefused(
-        f"cannot tile: even one row in chunks of {MIN_CHUNK} needs "
-        f"{_working_set(values, blocks) / 1024:.1f} KB > budget {budget / 1024:.1f} KB",
-        op_location(graph.nodes[-1].op),
-    )
+    if not _chunk_to_fit(contiguous, target, values, blocks, modes, budget):
+        raise TilingRefused(
+            f"cannot tile: even one row in chunks of {MIN_CHUNK} needs "
+            f"{_working_set(values, blocks) / 1024:.1f} KB > budget {budget / 1024:.1f} KB",
+            op_location(graph.nodes[-1].op),
+        )
+
+
+def _chunk_to_fit(dim, target, values, blocks, modes, budget) -> bool:
+    """Loop `dim` in halving chunks (down to MIN_CHUNK) until the tile fits."""
+    modes[dim.id] = LOOP
+    chunk = blocks[dim.id]
+    while chunk > MIN_CHUNK:
+        chunk //= 2
+        blocks[dim.id] = chunk
+        if _fit(target, values, blocks, budget)[0]:
+            return True
+    return False
+
+
+def _contiguous_dim(graph: Graph, dims: SharedDims, inner: list):
+    """The inner dim that is the last (contiguous) axis of the first tensor the group
+    reads along inner dims; the longest inner dim if none."""
+    ids = {d.id for d in inner}
+    for n in graph.nodes:
+        for i in range(len(n.s.inputs)):
+            axes = [dims.of[(n.index, d)] for d in n.s.operand_dims(i)]
+            if axes and axes[-1] in ids:
+                return dims.dims[axes[-1]]
+    return max(inner, key=lambda d: d.extent)
 
 
 def _grid_growth_order(graph: Graph, dims: SharedDims) -> list:

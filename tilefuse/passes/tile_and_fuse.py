@@ -15,7 +15,7 @@ Runs after `fusion-groups`. For every group:
    fallback for rows longer than the budget). A reduction over a looped dim
    becomes an `scf.for` carrying the accumulator, its initial value (the `fill`)
    computed before the loop (llvm/llvm-project#58398 puts it inside; we must not).
-   A sum, max or min over the one looped dim keeps one partial per lane of the
+   A sum, max or min over the looped dims keeps one partial per lane of the
    chunk (elementwise in the loop, starting from the combiner's identity) and
    combines the lanes with the initial value once after the loop, so no
    cross-thread reduction runs per chunk.
@@ -133,10 +133,7 @@ def tile_group(group: GroupOp, target, budget: int | None) -> TilePlan:
             raise CompileError.at(group, f"has tile_candidate {index}, but only "
                                   f"{len(candidates)} candidates")  # fmt: skip
         plan = candidates[index]
-    if len(plan.loop_dims) > 1 and not plan.contraction:
-        raise TilingRefused(
-            "cannot tile: more than one looped dim in one group", op_location(group)
-        )
+    _check_loops(graph, dims, plan, group)
     new_block = TileProgramBuilder(group, graph, dims, plan).build()
     old = group.body.block
     group.body.insert_block_before(new_block, old)
@@ -147,6 +144,21 @@ def tile_group(group: GroupOp, target, budget: int | None) -> TilePlan:
     group.attributes["tile"] = StringAttr(plan.describe())
     group.attributes["tile_sizes"] = DenseArrayBase.from_list(i64, [d.block for d in plan.dims])
     return plan
+
+
+def _check_loops(graph: Graph, dims: SharedDims, plan: TilePlan, group: GroupOp) -> None:
+    """Several looped dims share one flat loop: every reduction over any of them
+    must reduce all of them (a sum over rows feeding a max over columns would need
+    nested loops, which the builder does not make)."""
+    looped = {t.dim for t in plan.loop_dims}
+    if len(looped) < 2 or plan.contraction:
+        return
+    for n in graph.nodes:
+        reduced = {dims.of[(n.index, d)] for d in n.s.reduction_dims}
+        if reduced & looped and not looped <= reduced:
+            raise TilingRefused(
+                f"cannot tile: {n.label} reduces some but not all of the {len(looped)} looped "
+                "dims (rows too long for the budget along two axes)", op_location(group))  # fmt: skip
 
 
 def _check_dims(graph: Graph, dims: SharedDims) -> None:
@@ -442,11 +454,10 @@ class TileProgramBuilder:
             outer.memo[old] = new
 
     def _lane_reduction(self, node: Node, outer: _Scope, inits: list[SSAValue]) -> list[SSAValue] | None:
-        """The lane-wise form of a sum/max/min over the one looped dim (module doc, 3.)."""
+        """The lane-wise form of a sum/max/min over the looped dims (module doc, 3.)."""
         combiner = lane_combiner(node)
-        if combiner is None or len(self.loops) != 1 or len(inits) != 1:
+        if combiner is None or len(inits) != 1:
             return None
-        (t,) = self.loops
         n = node.s.num_loops
         et = node.s.outputs[0].type.get_element_type()
         lane_dims = [self.dims.of[(node.index, d)] for d in range(n)]
@@ -455,15 +466,14 @@ class TileProgramBuilder:
         outer.block.add_op(identity)
         lanes = self._pointwise(outer, [identity.result], lane_type, lambda b: b.args[0],
                                 [[]], list(range(n)))  # fmt: skip
-        body = Block(arg_types=[IndexType(), lane_type])
-        inner = _Scope(body, {t.dim: body.args[0]})
+        body, offsets, bounds = self._chunk_loop(outer, [lane_type])
+        inner = _Scope(body, offsets)
         inputs = self.inputs_of(node, inner, outer)
         maps = [*list(node.op.indexing_maps)[: len(inputs)], AffineMapAttr(AffineMap.identity(n))]
         parallel = [IteratorTypeAttr(IteratorType.PARALLEL)] * n
         step = self._tiled_generic(node, inputs, [body.args[1]], inner, (maps, parallel, [lane_type]))
         body.add_ops([step, scf.YieldOp(step.results[0])])
-        loop = scf.ForOp(self._index(outer, 0), self._index(outer, t.extent),
-                         self._index(outer, t.block), [lanes], Region(body))  # fmt: skip
+        loop = scf.ForOp(*bounds, [lanes], Region(body))
         outer.block.add_op(loop)
         combine = Block(arg_types=[et, et])
         op = combiner(combine.args[0], combine.args[1])
@@ -480,37 +490,8 @@ class TileProgramBuilder:
     def _reduction_loop(
         self, node: Node, level: int, scope: _Scope, outer: _Scope, carried: list[SSAValue]
     ) -> list[SSAValue]:
-        """One `scf.for` over the chunks of every looped dim at once.
-
-        Several looped dims (a contraction over heads x head dim) share one flat
-        loop whose index is split into each dim's chunk by div/mod, so Triton
-        pipelines the whole K range instead of restarting a short pipeline per
-        outer iteration.
-        """
-        body = Block(arg_types=[IndexType(), *[v.type for v in carried]])
-        if len(self.loops) == 1:
-            (t,) = self.loops  # the iv is the chunk's offset
-            lb, ub, step = (self._index(scope, v) for v in (0, t.extent, t.block))
-            return self._reduction_body(node, scope, outer, carried, body, {t.dim: body.args[0]},
-                                        (lb, ub, step))  # fmt: skip
-        trips = [-(-t.extent // t.block) for t in self.loops]
-        flat = body.args[0]
-        offsets = {}
-        for i, t in enumerate(self.loops):
-            inner_count, chunk = math.prod(trips[i + 1 :]), flat
-            if inner_count > 1:
-                div = arith.DivSIOp(chunk, self._index(_Scope(body, {}), inner_count))
-                body.add_op(div)
-                chunk = div.result
-            if i > 0:
-                rem = arith.RemSIOp(chunk, self._index(_Scope(body, {}), trips[i]))
-                body.add_op(rem)
-                chunk = rem.result
-            offsets[t.dim] = self._mul(_Scope(body, {}), chunk, t.block)
-        bounds = (self._index(scope, 0), self._index(scope, math.prod(trips)), self._index(scope, 1))
-        return self._reduction_body(node, scope, outer, carried, body, offsets, bounds)
-
-    def _reduction_body(self, node, scope, outer, carried, body, offsets, bounds) -> list[SSAValue]:
+        """The reduction in one `scf.for` over the chunks of every looped dim."""
+        body, offsets, bounds = self._chunk_loop(scope, [v.type for v in carried])
         inner = _Scope(body, {**scope.loop_offsets, **offsets})
         inputs = self.inputs_of(node, inner, outer)
         generic = self._tiled_generic(node, inputs, list(body.args[1:]), inner)
@@ -518,6 +499,37 @@ class TileProgramBuilder:
         loop = scf.ForOp(*bounds, carried, Region(body))
         scope.block.add_op(loop)
         return list(loop.results)
+
+    def _chunk_loop(self, scope: _Scope, carried_types: list) -> tuple[Block, dict, tuple]:
+        """The body block, each looped dim's chunk offset in it, and the bounds of
+        one loop over every chunk of every looped dim.
+
+        One looped dim: the iv is the chunk's offset. Several (a contraction over
+        heads x head dim, a sum over two axes) share one flat loop whose index is
+        split into each dim's chunk by div/mod, so Triton pipelines the whole
+        range instead of restarting a short pipeline per outer iteration.
+        """
+        body = Block(arg_types=[IndexType(), *carried_types])
+        if len(self.loops) == 1:
+            (t,) = self.loops
+            bounds = tuple(self._index(scope, v) for v in (0, t.extent, t.block))
+            return body, {t.dim: body.args[0]}, bounds
+        trips = [-(-t.extent // t.block) for t in self.loops]
+        here = _Scope(body, {})
+        offsets = {}
+        for i, t in enumerate(self.loops):
+            inner_count, chunk = math.prod(trips[i + 1 :]), body.args[0]
+            if inner_count > 1:
+                div = arith.DivSIOp(chunk, self._index(here, inner_count))
+                body.add_op(div)
+                chunk = div.result
+            if i > 0:
+                rem = arith.RemSIOp(chunk, self._index(here, trips[i]))
+                body.add_op(rem)
+                chunk = rem.result
+            offsets[t.dim] = self._mul(here, chunk, t.block)
+        bounds = (self._index(scope, 0), self._index(scope, math.prod(trips)), self._index(scope, 1))
+        return body, offsets, bounds
 
     def _tiled_generic(
         self, node: Node, inputs: list[SSAValue], outs: list[SSAValue], scope: _Scope,
@@ -634,15 +646,13 @@ class TileProgramBuilder:
             offsets = [self._offset(d, outer) for d in self.value_dims(value)]
             outer.block.add_op(StoreOp(tile, dest, offsets))
             return
-        (t,) = self.loops
-        body = Block(arg_types=[IndexType()])
-        inner = _Scope(body, {t.dim: body.args[0]})
+        body, loop_offsets, bounds = self._chunk_loop(outer, [])
+        inner = _Scope(body, loop_offsets)
         tile = self.materialize(value, inner, outer)
         offsets = [self._offset(d, inner) for d in self.value_dims(value)]
         body.add_op(StoreOp(tile, dest, offsets))
         body.add_op(scf.YieldOp())
-        lb, ub = self._index(outer, 0), self._index(outer, t.extent)
-        outer.block.add_op(scf.ForOp(lb, ub, self._index(outer, t.block), [], Region(body)))
+        outer.block.add_op(scf.ForOp(*bounds, [], Region(body)))
 
     # -- small helpers -------------------------------------------------------
 
