@@ -453,6 +453,8 @@ _HANDLERS = {
     tf.GroupOp: lambda op, env: _bind(
         op, eval_block(op.entry, [env[v] for v in op.inputs], {}), env),
     func.CallOp: _eval_call,
+    tensor.ExpandShapeOp: lambda op, env: env.__setitem__(op.result, np.reshape(env[op.src], _result_shape(op))),
+    tensor.CollapseShapeOp: lambda op, env: env.__setitem__(op.result, np.reshape(env[op.src], _result_shape(op))),
 }  # fmt: skip
 """Ops other than structured, terminators and scalars: one evaluator each."""
 

@@ -704,6 +704,9 @@ class ModulePrinter:
             elif isinstance(op, func.ReturnOp):
                 results = ", ".join(names(v) for v in op.operands)
                 lines.append(f"    return {results}")
+            elif isinstance(op, tensor.ExpandShapeOp | tensor.CollapseShapeOp):
+                shape = tuple(op.result.type.get_shape())
+                lines.append(f"    {names(op.result)} = {names(op.src)}.reshape({shape})")
             elif not isinstance(op, arith.ConstantOp | tensor.EmptyOp):
                 raise CompileError.at(op, "cannot run on the host between kernels")
         return "\n".join(lines) + "\n"

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import arith, func, tensor
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -90,19 +90,41 @@ def rewrite_function(f: func.FuncOp, graph: Graph, plan: FusionPlan) -> None:
         Rewriter.insert_op(group_op, InsertPoint.before(terminator))
     for old, new in replaced.items():
         old.replace_all_uses_with(new)
+    for op in list(block.ops):  # reshapes of results follow the groups computing them
+        if is_host_reshape(op) and not isinstance(op.src, BlockArgument):
+            op.detach()
+            block.insert_op_before(op, terminator)
     for op in reversed(list(block.ops)):
         if op in structured or (_is_free(op) and not any(r.uses for r in op.results)):
             op.detach()
             op.erase(safe_erase=False)
 
 
+RESHAPES = (tensor.ExpandShapeOp, tensor.CollapseShapeOp)
+
+
+def is_host_reshape(op: Operation) -> bool:
+    """A reshape the host does as a view: of a function argument, or of a
+    value that is only returned."""
+    if not isinstance(op, RESHAPES):
+        return False
+    if isinstance(op.src, BlockArgument) and isinstance(op.src.owner.parent_op(), func.FuncOp):
+        return True
+    return all(isinstance(use.operation, func.ReturnOp) for use in op.result.uses)
+
+
 def _check_supported(block: Block, structured: set[Operation]) -> None:
     for op in block.ops:
-        if op in structured or _is_free(op) or isinstance(op, func.ReturnOp):
+        if op in structured or _is_free(op) or isinstance(op, func.ReturnOp) or is_host_reshape(op):
             continue
+        if isinstance(op, RESHAPES):
+            raise CompileError.at(
+                op, "reshapes a value between fusion groups; reshapes of function "
+                "arguments and of returned values are supported")  # fmt: skip
         raise CompileError.at(
             op, "cannot be placed among fusion groups (only linalg, constants, "
-            "tensor.empty and func.return are supported at function level)"
+            "tensor.empty, reshapes of arguments and results, and func.return are "
+            "supported at function level)"
         )  # fmt: skip
 
 

@@ -1,0 +1,172 @@
+"""
+Upstream linalg named ops that xDSL 0.75 does not define, in upstream's syntax.
+
+MLIR prints attention and MLP programs with `linalg.batch_matmul`,
+`linalg.matmul_transpose_b`, `linalg.div`, `linalg.tanh`, ... ; xDSL's linalg
+dialect has `matmul`, `add`, `sub`, `mul`, `exp`, `log`, `sqrt`, `max`, `min`
+and a few more. Each op here is a named op with a hidden region, exactly like
+xDSL's own (`linalg.exp`, `linalg.matmul`), so `structured.as_structured` and
+`linalg-generalize` treat it like any other. `LINALG` is xDSL's dialect with
+these added; `universe.py` loads it in place of xDSL's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import ClassVar
+
+from xdsl.builder import Builder
+from xdsl.dialects import arith, math
+from xdsl.dialects.builtin import AffineMapAttr, ArrayAttr, FloatAttr
+from xdsl.dialects.linalg import Linalg
+from xdsl.dialects.linalg.abstract_ops import ElementwiseOperation, NamedOperation
+from xdsl.dialects.linalg.attrs import IteratorTypeAttr
+from xdsl.dialects.linalg.ops import YieldOp
+from xdsl.ir import Attribute, BlockArgument, Dialect, Region, SSAValue
+from xdsl.ir.affine import AffineMap
+from xdsl.irdl import irdl_op_definition
+
+
+class _Elementwise(ElementwiseOperation):
+    """An elementwise named op whose payload is `body(args)`."""
+
+    BODY: ClassVar[Callable[..., SSAValue]]
+
+    def __init__(
+        self,
+        inputs: Sequence[SSAValue],
+        outputs: Sequence[SSAValue] = (),
+        res: Sequence[Attribute] | None = None,
+        attributes: dict[str, Attribute] | None = None,
+    ):
+        super().__init__(
+            ins=inputs,
+            outs=outputs,
+            result_types=res if res is not None else tuple(o.type for o in outputs),
+            attributes=attributes,
+            hidden_region=self.get_hidden_region(inputs, outputs),
+        )
+
+    @classmethod
+    def get_hidden_region(cls, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue]) -> Region:
+        arg_types = cls.body_arg_types((*inputs, *outputs))
+
+        @Builder.implicit_region(arg_types)
+        def hidden_region(args: tuple[BlockArgument, ...]) -> None:
+            YieldOp(cls.BODY(*args[: len(inputs)]))
+
+        return hidden_region
+
+
+def _unary(op_class):
+    return lambda x: op_class(x).result
+
+
+def _elementwise(name: str, body: Callable[..., SSAValue], doc: str) -> type:
+    cls = type(_class_name(name), (_Elementwise,), {"name": name, "BODY": staticmethod(body),
+                                                   "__doc__": doc})  # fmt: skip
+    return irdl_op_definition(cls)
+
+
+def _class_name(name: str) -> str:
+    return "".join(part.capitalize() for part in name.removeprefix("linalg.").split("_")) + "Op"
+
+
+def _reciprocal(x: SSAValue) -> SSAValue:
+    one = arith.ConstantOp(FloatAttr(1.0, x.type))
+    return arith.DivfOp(one.result, x).result
+
+
+def _square(x: SSAValue) -> SSAValue:
+    return arith.MulfOp(x, x).result
+
+
+ELEMENTWISE = [
+    _elementwise("linalg.div", lambda a, b: arith.DivfOp(a, b).result, "a / b elementwise."),
+    _elementwise("linalg.powf", lambda a, b: math.PowFOp(a, b).result, "a ** b elementwise."),
+    _elementwise("linalg.tanh", _unary(math.TanhOp), "tanh(x) elementwise."),
+    _elementwise("linalg.erf", _unary(math.ErfOp), "erf(x) elementwise."),
+    _elementwise("linalg.abs", _unary(math.AbsFOp), "|x| elementwise."),
+    _elementwise("linalg.negf", _unary(arith.NegfOp), "-x elementwise."),
+    _elementwise("linalg.rsqrt", _unary(math.RsqrtOp), "1 / sqrt(x) elementwise."),
+    _elementwise("linalg.floor", _unary(math.FloorOp), "floor(x) elementwise."),
+    _elementwise("linalg.ceil", _unary(math.CeilOp), "ceil(x) elementwise."),
+    _elementwise("linalg.reciprocal", _reciprocal, "1 / x elementwise."),
+    _elementwise("linalg.square", _square, "x * x elementwise."),
+]
+
+
+class _Contraction(NamedOperation):
+    """A multiply-accumulate named op over `MAPS` (dims named by the lambda's args)."""
+
+    PRINT_ATTRS_IN_FRONT: ClassVar[bool] = True
+    MAPS: ClassVar[tuple[Callable[..., tuple], ...]]
+    ITERATORS: ClassVar[str]
+
+    def __init__(
+        self,
+        inputs: Sequence[SSAValue],
+        outputs: Sequence[SSAValue] = (),
+        res: Sequence[Attribute] | None = None,
+        attributes: dict[str, Attribute] | None = None,
+    ):
+        super().__init__(
+            ins=inputs,
+            outs=outputs,
+            result_types=res if res is not None else tuple(o.type for o in outputs),
+            attributes=attributes,
+            hidden_region=self.get_hidden_region(inputs, outputs),
+        )
+
+    @classmethod
+    def get_hidden_region(cls, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue]) -> Region:
+        arg_types = cls.body_arg_types((*inputs, *outputs))
+
+        @Builder.implicit_region(arg_types)
+        def hidden_region(args: tuple[BlockArgument, ...]) -> None:
+            product = arith.MulfOp(args[0], args[1])
+            YieldOp(arith.AddfOp(args[2], product.result))
+
+        return hidden_region
+
+    def get_default_indexing_maps(self) -> Sequence[AffineMap]:
+        return tuple(AffineMap.from_callable(m) for m in self.MAPS)
+
+    def get_indexing_maps(self) -> ArrayAttr[AffineMapAttr]:
+        return ArrayAttr([AffineMapAttr(m) for m in self.get_default_indexing_maps()])
+
+    def get_iterator_types(self) -> ArrayAttr[IteratorTypeAttr]:
+        kinds = {"p": IteratorTypeAttr.parallel(), "r": IteratorTypeAttr.reduction()}
+        return ArrayAttr([kinds[c] for c in self.ITERATORS])
+
+
+def _contraction(name: str, maps: tuple, iterators: str, doc: str) -> type:
+    cls = type(_class_name(name), (_Contraction,),
+               {"name": name, "MAPS": maps, "ITERATORS": iterators, "__doc__": doc,
+                "__annotations__": {"MAPS": ClassVar[tuple], "ITERATORS": ClassVar[str]}})  # fmt: skip
+    return irdl_op_definition(cls)
+
+
+CONTRACTIONS = [
+    _contraction("linalg.batch_matmul",
+                 (lambda b, m, n, k: (b, m, k), lambda b, m, n, k: (b, k, n),
+                  lambda b, m, n, k: (b, m, n)), "pppr",
+                 "C[b] += A[b] @ B[b]."),
+    _contraction("linalg.matmul_transpose_b",
+                 (lambda m, n, k: (m, k), lambda m, n, k: (n, k), lambda m, n, k: (m, n)), "ppr",
+                 "C += A @ B^T (B is N x K)."),
+    _contraction("linalg.matmul_transpose_a",
+                 (lambda m, n, k: (k, m), lambda m, n, k: (k, n), lambda m, n, k: (m, n)), "ppr",
+                 "C += A^T @ B (A is K x M)."),
+    _contraction("linalg.batch_matmul_transpose_b",
+                 (lambda b, m, n, k: (b, m, k), lambda b, m, n, k: (b, n, k),
+                  lambda b, m, n, k: (b, m, n)), "pppr",
+                 "C[b] += A[b] @ B[b]^T."),
+]  # fmt: skip
+
+LINALG = Dialect(
+    "linalg",
+    [*Linalg.operations, *ELEMENTWISE, *CONTRACTIONS],
+    [*Linalg.attributes],
+)
+
