@@ -9,11 +9,13 @@ refusals by passes, backend errors) can point at the source line.
 from __future__ import annotations
 
 from xdsl.context import Context
+from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     FileLineColLoc,
     IntAttr,
     ModuleOp,
     StringAttr,
+    TensorType,
     UnknownLoc,
 )
 from xdsl.ir import Operation
@@ -65,9 +67,23 @@ def parse_error_message(e: ParseError) -> str:
 
 
 def verify(module: ModuleOp) -> None:
-    """Verify op by op, so a failure names the innermost op that broke."""
+    """Verify op by op, so a failure names the innermost op that broke; and
+    refuse dynamic shapes, which nothing after parsing handles."""
     for op in module.walk():
         try:
             op.verify(verify_nested_ops=False)
         except DiagnosticException as e:
             raise CompileError(f"'{op.name}' op {e}", op_location(op)) from e
+        _check_static(op)
+
+
+def _check_static(op) -> None:
+    types = [v.type for v in (*op.operands, *op.results)]
+    if isinstance(op, func.FuncOp):
+        types += [*op.function_type.inputs.data, *op.function_type.outputs.data]
+    for t in types:
+        if isinstance(t, TensorType) and any(d < 0 for d in t.get_shape()):
+            raise CompileError(
+                f"'{op.name}' op has a dynamic shape ({t}): tilefuse compiles static "
+                "shapes; give the sizes in the types (or a `// tilefuse.dims:` header "
+                "and --set-dim)", op_location(op))  # fmt: skip

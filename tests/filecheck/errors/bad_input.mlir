@@ -30,3 +30,7 @@
 
 // RUN: not tilefuse-opt %S/Inputs/missing_function.mlir 2>&1 | filecheck %s --check-prefix=CALL
 // CALL: missing_function.mlir:2:3: error: 'func.call' op '@g' could not be found in symbol table
+
+// RUN: not tilefuse-run %S/Inputs/dynamic_shape.mlir 2>&1 | filecheck %s --check-prefix=DYNAMIC
+// DYNAMIC: dynamic_shape.mlir:1:1: error: 'func.func' op has a dynamic shape (tensor<?x16xf32>): tilefuse compiles static shapes
+// DYNAMIC-NOT: Traceback
