@@ -176,3 +176,25 @@ def test_attention_from_named_batch_matmuls_becomes_flash_attention():
     expected = (p / p.sum(-1, keepdims=True)) @ v
     (out,) = prog(*(torch.from_numpy(x) for x in (q, k, v)))
     assert relative_error(out.numpy(), expected) < 1e-5
+
+
+def test_tensor_constants_are_built_on_the_host():
+    text = """
+func.func @f(%x: tensor<4x3xf32>) -> tensor<4x3xf32> {
+  %b = arith.constant dense<[1.0, 2.0, 3.0]> : tensor<3xf32>
+  %h = arith.constant dense<0.5> : tensor<4x3xf32>
+  %o = tensor.empty() : tensor<4x3xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%x, %b : tensor<4x3xf32>, tensor<3xf32>) outs(%o : tensor<4x3xf32>) {
+  ^bb0(%a: f32, %c: f32, %d: f32):
+    %r = arith.addf %a, %c : f32
+    linalg.yield %r : f32
+  } -> tensor<4x3xf32>
+  %m = linalg.mul ins(%s, %h : tensor<4x3xf32>, tensor<4x3xf32>) outs(%o : tensor<4x3xf32>) -> tensor<4x3xf32>
+  func.return %m : tensor<4x3xf32>
+}
+"""
+    prog = compile(text)
+    assert "torch.full((4, 3), 0.5" in prog.source and "torch.tensor([1.0, 2.0, 3.0]" in prog.source
+    x = torch.randn(4, 3)
+    (y,) = prog(x)
+    torch.testing.assert_close(y, (x + torch.tensor([1.0, 2.0, 3.0])) * 0.5)

@@ -151,7 +151,10 @@ def constant_value(op: arith.ConstantOp) -> np.ndarray:
     if isinstance(v, DenseIntOrFPElementsAttr):
         t = v.get_type()
         data = np.asarray(v.get_values(), dtype=np.float64)
-        return round_to(np.broadcast_to(data, tuple(t.get_shape())), t.element_type)
+        shape = tuple(t.get_shape())
+        if data.size == int(np.prod(shape)):
+            data = data.reshape(shape)  # every element listed (or a splat xDSL expanded)
+        return round_to(np.broadcast_to(data, shape), t.element_type)
     raise CompileError.at(op, f"has a constant the evaluator cannot read: {v}")
 
 

@@ -44,6 +44,7 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IntegerAttr,
     ModuleOp,
+    TensorType,
 )
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Attribute, Block, Operation, SSAValue
@@ -423,6 +424,20 @@ def stacked_tensors(grids: Sequence[TileGridOp]) -> list[list[SSAValue]] | None:
     return columns
 
 
+def _host_constant(op: arith.ConstantOp) -> str:
+    """A tensor constant built on the host: `torch.full` for a splat."""
+    from tilefuse.reference import constant_value
+
+    values = constant_value(op)
+    shape = tuple(op.result.type.get_shape())
+    dtype = torch_dtype(op.result.type)
+    flat = values.reshape(-1)
+    if flat.size and (flat == flat[0]).all():
+        return f"torch.full({shape}, {_literal(float(flat[0]))}, dtype={dtype}, device=device)"
+    listed = ", ".join(_literal(float(v)) for v in flat)
+    return f"torch.tensor([{listed}], dtype={dtype}, device=device).reshape({shape})"
+
+
 def pointer_only(grids: Sequence[TileGridOp]) -> set[SSAValue]:
     """Tensors of a stacked bundle passed as a bare pointer: the shared body
     indexes every member's tensor with the first member's strides."""
@@ -704,6 +719,8 @@ class ModulePrinter:
             elif isinstance(op, func.ReturnOp):
                 results = ", ".join(names(v) for v in op.operands)
                 lines.append(f"    return {results}")
+            elif isinstance(op, arith.ConstantOp) and isinstance(op.result.type, TensorType):
+                lines.append(f"    {names(op.result)} = {_host_constant(op)}")
             elif isinstance(op, tensor.ExpandShapeOp | tensor.CollapseShapeOp):
                 shape = tuple(op.result.type.get_shape())
                 lines.append(f"    {names(op.result)} = {names(op.src)}.reshape({shape})")

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, func, tensor
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType, i64
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -37,8 +37,15 @@ from tilefuse.structured import as_structured
 
 
 def _is_free(op: Operation) -> bool:
-    """Ops cloned into every group that uses them."""
-    return isinstance(op, arith.ConstantOp | tensor.EmptyOp)
+    """Ops cloned into every group that uses them (scalar constants, `tensor.empty`)."""
+    return isinstance(op, tensor.EmptyOp) or (
+        isinstance(op, arith.ConstantOp) and not isinstance(op.result.type, TensorType)
+    )
+
+
+def is_tensor_constant(op: Operation) -> bool:
+    """A tensor-valued constant: built once on the host, read by groups as an input."""
+    return isinstance(op, arith.ConstantOp) and isinstance(op.result.type, TensorType)
 
 
 @dataclass(frozen=True)
@@ -115,7 +122,8 @@ def is_host_reshape(op: Operation) -> bool:
 
 def _check_supported(block: Block, structured: set[Operation]) -> None:
     for op in block.ops:
-        if op in structured or _is_free(op) or isinstance(op, func.ReturnOp) or is_host_reshape(op):
+        if (op in structured or _is_free(op) or isinstance(op, func.ReturnOp)
+                or is_host_reshape(op) or is_tensor_constant(op)):  # fmt: skip
             continue
         if isinstance(op, RESHAPES):
             raise CompileError.at(
