@@ -198,3 +198,40 @@ func.func @f(%x: tensor<4x3xf32>) -> tensor<4x3xf32> {
     x = torch.randn(4, 3)
     (y,) = prog(x)
     torch.testing.assert_close(y, (x + torch.tensor([1.0, 2.0, 3.0])) * 0.5)
+
+
+SOFTMAX_ATTENTION = """
+func.func @attn(%q: tensor<2x40x16xf32>, %k: tensor<2x40x16xf32>, %v: tensor<2x40x16xf32>) -> tensor<2x40x16xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x40x40xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<2x40x40xf32>) -> tensor<2x40x40xf32>
+  %s = linalg.batch_matmul_transpose_b ins(%q, %k : tensor<2x40x16xf32>, tensor<2x40x16xf32>) outs(%f : tensor<2x40x40xf32>) -> tensor<2x40x40xf32>
+  %p = linalg.softmax dimension(2) ins(%s : tensor<2x40x40xf32>) outs(%e : tensor<2x40x40xf32>) -> tensor<2x40x40xf32>
+  %eo = tensor.empty() : tensor<2x40x16xf32>
+  %fo = linalg.fill ins(%z : f32) outs(%eo : tensor<2x40x16xf32>) -> tensor<2x40x16xf32>
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x40x40xf32>, tensor<2x40x16xf32>) outs(%fo : tensor<2x40x16xf32>) -> tensor<2x40x16xf32>
+  func.return %o : tensor<2x40x16xf32>
+}
+"""
+
+
+def test_softmax_op_matches_torch_and_feeds_flash_attention():
+    x = torch.randn(3, 5, 300)
+    text = """
+func.func @f(%x: tensor<3x5x300xf32>) -> tensor<3x5x300xf32> {
+  %o = tensor.empty() : tensor<3x5x300xf32>
+  %r = linalg.softmax dimension(1) ins(%x : tensor<3x5x300xf32>) outs(%o : tensor<3x5x300xf32>) -> tensor<3x5x300xf32>
+  func.return %r : tensor<3x5x300xf32>
+}
+"""
+    (y,) = compile(text)(x)
+    torch.testing.assert_close(y, torch.softmax(x, dim=1))
+    module = load_program(text)
+    (ev,) = evaluate(module, [x.numpy()])  # the evaluator's own softmax
+    assert relative_error(ev, torch.softmax(x, dim=1).numpy()) < 1e-6
+
+    prog = compile(SOFTMAX_ATTENTION)
+    assert len(prog.kernels) == 1 and "flash-attention" in prog.source
+    q, k, v = (torch.randn(2, 40, 16) for _ in range(3))
+    (o,) = prog(q, k, v)
+    torch.testing.assert_close(o, torch.softmax(q @ k.transpose(1, 2), -1) @ v, rtol=1e-4, atol=1e-5)

@@ -46,6 +46,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from tilefuse.diagnostics import CompileError
 from tilefuse.dialects import tilefuse as tf
+from tilefuse.dialects.linalg_named import SoftmaxOp
 from tilefuse.structured import REDUCTION, StructuredOp, as_structured, element_type
 
 Env = dict[SSAValue, np.ndarray]
@@ -442,6 +443,13 @@ def _eval_call(op: func.CallOp, env: Env) -> None:
     _bind(op, eval_block(callee.body.block, [env[v] for v in op.arguments], {}), env)
 
 
+def _eval_softmax(op, env: Env) -> None:
+    x = np.asarray(env[op.input], np.float64)
+    d = op.dimension.value.data
+    e = np.exp(x - x.max(axis=d, keepdims=True))
+    env[op.result] = round_to(e / e.sum(axis=d, keepdims=True), op.result.type.get_element_type())
+
+
 _HANDLERS = {
     tensor.EmptyOp: lambda op, env: env.__setitem__(op.tensor, np.full(_result_shape(op), np.nan)),
     tensor.ExtractSliceOp: _eval_extract_slice,
@@ -456,6 +464,7 @@ _HANDLERS = {
     tf.GroupOp: lambda op, env: _bind(
         op, eval_block(op.entry, [env[v] for v in op.inputs], {}), env),
     func.CallOp: _eval_call,
+    SoftmaxOp: _eval_softmax,
     tensor.ExpandShapeOp: lambda op, env: env.__setitem__(op.result, np.reshape(env[op.src], _result_shape(op))),
     tensor.CollapseShapeOp: lambda op, env: env.__setitem__(op.result, np.reshape(env[op.src], _result_shape(op))),
 }  # fmt: skip

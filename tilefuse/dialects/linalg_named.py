@@ -17,14 +17,31 @@ from typing import ClassVar
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith, math
-from xdsl.dialects.builtin import AffineMapAttr, ArrayAttr, FloatAttr
+from xdsl.dialects.builtin import (
+    I64,
+    AffineMapAttr,
+    ArrayAttr,
+    FloatAttr,
+    IntegerAttr,
+    TensorType,
+    i64,
+)
 from xdsl.dialects.linalg import Linalg
 from xdsl.dialects.linalg.abstract_ops import ElementwiseOperation, NamedOperation
 from xdsl.dialects.linalg.attrs import IteratorTypeAttr
 from xdsl.dialects.linalg.ops import YieldOp
 from xdsl.ir import Attribute, BlockArgument, Dialect, Region, SSAValue
 from xdsl.ir.affine import AffineMap
-from xdsl.irdl import irdl_op_definition
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_op_definition,
+    operand_def,
+    prop_def,
+    result_def,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
 
 
 class _Elementwise(ElementwiseOperation):
@@ -164,9 +181,66 @@ CONTRACTIONS = [
                  "C[b] += A[b] @ B[b]^T."),
 ]  # fmt: skip
 
+@irdl_op_definition
+class SoftmaxOp(IRDLOperation):
+    """
+    `linalg.softmax dimension(d) ins(%x : T) outs(%o : T) -> T`: softmax of `x`
+    along `d`. Not structured; `linalg-generalize` decomposes it as upstream does
+    (max, sub + exp, sum, div; see `passes/linalg_generalize.py`).
+    """
+
+    name = "linalg.softmax"
+
+    input = operand_def(TensorType)
+    output = operand_def(TensorType)
+    dimension = prop_def(IntegerAttr[I64])
+    result = result_def(TensorType)
+
+    def __init__(self, input: SSAValue, output: SSAValue, dimension: int):
+        super().__init__(operands=[input, output], result_types=[output.type],
+                         properties={"dimension": IntegerAttr(dimension, i64)})  # fmt: skip
+
+    def verify_(self) -> None:
+        rank = len(self.input.type.get_shape())
+        if self.input.type != self.output.type or self.result.type != self.output.type:
+            raise VerifyException("linalg.softmax needs equal input, output and result types.")
+        if not 0 <= self.dimension.value.data < rank:
+            raise VerifyException(f"linalg.softmax dimension must be in [0, {rank}).")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" dimension({self.dimension.value.data}) ins(")
+        printer.print_ssa_value(self.input)
+        printer.print_string(" : ")
+        printer.print_attribute(self.input.type)
+        printer.print_string(") outs(")
+        printer.print_ssa_value(self.output)
+        printer.print_string(" : ")
+        printer.print_attribute(self.output.type)
+        printer.print_string(") -> ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> SoftmaxOp:
+        parser.parse_characters("dimension")
+        parser.parse_punctuation("(")
+        dimension = parser.parse_integer()
+        parser.parse_punctuation(")")
+        operands = []
+        for keyword in ("ins", "outs"):
+            parser.parse_characters(keyword)
+            parser.parse_punctuation("(")
+            unresolved = parser.parse_unresolved_operand()
+            parser.parse_punctuation(":")
+            operands.append(parser.resolve_operand(unresolved, parser.parse_type()))
+            parser.parse_punctuation(")")
+        parser.parse_punctuation("->")
+        parser.parse_type()
+        return cls(operands[0], operands[1], dimension)
+
+
 LINALG = Dialect(
     "linalg",
-    [*Linalg.operations, *ELEMENTWISE, *CONTRACTIONS],
+    [*Linalg.operations, *ELEMENTWISE, *CONTRACTIONS, SoftmaxOp],
     [*Linalg.attributes],
 )
 

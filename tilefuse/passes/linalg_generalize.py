@@ -22,10 +22,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import AffineMapAttr, ModuleOp
+from xdsl.dialects import arith, tensor
+from xdsl.dialects import math as mathd
+from xdsl.dialects.builtin import AffineMapAttr, FloatAttr, ModuleOp, TensorType
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.dialects.linalg.attrs import IteratorType, IteratorTypeAttr
-from xdsl.ir import Operation, Region
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir.affine import AffineDimExpr, AffineMap
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     PatternRewriter,
@@ -33,6 +36,7 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
 )
 
+from tilefuse.dialects.linalg_named import SoftmaxOp
 from tilefuse.structured import as_structured
 
 
@@ -61,11 +65,66 @@ class GeneralizePattern(RewritePattern):
         rewriter.replace(op, generic)
 
 
+class SoftmaxPattern(RewritePattern):
+    """`linalg.softmax` as upstream decomposes it: max, exp(x - max), sum, divide."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not isinstance(op, SoftmaxOp):
+            return
+        x, out = op.input, op.output
+        shape = list(x.type.get_shape())
+        n, d = len(shape), op.dimension.value.data
+        et = x.type.get_element_type()
+        kept = [i for i in range(n) if i != d]
+        row_type = TensorType(et, [shape[i] for i in kept])
+        every, row = AffineMap.identity(n), AffineMap(n, 0, tuple(AffineDimExpr(i) for i in kept))
+        reduce_d = [IteratorType.REDUCTION if i == d else IteratorType.PARALLEL for i in range(n)]
+        parallel = [IteratorType.PARALLEL] * n
+        ops: list[Operation] = []
+
+        def generic(ins, outs, maps, iterators, result_type, payload) -> SSAValue:
+            """A linalg.generic; `payload(block_args)` returns (ops, yielded value)."""
+            block = Block(arg_types=[et] * (len(ins) + 1))
+            body_ops, value = payload(*block.args)
+            block.add_ops([*body_ops, linalg.YieldOp(value)])
+            g = linalg.GenericOp(ins, outs, Region(block), [AffineMapAttr(m) for m in maps],
+                                 [IteratorTypeAttr(it) for it in iterators], [result_type])  # fmt: skip
+            g.location = op.location
+            ops.append(g)
+            return g.results[0]
+
+        def filled(value: float) -> SSAValue:
+            c, empty = arith.ConstantOp(FloatAttr(value, et)), tensor.EmptyOp([], row_type)
+            ops.extend([c, empty])
+            rank = len(kept)
+            return generic([c.result], [empty.tensor], [AffineMap(rank, 0, ()), AffineMap.identity(rank)],
+                           [IteratorType.PARALLEL] * rank, row_type, lambda v, _: ([], v))  # fmt: skip
+
+        def binary(op_class):
+            def payload(a, b, _=None):
+                o = op_class(a, b)
+                return [o], o.results[0]
+
+            return payload
+
+        def exp_of_difference(v, mx, _):
+            sub = arith.SubfOp(v, mx)
+            exp = mathd.ExpOp(sub.result)
+            return [sub, exp], exp.result
+
+        m = generic([x], [filled(float("-inf"))], [every, row], reduce_d, row_type, binary(arith.MaximumfOp))
+        e = generic([x, m], [out], [every, row, every], parallel, out.type, exp_of_difference)
+        total = generic([e], [filled(0.0)], [every, row], reduce_d, row_type, binary(arith.AddfOp))
+        r = generic([e, total], [out], [every, row, every], parallel, out.type, binary(arith.DivfOp))
+        rewriter.replace(op, ops, [r])
+
+
 @dataclass(frozen=True)
 class LinalgGeneralizePass(ModulePass):
-    """Rewrite all structured linalg ops to `linalg.generic`."""
+    """Rewrite all structured linalg ops to `linalg.generic` (and decompose softmax)."""
 
     name = "linalg-generalize"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        PatternRewriteWalker(SoftmaxPattern(), apply_recursively=False).rewrite_module(op)
         PatternRewriteWalker(GeneralizePattern(), apply_recursively=False).rewrite_module(op)

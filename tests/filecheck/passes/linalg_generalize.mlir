@@ -30,3 +30,25 @@ func.func @named_ops(%a: tensor<4x8xf32>, %b: tensor<8x6xf32>, %v: tensor<6xf32>
   %bc = linalg.broadcast ins(%v : tensor<6xf32>) outs(%e : tensor<4x6xf32>) dimensions = [0]
   func.return %m, %r, %t, %bc : tensor<4x6xf32>, tensor<4xf32>, tensor<8x4xf32>, tensor<4x6xf32>
 }
+
+// -----
+
+// linalg.softmax decomposes as upstream does: max (from -inf), exp(x - max),
+// sum (from 0), divide; each a linalg.generic over the op's loops.
+// CHECK-LABEL: func.func @softmax_op
+// CHECK:       arith.constant 0xff800000 : f32
+// CHECK:       %[[MAX:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%x : tensor<4x10xf32>)
+// CHECK:         arith.maximumf
+// CHECK:       %[[EXP:.*]] = linalg.generic {{.*}} ins(%x, %[[MAX]] : tensor<4x10xf32>, tensor<4xf32>)
+// CHECK:         arith.subf
+// CHECK-NEXT:    math.exp
+// CHECK:       %[[SUM:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[EXP]] : tensor<4x10xf32>)
+// CHECK:         arith.addf
+// CHECK:       %[[P:.*]] = linalg.generic {{.*}} ins(%[[EXP]], %[[SUM]] : tensor<4x10xf32>, tensor<4xf32>)
+// CHECK:         arith.divf
+// CHECK:       func.return %[[P]]
+func.func @softmax_op(%x: tensor<4x10xf32>) -> tensor<4x10xf32> {
+  %o = tensor.empty() : tensor<4x10xf32>
+  %r = linalg.softmax dimension(1) ins(%x : tensor<4x10xf32>) outs(%o : tensor<4x10xf32>) -> tensor<4x10xf32>
+  func.return %r : tensor<4x10xf32>
+}
