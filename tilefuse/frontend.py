@@ -11,6 +11,7 @@ from __future__ import annotations
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
+    AnyFloat,
     FileLineColLoc,
     IntAttr,
     ModuleOp,
@@ -80,7 +81,15 @@ def verify(module: ModuleOp) -> None:
 def _check_static(op) -> None:
     types = [v.type for v in (*op.operands, *op.results)]
     if isinstance(op, func.FuncOp):
-        types += [*op.function_type.inputs.data, *op.function_type.outputs.data]
+        signature = [*op.function_type.inputs.data, *op.function_type.outputs.data]
+        types += signature
+        for t in signature:
+            et = t.get_element_type() if isinstance(t, TensorType) else t
+            if not isinstance(et, AnyFloat):
+                raise CompileError(
+                    f"'func.func' op takes or returns {t}: kernels read and write "
+                    "floating-point tensors (f16, bf16, f32, f64); integer and boolean "
+                    "values can only live inside the program", op_location(op))  # fmt: skip
     for t in types:
         if isinstance(t, TensorType) and any(d < 0 for d in t.get_shape()):
             raise CompileError(

@@ -34,3 +34,7 @@
 // RUN: not tilefuse-run %S/Inputs/dynamic_shape.mlir 2>&1 | filecheck %s --check-prefix=DYNAMIC
 // DYNAMIC: dynamic_shape.mlir:1:1: error: 'func.func' op has a dynamic shape (tensor<?x16xf32>): tilefuse compiles static shapes
 // DYNAMIC-NOT: Traceback
+
+// RUN: not tilefuse-opt %S/Inputs/integer_argument.mlir 2>&1 | filecheck %s --check-prefix=INTEGER
+// INTEGER: integer_argument.mlir:1:1: error: 'func.func' op takes or returns tensor<8x16xi32>: kernels read and write floating-point tensors
+// INTEGER-NOT: Traceback
