@@ -188,6 +188,7 @@ class KernelPrinter:
         self.destinations = [d for g in self.grids for d in g.destinations]
         self.tensors = list(group.entry.args) + self.destinations
         self.params = {v: self.names.fresh(self._param_hint(v)) for v in self.tensors}
+        self.hints: dict[LoadOp, str] = {}
 
     def _param_hint(self, v: SSAValue) -> str:
         if v in self.destinations:
@@ -237,6 +238,7 @@ class KernelPrinter:
         return "\n".join(self.lines)
 
     def print_grid(self, grid: TileGridOp, pid: str) -> None:
+        self.hints = reread_hints(grid)
         self.print_program_ids(grid, pid)
         self.print_block(grid.body.block)
 
@@ -362,7 +364,10 @@ class KernelPrinter:
         ptr, mask = self._addressing(op.source, op.offsets, tile)
         masked = f", mask={mask}, other=0.0" if mask else ""
         # Tiles only multiplied by tl.dot stay in their storage type.
-        upcast = "" if self._only_dot_operand(op.result) else ".to(tl.float32)"
+        dot = self._only_dot_operand(op.result)
+        upcast = "" if dot else ".to(tl.float32)"
+        if not dot and op in self.hints:
+            masked += f', eviction_policy="{self.hints[op]}"'
         self.bind(op.result, f"tl.load({ptr}{masked}){upcast}", kept_shape(op.result.type))
 
     def _only_dot_operand(self, value: SSAValue) -> bool:
@@ -436,6 +441,26 @@ def _host_constant(op: arith.ConstantOp) -> str:
         return f"torch.full({shape}, {_literal(float(flat[0]))}, dtype={dtype}, device=device)"
     listed = ", ".join(_literal(float(v)) for v in flat)
     return f"torch.tensor([{listed}], dtype={dtype}, device=device).reshape({shape})"
+
+
+def reread_hints(grid: TileGridOp) -> dict[LoadOp, str]:
+    """L2 hints for a tensor the program streams in several loops (one pass per
+    row reduction, then the writing pass): keep it in L2 (`evict_last`) in every
+    pass but its last (`evict_first`), so the re-reads hit L2, as Inductor's
+    looped reductions do."""
+    passes: dict[SSAValue, list[tuple[int, LoadOp]]] = {}
+    loops = [op for op in grid.body.block.ops if isinstance(op, scf.ForOp)]
+    for i, loop in enumerate(loops):
+        for load in loop.walk():
+            if isinstance(load, LoadOp):
+                passes.setdefault(load.source, []).append((i, load))
+    hints = {}
+    for found in passes.values():
+        last = max(i for i, _ in found)
+        if last != min(i for i, _ in found):
+            for i, load in found:
+                hints[load] = "evict_first" if i == last else "evict_last"
+    return hints
 
 
 def pointer_only(grids: Sequence[TileGridOp]) -> set[SSAValue]:

@@ -7,7 +7,8 @@ one pass per reduction, re-reads served by L2), for row-reduction samples.
 For each case, in one process: the default plan, then `tile-and-fuse` with a
 smaller shared-memory budget (which makes the planner loop the row in chunks),
 with and without Inductor's L2 hints on the row loads (`evict_last` on the
-passes that are read again, `evict_first` on the last), beside torch.compile.
+passes that are read again, `evict_first` on the last) and at the planner's,
+8 or 16 warps, beside torch.compile.
 """
 
 import re
@@ -72,16 +73,22 @@ def main():
         nbytes = sum(a.numel() * a.element_size() for a in (*args, *ref))
         tc = triton.testing.do_bench(lambda c=compiled, a=args: c(*a), return_mode="median")
         print(f"{spec}: torch.compile {tc:.4f} ms ({nbytes / tc / 1e6:.0f} GB/s)")
-        for budget in (0, 32768, 16384, 8192):
+        for budget in (0, 65536, 32768, 16384):
             src, fn = source(path, dims, dtype, budget)
             tile = next(line for line in src.splitlines() if line.startswith("# tile"))
-            for hinted in (False, True) if budget else (False,):
-                f = getattr(import_source(with_hints(src) if hinted else src), fn)
+            variants = [(False, None)] if not budget else [
+                (h, w) for h in (False, True) for w in (None, 8, 16)]
+            for hinted, warps in variants:
+                text = with_hints(src) if hinted else src
+                if warps:
+                    text = re.sub(r"num_warps=\d+", f"num_warps={warps}", text)
+                f = getattr(import_source(text), fn)
                 out = f(*args)
                 out = out if isinstance(out, tuple) else (out,)
                 err = max((o.float() - r.float()).norm() / r.float().norm() for o, r in zip(out, ref, strict=True))
                 ms = triton.testing.do_bench(lambda f=f, a=args: f(*a), return_mode="median")
-                label = f"budget {budget or 'default'}{' +hints' if hinted else ''}"
+                label = (f"budget {budget or 'default'}{' +hints' if hinted else ''}"
+                         f"{f' {warps}w' if warps else ''}")
                 print(f"    {label:<20} {ms:.4f} ms ({nbytes / ms / 1e6:.0f} GB/s, {tc / ms:.2f}x compile, "
                       f"err {err:.1e}) {tile[2:60]}")
 
