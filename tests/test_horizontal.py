@@ -130,3 +130,91 @@ def test_stacked_members_with_different_strides():
     a, b = prog(x, y)
     torch.testing.assert_close(a, torch.tanh(x), rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(b, torch.tanh(y), rtol=1e-5, atol=1e-6)
+
+
+SWAP = """
+func.func @swap(%x: tensor<37x50xf32>, %y: tensor<37x50xf32>, %z: tensor<37x50xf32>)
+    -> (tensor<37x50xf32>, tensor<37x50xf32>, tensor<37x50xf32>) {
+  %e = tensor.empty() : tensor<37x50xf32>
+  %a = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%x, %y : tensor<37x50xf32>, tensor<37x50xf32>) outs(%e : tensor<37x50xf32>) {
+  ^bb0(%v: f32, %w: f32, %o: f32):
+    %t = math.tanh %v : f32
+    %r = arith.addf %t, %w : f32
+    linalg.yield %r : f32
+  } -> tensor<37x50xf32>
+  %b = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%y, %x : tensor<37x50xf32>, tensor<37x50xf32>) outs(%e : tensor<37x50xf32>) {
+  ^bb0(%v: f32, %w: f32, %o: f32):
+    %t = math.tanh %v : f32
+    %r = arith.addf %t, %w : f32
+    linalg.yield %r : f32
+  } -> tensor<37x50xf32>
+  %c = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%z, %x : tensor<37x50xf32>, tensor<37x50xf32>) outs(%e : tensor<37x50xf32>) {
+  ^bb0(%v: f32, %w: f32, %o: f32):
+    %t = math.tanh %v : f32
+    %r = arith.addf %t, %w : f32
+    linalg.yield %r : f32
+  } -> tensor<37x50xf32>
+  func.return %a, %b, %c : tensor<37x50xf32>, tensor<37x50xf32>, tensor<37x50xf32>
+}
+"""
+
+
+def test_stacked_members_whose_tensors_swap_slots():
+    """tanh(x)+y, tanh(y)+x, tanh(z)+x share one body: each member's tensors are
+    picked from the kernel's parameters, never from another slot's pick
+    (a review found b = tanh(y)+y when picks chained)."""
+    prog = compile(SWAP)
+    assert len(prog.kernels) == 1 and "seg = pid //" in prog.source
+    x, y, z = (torch.randn(37, 50) for _ in range(3))
+    a, b, c = prog(x, y, z)
+    torch.testing.assert_close(a, torch.tanh(x) + y)
+    torch.testing.assert_close(b, torch.tanh(y) + x)
+    torch.testing.assert_close(c, torch.tanh(z) + x)
+    # the host function itself, with a transposed (non-contiguous) member input:
+    # it makes the stacked tensors' strides equal before the launch
+    import triton.language as tl
+
+    fn = getattr(prog.python, prog.function)
+    zt = torch.randn(50, 37).t()
+    a, b, c = fn(x, y, zt, dot_dtype=tl.float32)
+    torch.testing.assert_close(c, torch.tanh(zt) + x)
+
+
+MIXED_DOTS = """
+func.func @two(%a: tensor<40x64xbf16>, %b: tensor<64x48xbf16>, %c: tensor<40x64xf32>, %d: tensor<64x48xf32>)
+    -> (tensor<40x48xbf16>, tensor<40x48xf32>) {
+  %zb = arith.constant 0.0 : bf16
+  %zf = arith.constant 0.0 : f32
+  %eb = tensor.empty() : tensor<40x48xbf16>
+  %ef = tensor.empty() : tensor<40x48xf32>
+  %fb = linalg.fill ins(%zb : bf16) outs(%eb : tensor<40x48xbf16>) -> tensor<40x48xbf16>
+  %ff = linalg.fill ins(%zf : f32) outs(%ef : tensor<40x48xf32>) -> tensor<40x48xf32>
+  %m1 = linalg.matmul ins(%a, %b : tensor<40x64xbf16>, tensor<64x48xbf16>) outs(%fb : tensor<40x48xbf16>) -> tensor<40x48xbf16>
+  %m2 = linalg.matmul ins(%c, %d : tensor<40x64xf32>, tensor<64x48xf32>) outs(%ff : tensor<40x48xf32>) -> tensor<40x48xf32>
+  func.return %m1, %m2 : tensor<40x48xbf16>, tensor<40x48xf32>
+}
+"""
+
+
+def test_contractions_on_different_types_keep_their_own_launch():
+    """One kernel has one DOT_DTYPE: a bf16 and an f32 matmul are not merged
+    (merged, the f32 one was computed in bf16)."""
+    from tilefuse.passes.horizontal_fusion import fuse_horizontally
+    from tilefuse.pipeline import run_pipeline
+    from tilefuse.program import load_program
+    from tilefuse.reference import entry_function
+
+    module = load_program(MIXED_DOTS)
+    run_pipeline(module)
+    groups = [op for op in module.walk() if op.name == "tilefuse.group"]
+    assert len(groups) == 2
+    plan = fuse_horizontally(entry_function(module), H200)  # the planner's reason, again
+    assert plan.bundles == tuple((g.sym_name.data,) for g in groups)
+    (refusal,) = plan.decisions
+    assert not refusal.taken and "different operand types (bf16, f32)" in refusal.reason

@@ -246,17 +246,20 @@ class KernelPrinter:
         """One body for grids running the same program: pick each member's tensors."""
         programs = math.prod(self.grid.grid_shape)
         self.emit(f"seg = pid // {programs}")
+        # Picks read the kernel's own parameters: a tensor can be one member's
+        # first-slot tensor and another member's tensor in a later slot.
+        param = dict(self.params)
         for column in stacked:
             first = column[0]
             if all(v is first for v in column):
                 continue
-            sel = self.names.fresh(f"{self.params[first]}_sel")
-            pick = f"{self.params[column[-1]]}_ptr"
+            sel = self.names.fresh(f"{param[first]}_sel")
+            pick = f"{param[column[-1]]}_ptr"
             for k in range(len(column) - 2, -1, -1):
-                pick = f"tl.where(seg == {k}, {self.params[column[k]]}_ptr, {pick})"
+                pick = f"tl.where(seg == {k}, {param[column[k]]}_ptr, {pick})"
             self.emit(f"{sel}_ptr = {pick}")
             for i in range(len(first.type.get_shape())):  # equal strides: the host sees to it
-                self.emit(f"{sel}_s{i} = {self.params[first]}_s{i}")
+                self.emit(f"{sel}_s{i} = {param[first]}_s{i}")
             self.params[first] = sel
         self.emit(f"pid = pid % {programs}")
         self.print_grid(self.grid, "pid")

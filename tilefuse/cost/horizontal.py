@@ -13,6 +13,8 @@ The rule, per candidate joining a bundle (kernels in program order, greedy):
 - **independent**: no path between the candidate and the bundle, through any
   other kernel or bundle (checked on the contracted graph, so two bundles can
   never wait on each other);
+- **one operand type for `tl.dot`**: a kernel has one `DOT_DTYPE`, so
+  contractions on different types stay apart;
 - **one launch configuration**: equal `num_stages` (they size the pipelined
   loops' shared memory); branches of different programs run at the largest
   member's `num_warps`, which changes no result;
@@ -59,6 +61,8 @@ class KernelInfo:
     """Kernels with equal keys run the same tile program on other tensors."""
     mergeable: bool = True
     """False for kernels that only constrain the order (untiled groups)."""
+    dot_dtype: str | None = None
+    """Operand type of the kernel's tl.dot, if any: one kernel has one."""
 
 
 @dataclass(frozen=True)
@@ -127,6 +131,9 @@ def plan_horizontal(kernels: Sequence[KernelInfo], target: Target) -> Horizontal
 
 def _accept(k: KernelInfo, bundle: list[KernelInfo], target: Target) -> tuple[bool, str]:
     first = bundle[0]
+    dots = {m.dot_dtype for m in [*bundle, k]} - {None}
+    if len(dots) > 1:
+        return False, f"horizontal: contractions on different operand types ({', '.join(sorted(dots))})"
     if k.num_stages != first.num_stages:
         return False, (
             f"horizontal: pipeline depths differ ({k.num_stages} stages vs {first.num_stages})"

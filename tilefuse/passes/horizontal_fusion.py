@@ -38,7 +38,9 @@ from xdsl.traits import IsTerminator
 from tilefuse.cost.horizontal import HorizontalPlan, KernelInfo, plan_horizontal
 from tilefuse.cost.roofline import roofline_mixed
 from tilefuse.cost.target import Target, get_target
+from tilefuse.dataflow import is_contraction
 from tilefuse.dialects.tilefuse import GroupOp, TileGridOp, YieldOp, same_tile_program
+from tilefuse.structured import as_structured, element_type
 
 COST_KEYS = ("flops", "fused_bytes", "unfused_bytes", "tc_flops", "sfu_ops")
 
@@ -102,9 +104,16 @@ def _kernel_infos(groups: list[GroupOp], target: Target) -> list[KernelInfo]:
                               a["sfu_ops"], launches=0).time  # fmt: skip
         out.append(KernelInfo(
             g.sym_name.data, deps, grid.num_warps.value.data, grid.num_stages.value.data,
-            math.prod(grid.grid_shape), time, key,
+            math.prod(grid.grid_shape), time, key, dot_dtype=_dot_dtype(g),
         ))  # fmt: skip
     return out
+
+
+def _dot_dtype(g: GroupOp) -> str | None:
+    """The operand element type(s) of the group's contractions, if it has any."""
+    types = sorted({str(element_type(s.inputs[0].type)) for op in g.walk()
+                    if (s := as_structured(op)) is not None and is_contraction(s)})  # fmt: skip
+    return ",".join(types) or None
 
 
 def merge_groups(members: list[GroupOp], reason: str) -> GroupOp:
