@@ -100,3 +100,37 @@ def test_out_of_range_candidate_is_an_error():
     g.attributes["tile_candidate"] = IntegerAttr(99, i64)
     with pytest.raises(CompileError, match="has tile_candidate 99, but only"):
         at._build(f, {}, "h200", horizontal=False)
+
+
+def test_parallel_compile_warms_every_kernel_and_restores_them():
+    """`compile_in_parallel` runs the host function with stand-ins that queue each
+    kernel's `warmup` (compile, no launch) with the launch's grid and arguments."""
+    import types
+
+    from tilefuse.runtime import compile_in_parallel
+
+    class FakeKernel:
+        def __init__(self):
+            self.warmed, self.launched = [], 0
+
+        def warmup(self, *args, grid, **kwargs):
+            self.warmed.append((grid, args, kwargs))
+
+        def __getitem__(self, grid):
+            def launch(*args, **kwargs):
+                self.launched += 1
+
+            return launch
+
+    module = types.SimpleNamespace(KERNELS=["k0", "k1"], k0=FakeKernel(), k1=FakeKernel())
+    originals = (module.k0, module.k1)
+
+    def host(x):
+        module.k0[(4,)](x, num_warps=4)
+        module.k1[(2,)](x, x, num_warps=8)
+
+    compile_in_parallel(module, host, ("t",))
+    assert (module.k0, module.k1) == originals
+    assert module.k0.warmed == [((4,), ("t",), {"num_warps": 4})]
+    assert module.k1.warmed == [((2,), ("t", "t"), {"num_warps": 8})]
+    assert module.k0.launched == module.k1.launched == 0

@@ -294,25 +294,18 @@ def test_random_programs_through_triton_kernels(text):
 def test_random_programs_through_triton_kernels_with_tiny_sram(text):
     """Rows looped in chunks (2 KB of shared memory), through the kernels (interpreter)."""
     import torch
-    import triton.language as tl
 
-    from tilefuse.backend.emit_triton import emit_triton
-    from tilefuse.passes.flash_attention import FlashAttentionPass
-    from tilefuse.passes.tile_and_fuse import TileAndFusePass
-    from tilefuse.reference import entry_function
-    from tilefuse.runtime import import_source
+    from tilefuse.diagnostics import CompileError
+    from tilefuse.runtime import compile
 
     module = load_program(text)
     inputs = random_inputs(module, 6)
     refs = evaluate(module, inputs)
-    ctx = make_context()
-    for p in (LinalgGeneralizePass(), FlashAttentionPass(), FusionGroupsPass(),
-              TileAndFusePass(smem_budget=2048)):  # fmt: skip
-        p.apply(ctx, module)
-    if any(g.name == "tilefuse.group" and "tile" not in g.attributes for g in module.walk()):
-        return  # a refusal (left untiled, checked by the evaluator tests above)
-    fn = getattr(import_source(emit_triton(module)), entry_function(module).sym_name.data)
-    outs = fn(*[torch.from_numpy(x) for x in inputs], dot_dtype=tl.float32)
-    outs = outs if isinstance(outs, tuple) else (outs,)
+    try:
+        prog = compile(text, smem_budget=2048)
+    except CompileError as e:
+        assert "was not tiled" in str(e), text  # a refusal: checked by the evaluator tests
+        return
+    outs = prog(*[torch.from_numpy(x) for x in inputs])
     for out, ref in zip(outs, refs, strict=True):
         assert relative_error(out.numpy(), ref) <= 1e-5, text

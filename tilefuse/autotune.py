@@ -46,7 +46,13 @@ from tilefuse.passes.linalg_generalize import LinalgGeneralizePass
 from tilefuse.passes.tile_and_fuse import TileAndFusePass
 from tilefuse.program import load_program
 from tilefuse.reference import entry_function
-from tilefuse.runtime import CompiledProgram, cache_dir, gpu_available, import_source
+from tilefuse.runtime import (
+    CompiledProgram,
+    cache_dir,
+    gpu_available,
+    import_source,
+    kernels_replaced,
+)
 from tilefuse.tiling import tile_candidates
 from tilefuse.universe import make_context
 
@@ -176,15 +182,8 @@ def record_launches(prog: CompiledProgram, args: Sequence[Any]) -> dict[str, Cal
     """Run `prog` once and return, per kernel, a function replaying its launch."""
     prog(*args)  # compiles (in parallel on a GPU) before anything is recorded
     launches: dict[str, Callable[[], Any]] = {}
-    python = prog.python
-    kernels = {name: getattr(python, name) for name in python.KERNELS}
-    try:
-        for name, kernel in kernels.items():
-            setattr(python, name, _Recorder(name, kernel, launches))
+    with kernels_replaced(prog.python, lambda name, k: _Recorder(name, k, launches)):
         prog(*args)
-    finally:
-        for name, kernel in kernels.items():
-            setattr(python, name, kernel)
     return launches
 
 

@@ -34,11 +34,15 @@ def default_pipeline(target: str = "h200") -> str:
 DEFAULT_PIPELINE = default_pipeline()
 
 
-def run_pipeline(module: ModuleOp, target: str = "h200") -> ModuleOp:
-    """Apply the default pipeline in place, verifying after every pass."""
+def run_pipeline(module: ModuleOp, target: str = "h200", smem_budget: int = 0) -> ModuleOp:
+    """Apply the default pipeline in place, verifying after every pass.
+
+    `smem_budget` (bytes; 0: the target's) caps the shared memory tiles may use,
+    as `tile-and-fuse{smem_budget=...}` does: small budgets exercise looped rows."""
     ctx = make_context()
     for p in (LinalgGeneralizePass(), FlashAttentionPass(), FusionGroupsPass(target=target),
-              TileAndFusePass(target=target), HorizontalFusionPass(target=target)):  # fmt: skip
+              TileAndFusePass(target=target, smem_budget=smem_budget),
+              HorizontalFusionPass(target=target)):  # fmt: skip
         p.apply(ctx, module)
         verify(module)
     return module

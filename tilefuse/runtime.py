@@ -19,12 +19,13 @@ compiled raises `CompileError` naming the op and its location.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import os
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -104,6 +105,20 @@ class _Warmup:
         return submit
 
 
+@contextlib.contextmanager
+def kernels_replaced(python: ModuleType, stand_in: Any) -> Iterator[None]:
+    """Within the block, each kernel `k` of a generated module is `stand_in(name, k)`
+    (the host function looks its kernels up at call time); restored after."""
+    kernels = {name: getattr(python, name) for name in python.KERNELS}
+    try:
+        for name, kernel in kernels.items():
+            setattr(python, name, stand_in(name, kernel))
+        yield
+    finally:
+        for name, kernel in kernels.items():
+            setattr(python, name, kernel)
+
+
 def compile_in_parallel(python: ModuleType, fn: Any, args: tuple[Any, ...]) -> None:
     """JIT-compile every kernel of a generated module at once, before its first run.
 
@@ -115,16 +130,11 @@ def compile_in_parallel(python: ModuleType, fn: Any, args: tuple[Any, ...]) -> N
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    kernels = {name: getattr(python, name) for name in python.KERNELS}
     futures: list[Any] = []
-    with ThreadPoolExecutor(max_workers=min(len(kernels), os.cpu_count() or 1)) as pool:
-        try:
-            for name, kernel in kernels.items():
-                setattr(python, name, _Warmup(kernel, pool, futures))
+    workers = min(len(python.KERNELS), os.cpu_count() or 1)
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        with kernels_replaced(python, lambda _, k: _Warmup(k, pool, futures)):
             fn(*args)
-        finally:
-            for name, kernel in kernels.items():
-                setattr(python, name, kernel)
         for f in futures:
             f.result()
 
@@ -169,15 +179,17 @@ def compile(
     target: str = "h200",
     dims: Mapping[str, int] | None = None,
     dtype: str | None = None,
+    smem_budget: int = 0,
 ) -> CompiledProgram:
-    """Compile MLIR text, a `.mlir` path or a parsed module to Triton kernels."""
+    """Compile MLIR text, a `.mlir` path or a parsed module to Triton kernels
+    (`smem_budget`: see `pipeline.run_pipeline`)."""
     start = time.perf_counter()
     if isinstance(source, ModuleOp):
         module, name = source.clone(), "<module>"
     else:
         module = load_program(source, dims, dtype)
         name = str(source) if str(source).endswith(".mlir") else "<input>"
-    run_pipeline(module, target)
+    run_pipeline(module, target, smem_budget)
     text = emit_triton(module, name)
     python = import_source(text)
     f = entry_function(module)

@@ -44,10 +44,8 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
 
-class _Elementwise(ElementwiseOperation):
-    """An elementwise named op whose payload is `body(args)`."""
-
-    BODY: ClassVar[Callable[..., SSAValue]]
+class _HiddenRegion(NamedOperation):
+    """A named op built like xDSL's own: operands, result types, hidden region."""
 
     def __init__(
         self,
@@ -63,6 +61,12 @@ class _Elementwise(ElementwiseOperation):
             attributes=attributes,
             hidden_region=self.get_hidden_region(inputs, outputs),
         )
+
+
+class _Elementwise(_HiddenRegion, ElementwiseOperation):
+    """An elementwise named op whose payload is `BODY(args)`."""
+
+    BODY: ClassVar[Callable[..., SSAValue]]
 
     @classmethod
     def get_hidden_region(cls, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue]) -> Region:
@@ -113,27 +117,12 @@ ELEMENTWISE = [
 ]
 
 
-class _Contraction(NamedOperation):
+class _Contraction(_HiddenRegion):
     """A multiply-accumulate named op over `MAPS` (dims named by the lambda's args)."""
 
     PRINT_ATTRS_IN_FRONT: ClassVar[bool] = True
     MAPS: ClassVar[tuple[Callable[..., tuple], ...]]
     ITERATORS: ClassVar[str]
-
-    def __init__(
-        self,
-        inputs: Sequence[SSAValue],
-        outputs: Sequence[SSAValue] = (),
-        res: Sequence[Attribute] | None = None,
-        attributes: dict[str, Attribute] | None = None,
-    ):
-        super().__init__(
-            ins=inputs,
-            outs=outputs,
-            result_types=res if res is not None else tuple(o.type for o in outputs),
-            attributes=attributes,
-            hidden_region=self.get_hidden_region(inputs, outputs),
-        )
 
     @classmethod
     def get_hidden_region(cls, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue]) -> Region:
