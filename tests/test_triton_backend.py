@@ -255,3 +255,12 @@ def test_whole_tensor_reduction_loops_every_axis(budget):
     prog = run_and_compare_text(CENTERED, smem_budget=budget)
     if budget == 1024:
         assert "(loop)x" in prog.source and " // " in prog.source  # two looped axes, one loop
+
+
+@pytest.mark.parametrize(("name", "n"), [("layernorm", 4100), ("rmsnorm", 6000), ("layernorm", 8192)])
+def test_streamed_rows(name, n):
+    """Rows of >= 2 chunks of 2048 stream through the program in chunks (one row
+    per program), re-read passes hinted evict_last; partial last chunks masked."""
+    prog = run_and_compare(SAMPLES / f"{name}.mlir", {"M": 3, "N": n}, "f32", seed=9)
+    assert "1x2048(loop)" in prog.source
+    assert 'eviction_policy="evict_last"' in prog.source and 'eviction_policy="evict_first"' in prog.source
