@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from xdsl.dialects import arith, func
+from xdsl.dialects import arith, func, tensor
 from xdsl.ir import Block, Operation, SSAValue
 
 from tilefuse.structured import REDUCTION, StructuredOp, as_structured
@@ -33,6 +33,9 @@ class Node:
     producers: list[Node] = field(default_factory=list)
     consumers: list[Node] = field(default_factory=list)
     external_uses: int = 0
+    view_producers: list[Node] = field(default_factory=list)
+    """Producers read through host-side reshapes: an order, never a fusion edge."""
+    view_consumers: list[Node] = field(default_factory=list)
 
     @property
     def op(self) -> Operation:
@@ -120,7 +123,21 @@ def build_graph(f: func.FuncOp | Block) -> Graph:
                 p.consumers.append(node)
         for result in node.op.results:
             node.external_uses += sum(1 for use in result.uses if use.operation not in by_op)
+    for node in nodes:
+        for value in node.s.operands:
+            p = _through_reshapes(graph, value)
+            if p is not None and p not in node.view_producers:
+                node.view_producers.append(p)
+                p.view_consumers.append(node)
     return graph
+
+
+def _through_reshapes(graph: Graph, value: SSAValue) -> Node | None:
+    """The node whose result `value` views through one or more reshapes, if any."""
+    owner, seen_reshape = value.owner, False
+    while isinstance(owner, tensor.ExpandShapeOp | tensor.CollapseShapeOp):
+        owner, seen_reshape = owner.src.owner, True
+    return graph.by_op.get(owner) if seen_reshape and isinstance(owner, Operation) else None
 
 
 # ---------------------------------------------------------------------------

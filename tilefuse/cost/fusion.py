@@ -379,14 +379,21 @@ def _creates_cycle(st: _State, ga: int, gb: int) -> bool:
     Paths are between groups, not ops: once ops share a kernel, everything the
     kernel reads must be ready before any of it runs.
     """
-    return _group_path(st, ga, gb) or _group_path(st, gb, ga)
+    return (_group_path(st, ga, gb) or _group_path(st, gb, ga)
+            or _view_edge(st, ga, gb) or _view_edge(st, gb, ga))  # fmt: skip
+
+
+def _view_edge(st: _State, src: int, dst: int) -> bool:
+    """Does group `dst` read a result of `src` through a host-side reshape?"""
+    return any(st.group_of.get(c.index) == dst
+               for i in st.members[src] for c in st.graph.nodes[i].view_consumers)  # fmt: skip
 
 
 def _group_edges(st: _State, gid: int) -> set[int]:
     """Groups that read a result of group `gid`."""
     out = set()
     for i in st.members[gid]:
-        for c in st.graph.nodes[i].consumers:
+        for c in [*st.graph.nodes[i].consumers, *st.graph.nodes[i].view_consumers]:
             if c.index in st.group_of and st.group_of[c.index] != gid:
                 out.add(st.group_of[c.index])
     return out

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import arith, func, tensor
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType, i64
-from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -33,6 +33,7 @@ from tilefuse.cost.target import get_target
 from tilefuse.dataflow import Graph, build_graph
 from tilefuse.diagnostics import CompileError
 from tilefuse.dialects.tilefuse import GroupOp, YieldOp
+from tilefuse.passes.horizontal_fusion import sort_top_level
 from tilefuse.structured import as_structured
 
 
@@ -97,10 +98,7 @@ def rewrite_function(f: func.FuncOp, graph: Graph, plan: FusionPlan) -> None:
         Rewriter.insert_op(group_op, InsertPoint.before(terminator))
     for old, new in replaced.items():
         old.replace_all_uses_with(new)
-    for op in list(block.ops):  # reshapes of results follow the groups computing them
-        if is_host_reshape(op) and not isinstance(op.src, BlockArgument):
-            op.detach()
-            block.insert_op_before(op, terminator)
+    sort_top_level(block)  # reshapes between the groups that compute and read them
     for op in reversed(list(block.ops)):
         if op in structured or (_is_free(op) and not any(r.uses for r in op.results)):
             op.detach()
@@ -111,13 +109,10 @@ RESHAPES = (tensor.ExpandShapeOp, tensor.CollapseShapeOp)
 
 
 def is_host_reshape(op: Operation) -> bool:
-    """A reshape the host does as a view: of a function argument, or of a
-    value that is only returned."""
-    if not isinstance(op, RESHAPES):
-        return False
-    if isinstance(op.src, BlockArgument) and isinstance(op.src.owner.parent_op(), func.FuncOp):
-        return True
-    return all(isinstance(use.operation, func.ReturnOp) for use in op.result.uses)
+    """A reshape of a function-level value: the host does it as a view (of an
+    argument, between kernels, or of a result). Kernels never see reshapes;
+    the fusion plan orders the kernels on each side of one (`view_producers`)."""
+    return isinstance(op, RESHAPES) and isinstance(op.parent_op(), func.FuncOp)
 
 
 def _check_supported(block: Block, structured: set[Operation]) -> None:
@@ -125,10 +120,6 @@ def _check_supported(block: Block, structured: set[Operation]) -> None:
         if (op in structured or _is_free(op) or isinstance(op, func.ReturnOp)
                 or is_host_reshape(op) or is_tensor_constant(op)):  # fmt: skip
             continue
-        if isinstance(op, RESHAPES):
-            raise CompileError.at(
-                op, "reshapes a value between fusion groups; reshapes of function "
-                "arguments and of returned values are supported")  # fmt: skip
         raise CompileError.at(
             op, "cannot be placed among fusion groups (only linalg, constants, "
             "tensor.empty, reshapes of arguments and results, and func.return are "
@@ -142,7 +133,7 @@ def _launch_order(graph: Graph, plan: FusionPlan) -> list[FusionGroup]:
     deps = {g.name: set() for g in plan.groups}
     for g in plan.groups:
         for i in g.all_nodes:
-            for p in graph.nodes[i].producers:
+            for p in [*graph.nodes[i].producers, *graph.nodes[i].view_producers]:
                 if p.index in owner and owner[p.index] != g.name and p.index not in g.all_nodes:
                     deps[g.name].add(owner[p.index])
     order, done = [], set()

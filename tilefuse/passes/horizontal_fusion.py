@@ -29,7 +29,7 @@ import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import func
+from xdsl.dialects import func, tensor
 from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, StringAttr, i64
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
@@ -77,7 +77,7 @@ def fuse_horizontally(f: func.FuncOp, target: Target) -> HorizontalPlan:
             merge_groups([by_name[n] for n in bundle], reason)
             merged = True
     if merged:
-        _sort_top_level(f.body.block)
+        sort_top_level(f.body.block)
     return plan
 
 
@@ -86,7 +86,7 @@ def _kernel_infos(groups: list[GroupOp], target: Target) -> list[KernelInfo]:
     out = []
     for g in groups:
         deps = frozenset(
-            v.owner.sym_name.data for v in g.inputs if isinstance(v.owner, GroupOp)
+            owner.sym_name.data for v in g.inputs if isinstance(owner := _source(v), GroupOp)
         )
         gs = grids(g)
         if len(gs) != 1 or not all(k in g.attributes for k in COST_KEYS):
@@ -114,6 +114,14 @@ def _dot_dtype(g: GroupOp) -> str | None:
     types = sorted({str(element_type(s.inputs[0].type)) for op in g.walk()
                     if (s := as_structured(op)) is not None and is_contraction(s)})  # fmt: skip
     return ",".join(types) or None
+
+
+def _source(value: SSAValue):
+    """The op computing `value`, looking through host-side reshapes."""
+    owner = value.owner
+    while isinstance(owner, tensor.ExpandShapeOp | tensor.CollapseShapeOp):
+        owner = owner.src.owner
+    return owner
 
 
 def merge_groups(members: list[GroupOp], reason: str) -> GroupOp:
@@ -166,7 +174,7 @@ def _merge_attributes(merged: GroupOp, members: list[GroupOp]) -> None:
         g.num_warps = IntegerAttr(warps, i64)
 
 
-def _sort_top_level(block: Block) -> None:
+def sort_top_level(block: Block) -> None:
     """Reorder `block`'s ops so that every op follows what it uses (stable)."""
     ops = list(block.ops)
     terminator = ops.pop() if ops and ops[-1].has_trait(IsTerminator) else None
