@@ -116,8 +116,8 @@ def plan_fusion(graph: Graph, target: Target, max_group_ops: int = 24) -> Fusion
     st = _State(graph, target, max_group_ops)
     _premerge_attention(st)
     for node in graph.nodes:
-        if node.kind == FILL:
-            continue
+        if node.kind == FILL and not node.external_uses:
+            continue  # recomputed where read (_attach_fills); a returned fill is a kernel
         if node.index not in st.group_of:
             st.group_of[node.index] = node.index
             st.members[node.index] = [node.index]

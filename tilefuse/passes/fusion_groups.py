@@ -24,13 +24,13 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import arith, func, tensor
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType, i64
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tilefuse.cost.fusion import FusionGroup, FusionPlan, group_kind, plan_fusion
 from tilefuse.cost.target import get_target
-from tilefuse.dataflow import Graph, build_graph
+from tilefuse.dataflow import FILL, Graph, build_graph, classify
 from tilefuse.diagnostics import CompileError
 from tilefuse.dialects.tilefuse import GroupOp, YieldOp
 from tilefuse.passes.horizontal_fusion import sort_top_level
@@ -109,10 +109,22 @@ RESHAPES = (tensor.ExpandShapeOp, tensor.CollapseShapeOp)
 
 
 def is_host_reshape(op: Operation) -> bool:
-    """A reshape of a function-level value: the host does it as a view (of an
-    argument, between kernels, or of a result). Kernels never see reshapes;
-    the fusion plan orders the kernels on each side of one (`view_producers`)."""
-    return isinstance(op, RESHAPES) and isinstance(op.parent_op(), func.FuncOp)
+    """A reshape the host does as a view, between kernels: of a function argument,
+    a tensor constant or a computed result, through any chain of reshapes.
+    Kernels never see reshapes; the fusion plan orders the kernels on each side
+    of one (`view_producers`). Reshapes of fills or `tensor.empty` (which only
+    exist inside kernels) are not views of anything the host has."""
+    if not isinstance(op, RESHAPES) or not isinstance(op.parent_op(), func.FuncOp):
+        return False
+    root = op.src
+    while isinstance(root.owner, RESHAPES):
+        root = root.owner.src
+    if isinstance(root, BlockArgument):
+        return True
+    if is_tensor_constant(root.owner):
+        return True
+    s = as_structured(root.owner)
+    return s is not None and classify(s) != FILL
 
 
 def _check_supported(block: Block, structured: set[Operation]) -> None:
@@ -120,6 +132,10 @@ def _check_supported(block: Block, structured: set[Operation]) -> None:
         if (op in structured or _is_free(op) or isinstance(op, func.ReturnOp)
                 or is_host_reshape(op) or is_tensor_constant(op)):  # fmt: skip
             continue
+        if isinstance(op, RESHAPES):
+            raise CompileError.at(
+                op, "reshapes a fill or tensor.empty, which exist only inside kernels: "
+                "create the tensor in the reshaped shape instead")  # fmt: skip
         raise CompileError.at(
             op, "cannot be placed among fusion groups (only linalg, constants, "
             "tensor.empty, reshapes of arguments and results, and func.return are "

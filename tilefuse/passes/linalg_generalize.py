@@ -4,7 +4,9 @@
 Upstream's interchange form for the rest of the pipeline: named ops (`matmul`,
 `fill`, elementwise ops), `reduce`, `broadcast` and `transpose` are rewritten to
 the `linalg.generic` with the same loops, indexing maps and payload, so later
-passes see one op kind. `linalg.generic` ops are left as they are.
+passes see one op kind. `linalg.generic` ops are left as they are. First, a
+`linalg.softmax` is decomposed, and a reshape of `tensor.empty` or of a
+`linalg.fill` becomes an empty or a fill of the new shape.
 
 ```mlir
 %r = linalg.reduce ins(%x : tensor<4x8xf32>) outs(%f : tensor<4xf32>) dimensions = [1]
@@ -119,6 +121,22 @@ class SoftmaxPattern(RewritePattern):
         rewriter.replace(op, ops, [r])
 
 
+class FoldReshapeOfCreation(RewritePattern):
+    """A reshape of `tensor.empty` is an empty of the new shape; a reshape of a
+    `linalg.fill` is a fill of the new shape (neither exists outside kernels)."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not isinstance(op, tensor.ExpandShapeOp | tensor.CollapseShapeOp):
+            return
+        source = op.src.owner
+        empty = tensor.EmptyOp([], op.result.type)
+        if isinstance(source, tensor.EmptyOp):
+            rewriter.replace(op, [empty], [empty.tensor])
+        elif isinstance(source, linalg.FillOp):
+            fill = linalg.FillOp(list(source.inputs), [empty.tensor], [op.result.type])
+            rewriter.replace(op, [empty, fill], [fill.results[0]])
+
+
 @dataclass(frozen=True)
 class LinalgGeneralizePass(ModulePass):
     """Rewrite all structured linalg ops to `linalg.generic` (and decompose softmax)."""
@@ -126,5 +144,6 @@ class LinalgGeneralizePass(ModulePass):
     name = "linalg-generalize"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        PatternRewriteWalker(FoldReshapeOfCreation()).rewrite_module(op)
         PatternRewriteWalker(SoftmaxPattern(), apply_recursively=False).rewrite_module(op)
         PatternRewriteWalker(GeneralizePattern(), apply_recursively=False).rewrite_module(op)
