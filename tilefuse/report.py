@@ -93,8 +93,12 @@ def _point(cost, nodes: list[Node], target: Target) -> RooflinePoint:
 
 def analyze_program(module: ModuleOp, target: Target) -> ProgramReport:
     """Price `module`'s entry function unfused and fused on `target`."""
+    from tilefuse.passes.split_reduction import SplitReductionPass
+
     module = module.clone()
     LinalgGeneralizePass().apply(make_context(), module)
+    if target.name in target_names():
+        SplitReductionPass(target=target.name).apply(make_context(), module)
     FlashAttentionPass().apply(make_context(), module)
     f = entry_function(module)
     graph = build_graph(f)

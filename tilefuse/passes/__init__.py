@@ -52,6 +52,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return HorizontalFusionPass
 
+    def split_reduction():
+        from tilefuse.passes.split_reduction import SplitReductionPass
+
+        return SplitReductionPass
+
     def flash_attention():
         from tilefuse.passes.flash_attention import FlashAttentionPass
 
@@ -61,6 +66,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "flash-attention": flash_attention,
         "tile-and-fuse": tile_and_fuse,
         "horizontal-fusion": horizontal_fusion,
+        "split-reduction": split_reduction,
         "fusion-groups": fusion_groups,
         "canonicalize": canonicalize,
         "cse": cse,
