@@ -101,60 +101,73 @@ class _Bundles:
                     stack.append(s)
         return False
 
-    def merge(self, b: int, k: str) -> None:
-        old = self.of[k]
-        self.members[b] += self.members.pop(old)
-        self.of[k] = b
+    def merge(self, b: int, b2: int) -> None:
+        """Bundle `b2` joins bundle `b`."""
+        for name in self.members[b2]:
+            self.of[name] = b
+        self.members[b] += self.members.pop(b2)
 
 
 def plan_horizontal(kernels: Sequence[KernelInfo], target: Target) -> HorizontalPlan:
-    """Which independent kernels share a launch, and why (see the module doc)."""
+    """Which independent kernels share a launch, and why (see the module doc).
+
+    Two passes, so the order of the program does not decide: first every kernel
+    joins an earlier bundle running the same tile program; then bundles join
+    earlier bundles as branches where that pays."""
     state = _Bundles(kernels)
     decisions: list[Decision] = []
-    for k in kernels:
-        if not k.mergeable:
-            continue
-        for b in [b for b in state.members if b < state.of[k.name]]:
-            if not state.kernels[state.members[b][0]].mergeable:
+    for same_program in (True, False):
+        for b2 in sorted(state.members):
+            if b2 not in state.members or not state.kernels[state.members[b2][0]].mergeable:
                 continue
-            if state.reaches(b, state.of[k.name]) or state.reaches(state.of[k.name], b):
-                continue  # dependent: not a candidate, nothing to explain
-            ok, reason = _accept(k, [state.kernels[m] for m in state.members[b]], target)
-            members = (*state.members[b], k.name)
-            decisions.append(Decision(ok, "horizontal", members, reason, state.members[b][0]))
-            if ok:
-                state.merge(b, k.name)
-                break
+            joining = [state.kernels[m] for m in state.members[b2]]
+            for b in [b for b in sorted(state.members) if b < b2]:
+                bundle = [state.kernels[m] for m in state.members[b]]
+                if not bundle[0].mergeable or state.reaches(b, b2) or state.reaches(b2, b):
+                    continue  # dependent: not a candidate, nothing to explain
+                same = {m.body_key for m in bundle} == {m.body_key for m in joining} and \
+                    len({m.body_key for m in bundle}) == 1
+                if same != same_program:
+                    continue
+                ok, reason = _accept(joining, bundle, target)
+                members = (*state.members[b], *state.members[b2])
+                decisions.append(Decision(ok, "horizontal", members, reason, state.members[b][0]))
+                if ok:
+                    state.merge(b, b2)
+                    break
     bundles = tuple(tuple(state.members[b]) for b in sorted(state.members))
     return HorizontalPlan(bundles, tuple(decisions))
 
 
-def _accept(k: KernelInfo, bundle: list[KernelInfo], target: Target) -> tuple[bool, str]:
-    first = bundle[0]
-    dots = {m.dot_dtype for m in [*bundle, k]} - {None}
+def _accept(joining: list[KernelInfo], bundle: list[KernelInfo], target: Target) -> tuple[bool, str]:
+    everyone = [*bundle, *joining]
+    dots = {m.dot_dtype for m in everyone} - {None}
     if len(dots) > 1:
         return False, f"horizontal: contractions on different operand types ({', '.join(sorted(dots))})"
-    if k.num_stages != first.num_stages:
+    stages = sorted({m.num_stages for m in everyone})
+    if len(stages) > 1:
         return False, (
-            f"horizontal: pipeline depths differ ({k.num_stages} stages vs {first.num_stages})"
+            f"horizontal: pipeline depths differ ({joining[0].num_stages} stages vs "
+            f"{bundle[0].num_stages})"
         )
     saved = format_seconds(target.launch_overhead)
-    programs = sum(m.programs for m in bundle) + k.programs
-    if all(m.body_key == k.body_key for m in bundle):
+    programs = sum(m.programs for m in everyone)
+    keys = {m.body_key for m in everyone}
+    if len(keys) == 1:
         return True, (
-            f"independent, same tile program: {len(bundle) + 1} grids in one launch of "
+            f"independent, same tile program: {len(everyone)} grids in one launch of "
             f"{programs} programs, one compile, {saved} launch saved"
         )
-    if len({m.body_key for m in bundle} | {k.body_key}) > MAX_BRANCHES:
+    if len(keys) > MAX_BRANCHES:
         return False, f"horizontal: more than {MAX_BRANCHES} different tile programs in one kernel"
-    total = sum(m.time for m in bundle) + k.time
+    total = sum(m.time for m in everyone)
     if target.launch_overhead < MIN_SAVING * total:
         return False, (
             f"horizontal: a {saved} launch is {target.launch_overhead / total:.1%} of "
             f"{format_seconds(total)}, under {MIN_SAVING:.0%}: not worth a branching kernel"
         )
-    warps = max([m.num_warps for m in bundle] + [k.num_warps])
+    warps = max(m.num_warps for m in everyone)
     return True, (
-        f"independent, {len(bundle) + 1} tile programs as branches of one launch of "
+        f"independent, {len(keys)} tile programs as branches of one launch of "
         f"{programs} programs at {warps} warps, {saved} launch saved"
     )

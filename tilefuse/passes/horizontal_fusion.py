@@ -179,6 +179,9 @@ def sort_top_level(block: Block) -> None:
     ops = list(block.ops)
     terminator = ops.pop() if ops and ops[-1].has_trait(IsTerminator) else None
     position = {op: i for i, op in enumerate(ops)}
+    if all(position.get(v.owner, -1) < position[op] for op in ops for v in _operands_deep(op)
+           if isinstance(v.owner, Operation) and v.owner in position):  # fmt: skip
+        return  # already in a dependency order: keep the program's order
     placed: set[Operation] = set()
     order: list[Operation] = []
 
