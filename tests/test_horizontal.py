@@ -218,3 +218,13 @@ def test_contractions_on_different_types_keep_their_own_launch():
     assert plan.bundles == tuple((g.sym_name.data,) for g in groups)
     (refusal,) = plan.decisions
     assert not refusal.taken and "different operand types (bf16, f32)" in refusal.reason
+
+
+def test_same_program_merges_come_before_branches():
+    """Q, K, V projections in that order, K a different program: Q and V stack
+    first; K then would be a branch worth only 3% of the bundle, refused. (Greedy
+    in program order took Q + K as branches and left V alone.)"""
+    q, k, v = (kernel(n, time=176e-6, key=key) for n, key in (("q", 1), ("k", 2), ("v", 1)))
+    plan = plan_horizontal([q, k, v], H200)
+    assert plan.bundles == (("q", "v"), ("k",))
+    assert [d.taken for d in plan.decisions] == [True, False]
