@@ -132,12 +132,17 @@ def build_graph(f: func.FuncOp | Block) -> Graph:
     return graph
 
 
+def reshape_root(value: SSAValue) -> SSAValue:
+    """The value `value` views through a chain of host-side reshapes (itself if none)."""
+    while isinstance(value.owner, tensor.ExpandShapeOp | tensor.CollapseShapeOp):
+        value = value.owner.src
+    return value
+
+
 def _through_reshapes(graph: Graph, value: SSAValue) -> Node | None:
     """The node whose result `value` views through one or more reshapes, if any."""
-    owner, seen_reshape = value.owner, False
-    while isinstance(owner, tensor.ExpandShapeOp | tensor.CollapseShapeOp):
-        owner, seen_reshape = owner.src.owner, True
-    return graph.by_op.get(owner) if seen_reshape and isinstance(owner, Operation) else None
+    root = reshape_root(value)
+    return graph.producer_of(root) if root is not value else None
 
 
 # ---------------------------------------------------------------------------

@@ -19,10 +19,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import ShapedType, TensorType
+from xdsl.dialects import arith, tensor
+from xdsl.dialects.builtin import AffineMapAttr, FloatAttr, ShapedType, TensorType
 from xdsl.dialects.linalg import abstract_ops
 from xdsl.dialects.linalg import ops as linalg
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.dialects.linalg.attrs import IteratorType, IteratorTypeAttr
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineMap
 
 from tilefuse.diagnostics import CompileError
@@ -160,3 +162,42 @@ def _build(
     return StructuredOp(
         op, inputs, outputs, maps, iterators, payload, tuple(r or 0 for r in ranges)
     )
+
+
+IDENTITY = {
+    arith.AddfOp: 0.0, arith.MulfOp: 1.0, arith.MaximumfOp: float("-inf"),
+    arith.MinimumfOp: float("inf"), arith.MaxnumfOp: float("-inf"),
+    arith.MinnumfOp: float("inf"),
+}  # fmt: skip
+"""Reduction combiners and their identities."""
+
+
+def reduction_combiner(s: StructuredOp) -> type | None:
+    """The combiner of a one-output reduction whose payload ends in `acc <op> x`
+    with the accumulator read nowhere else (sum, product, max, min), or None."""
+    if len(s.outputs) != 1 or not s.reduction_dims:
+        return None
+    acc = s.payload.args[-1]
+    op = s.payload.last_op.operands[0].owner
+    if not isinstance(op, Operation) or type(op) not in IDENTITY:
+        return None
+    if acc not in op.operands or len(list(acc.uses)) != 1:
+        return None
+    return type(op)
+
+
+def filled(t: TensorType, value: float) -> tuple[SSAValue, list[Operation]]:
+    """`t` filled with the scalar `value`, as the generic `linalg.fill` becomes:
+    the tensor and the ops making it (constant, empty, generic)."""
+    et = t.get_element_type()
+    const = arith.ConstantOp(FloatAttr(value, et))
+    empty = tensor.EmptyOp([], t)
+    rank = len(t.get_shape())
+    block = Block(arg_types=[et, et])
+    block.add_op(linalg.YieldOp(block.args[0]))
+    fill = linalg.GenericOp(
+        [const.result], [empty.tensor], Region(block),
+        [AffineMapAttr(AffineMap(rank, 0, ())), AffineMapAttr(AffineMap.identity(rank))],
+        [IteratorTypeAttr(IteratorType.PARALLEL)] * rank, [t],
+    )  # fmt: skip
+    return fill.results[0], [const, empty, fill]

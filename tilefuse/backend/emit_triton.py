@@ -175,8 +175,10 @@ class KernelPrinter:
     the program id.
     """
 
-    def __init__(self, name: str, group: GroupOp, grids: Sequence[TileGridOp]):
+    def __init__(self, name: str, group: GroupOp, grids: Sequence[TileGridOp],
+                 stacked: list[list[SSAValue]] | None = None):  # fmt: skip
         self.name, self.group, self.grids = name, group, list(grids)
+        self.stacked = stacked if stacked is not None else stacked_tensors(self.grids)
         self.grid = self.grids[0]
         self.names = Names(("tl", "triton", "os", "libdevice", "_tanh", "_tanh_bf16", "_ON_GPU",
                             "pid", "seg", "DOT_DTYPE", "DOT_PRECISION", "tile", "group",
@@ -217,7 +219,7 @@ class KernelPrinter:
 
     def print(self) -> str:
         params = []
-        bare = pointer_only(self.grids)
+        bare = pointer_only(self.stacked)
         for v in self.tensors:
             p = self.params[v]
             rank = 0 if v in bare else len(v.type.get_shape())
@@ -228,11 +230,10 @@ class KernelPrinter:
             "DOT_PRECISION: tl.constexpr):"
         )
         self.emit("pid = tl.program_id(0)")
-        stacked = stacked_tensors(self.grids)
         if len(self.grids) == 1:
             self.print_grid(self.grid, "pid")
-        elif stacked is not None:
-            self.print_stacked(stacked)
+        elif self.stacked is not None:
+            self.print_stacked(self.stacked)
         else:
             self.print_branches()
         return "\n".join(self.lines)
@@ -416,8 +417,11 @@ class KernelPrinter:
 
 
 def stacked_tensors(grids: Sequence[TileGridOp]) -> list[list[SSAValue]] | None:
-    """For grids running one tile program: per tensor the first grid reads or
-    writes, the tensor each grid uses in its place. None if the programs differ."""
+    """For a bundle of grids running one tile program: per tensor the first grid
+    reads or writes, the tensor each grid uses in its place. None for a single
+    grid or when the programs differ."""
+    if len(grids) < 2:
+        return None
     first = grids[0]
     columns = [[v] for v in grid_inputs(first)] + [[d] for d in first.destinations]
     for other in grids[1:]:
@@ -466,10 +470,9 @@ def reread_hints(grid: TileGridOp) -> dict[LoadOp, str]:
     return hints
 
 
-def pointer_only(grids: Sequence[TileGridOp]) -> set[SSAValue]:
-    """Tensors of a stacked bundle passed as a bare pointer: the shared body
-    indexes every member's tensor with the first member's strides."""
-    stacked = stacked_tensors(grids) if len(grids) > 1 else None
+def pointer_only(stacked: list[list[SSAValue]] | None) -> set[SSAValue]:
+    """Tensors of a stacked bundle (`stacked_tensors`) passed as a bare pointer:
+    the shared body indexes every member's tensor with the first member's strides."""
     if stacked is None:
         return set()
     firsts = {column[0] for column in stacked}
@@ -725,11 +728,12 @@ class ModulePrinter:
             grids = [o for o in g.entry.ops if isinstance(o, TileGridOp)]
             if not grids:
                 raise CompileError.at(g, "was not tiled: run tile-and-fuse before emitting Triton")
-            kernels.append((g, grids))
+            stacked = stacked_tensors(grids)
+            kernels.append((g, grids, stacked))
             out.write(f"\n# {g.sym_name.data}: {g.reason.data if g.reason else ''}\n")
             if "tile" in g.attributes:
                 out.write(f"# {g.attributes['tile'].data}\n")
-            out.write(KernelPrinter(g.sym_name.data, g, grids).print() + "\n\n")
+            out.write(KernelPrinter(g.sym_name.data, g, grids, stacked).print() + "\n\n")
         out.write(self.host(f, kernels))
         return out.getvalue()
 
@@ -737,13 +741,14 @@ class ModulePrinter:
         names = Names(("torch", "triton", "tl", "DOT_DTYPE"))
         args = [names(a) for a in f.body.block.args]
         device = f"{args[0]}.device" if args else 'torch.device("cpu")'
-        lines = [f"KERNELS = {[g.sym_name.data for g, _ in kernels]!r}\n",
+        lines = [f"KERNELS = {[g.sym_name.data for g, _, _ in kernels]!r}\n",
                  f"def {f.sym_name.data}({', '.join(args)}, *, dot_dtype=None):",
                  f'    """Run @{f.sym_name.data}: {len(kernels)} kernel launch(es)."""',
                  f"    device = {device}"]  # fmt: skip
+        launched = {g: (grids, stacked) for g, grids, stacked in kernels}
         for op in f.body.block.ops:
             if isinstance(op, GroupOp):
-                lines += self._launch(op, names)
+                lines += self._launch(op, *launched[op], names)
             elif isinstance(op, func.ReturnOp):
                 results = ", ".join(names(v) for v in op.operands)
                 lines.append(f"    return {results}")
@@ -756,11 +761,10 @@ class ModulePrinter:
                 raise CompileError.at(op, "cannot run on the host between kernels")
         return "\n".join(lines) + "\n"
 
-    def _launch(self, g: GroupOp, names: Names) -> list[str]:
-        grids = [o for o in g.entry.ops if isinstance(o, TileGridOp)]
+    def _launch(self, g: GroupOp, grids: list[TileGridOp], stacked, names: Names) -> list[str]:
         grid = grids[0]
-        lines = self._equal_strides(g, grids, names)
-        bare = pointer_only(grids)
+        lines = self._equal_strides(g, stacked, names)
+        bare = pointer_only(stacked)
         dests = [d for gr in grids for d in gr.destinations]
         call = []
         for arg, v in zip(g.entry.args, g.inputs, strict=True):
@@ -779,10 +783,9 @@ class ModulePrinter:
         )
         return lines
 
-    def _equal_strides(self, g: GroupOp, grids: list[TileGridOp], names: Names) -> list[str]:
+    def _equal_strides(self, g: GroupOp, stacked, names: Names) -> list[str]:
         """A stacked kernel reads its first member's strides for every member's
         tensors: make them equal (contiguous copies) when the caller's differ."""
-        stacked = stacked_tensors(grids) if len(grids) > 1 else None
         lines = []
         outer = dict(zip(g.entry.args, g.inputs, strict=True))
         for column in stacked or []:

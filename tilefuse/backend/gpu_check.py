@@ -207,11 +207,11 @@ def _group_spec(g: Any, grid: Any, tree: ast.Module) -> KernelSpec:
     consts: dict[str, object] = {}
     div: list[str] = []
     k = 0
-    from tilefuse.backend.emit_triton import pointer_only
+    from tilefuse.backend.emit_triton import pointer_only, stacked_tensors
 
     grids = [o for o in g.entry.ops if isinstance(o, type(grid))]
     dests = [d for o in grids for d in o.destinations]
-    bare = pointer_only(grids)
+    bare = pointer_only(stacked_tensors(grids))
     for v in [*g.entry.args, *dests]:
         shape = () if v in bare else tuple(v.type.get_shape())
         params = args[k : k + 1 + len(shape)]

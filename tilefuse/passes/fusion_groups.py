@@ -30,7 +30,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from tilefuse.cost.fusion import FusionGroup, FusionPlan, group_kind, plan_fusion
 from tilefuse.cost.target import get_target
-from tilefuse.dataflow import FILL, Graph, build_graph, classify
+from tilefuse.dataflow import FILL, Graph, build_graph, classify, reshape_root
 from tilefuse.diagnostics import CompileError
 from tilefuse.dialects.tilefuse import GroupOp, YieldOp
 from tilefuse.passes.horizontal_fusion import sort_top_level
@@ -116,9 +116,7 @@ def is_host_reshape(op: Operation) -> bool:
     exist inside kernels) are not views of anything the host has."""
     if not isinstance(op, RESHAPES) or not isinstance(op.parent_op(), func.FuncOp):
         return False
-    root = op.src
-    while isinstance(root.owner, RESHAPES):
-        root = root.owner.src
+    root = reshape_root(op.src)
     if isinstance(root, BlockArgument):
         return True
     if is_tensor_constant(root.owner):

@@ -29,7 +29,7 @@ import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import func, tensor
+from xdsl.dialects import func
 from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, StringAttr, i64
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
@@ -38,7 +38,7 @@ from xdsl.traits import IsTerminator
 from tilefuse.cost.horizontal import HorizontalPlan, KernelInfo, plan_horizontal
 from tilefuse.cost.roofline import roofline_mixed
 from tilefuse.cost.target import Target, get_target
-from tilefuse.dataflow import is_contraction
+from tilefuse.dataflow import is_contraction, reshape_root
 from tilefuse.dialects.tilefuse import GroupOp, TileGridOp, YieldOp, same_tile_program
 from tilefuse.structured import as_structured, element_type
 
@@ -86,7 +86,8 @@ def _kernel_infos(groups: list[GroupOp], target: Target) -> list[KernelInfo]:
     out = []
     for g in groups:
         deps = frozenset(
-            owner.sym_name.data for v in g.inputs if isinstance(owner := _source(v), GroupOp)
+            owner.sym_name.data for v in g.inputs
+            if isinstance(owner := reshape_root(v).owner, GroupOp)
         )
         gs = grids(g)
         if len(gs) != 1 or not all(k in g.attributes for k in COST_KEYS):
@@ -114,14 +115,6 @@ def _dot_dtype(g: GroupOp) -> str | None:
     types = sorted({str(element_type(s.inputs[0].type)) for op in g.walk()
                     if (s := as_structured(op)) is not None and is_contraction(s)})  # fmt: skip
     return ",".join(types) or None
-
-
-def _source(value: SSAValue):
-    """The op computing `value`, looking through host-side reshapes."""
-    owner = value.owner
-    while isinstance(owner, tensor.ExpandShapeOp | tensor.CollapseShapeOp):
-        owner = owner.src.owner
-    return owner
 
 
 def merge_groups(members: list[GroupOp], reason: str) -> GroupOp:

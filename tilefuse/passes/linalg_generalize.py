@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import arith, tensor
 from xdsl.dialects import math as mathd
-from xdsl.dialects.builtin import AffineMapAttr, FloatAttr, ModuleOp, TensorType
+from xdsl.dialects.builtin import AffineMapAttr, ModuleOp, TensorType
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.dialects.linalg.attrs import IteratorType, IteratorTypeAttr
 from xdsl.ir import Block, Operation, Region, SSAValue
@@ -39,7 +39,7 @@ from xdsl.pattern_rewriter import (
 )
 
 from tilefuse.dialects.linalg_named import SoftmaxOp
-from tilefuse.structured import as_structured
+from tilefuse.structured import as_structured, filled
 
 
 class GeneralizePattern(RewritePattern):
@@ -95,12 +95,12 @@ class SoftmaxPattern(RewritePattern):
             ops.append(g)
             return g.results[0]
 
-        def filled(value: float) -> SSAValue:
-            c, empty = arith.ConstantOp(FloatAttr(value, et)), tensor.EmptyOp([], row_type)
-            ops.extend([c, empty])
-            rank = len(kept)
-            return generic([c.result], [empty.tensor], [AffineMap(rank, 0, ()), AffineMap.identity(rank)],
-                           [IteratorType.PARALLEL] * rank, row_type, lambda v, _: ([], v))  # fmt: skip
+        def filled_row(value: float) -> SSAValue:
+            row_fill, fill_ops = filled(row_type, value)
+            for o in fill_ops:
+                o.location = op.location
+            ops.extend(fill_ops)
+            return row_fill
 
         def binary(op_class):
             def payload(a, b, _=None):
@@ -114,9 +114,9 @@ class SoftmaxPattern(RewritePattern):
             exp = mathd.ExpOp(sub.result)
             return [sub, exp], exp.result
 
-        m = generic([x], [filled(float("-inf"))], [every, row], reduce_d, row_type, binary(arith.MaximumfOp))
+        m = generic([x], [filled_row(float("-inf"))], [every, row], reduce_d, row_type, binary(arith.MaximumfOp))
         e = generic([x, m], [out], [every, row, every], parallel, out.type, exp_of_difference)
-        total = generic([e], [filled(0.0)], [every, row], reduce_d, row_type, binary(arith.AddfOp))
+        total = generic([e], [filled_row(0.0)], [every, row], reduce_d, row_type, binary(arith.AddfOp))
         r = generic([e, total], [out], [every, row, every], parallel, out.type, binary(arith.DivfOp))
         rewriter.replace(op, ops, [r])
 

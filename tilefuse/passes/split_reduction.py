@@ -29,7 +29,6 @@ from xdsl.dialects import arith, func, tensor
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     ArrayAttr,
-    FloatAttr,
     IntegerAttr,
     ModuleOp,
     TensorType,
@@ -37,20 +36,26 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.dialects.linalg.attrs import IteratorType, IteratorTypeAttr
-from xdsl.ir import Block, BlockArgument, Operation, Region
+from xdsl.ir import Block, BlockArgument, Region
 from xdsl.ir.affine import AffineDimExpr, AffineMap
 from xdsl.passes import ModulePass
 
 from tilefuse.cost.target import get_target
 from tilefuse.dataflow import REDUCE, classify
-from tilefuse.structured import StructuredOp, as_structured
+from tilefuse.structured import (
+    IDENTITY,
+    StructuredOp,
+    as_structured,
+    filled,
+    reduction_combiner,
+)
 
 MIN_SPLIT = 1 << 16
 """Rows shorter than this stay one reduction."""
 MIN_CHUNK = 4096
 """Elements each partial reduction covers, at least."""
 
-IDENTITY = {arith.AddfOp: 0.0, arith.MaximumfOp: float("-inf"), arith.MinimumfOp: float("inf")}
+SPLIT_COMBINERS = (arith.AddfOp, arith.MaximumfOp, arith.MinimumfOp)
 
 
 @dataclass(frozen=True)
@@ -77,9 +82,8 @@ def _split_plan(s: StructuredOp, sm_count: int):
     if len(s.reduction_dims) != 1 or not _viewable(s.inputs[0]):
         return None
     (r,) = s.reduction_dims
-    payload, acc = s.payload, s.payload.args[-1]
-    combiner = payload.last_op.operands[0].owner
-    if type(combiner) not in IDENTITY or acc not in combiner.operands or len(list(acc.uses)) != 1:
+    combiner = reduction_combiner(s)
+    if combiner not in SPLIT_COMBINERS:
         return None
     dims = s.operand_dims(0)
     if r not in dims:
@@ -95,7 +99,7 @@ def _split_plan(s: StructuredOp, sm_count: int):
         splits *= 2
     if splits < 2:
         return None
-    return type(combiner), r, dims.index(r), splits
+    return combiner, r, dims.index(r), splits
 
 
 def _viewable(value) -> bool:
@@ -131,7 +135,7 @@ def _split(s: StructuredOp, combiner, r: int, axis: int, splits: int) -> None:
     out_map = s.maps[1]
     out_shape = list(s.outputs[0].type.get_shape())
     partial_type = TensorType(et, [*out_shape, splits])
-    partial_init, fill_ops = _filled(partial_type, IDENTITY[combiner])
+    partial_init, fill_ops = filled(partial_type, IDENTITY[combiner])
     body = Region()
     s.payload.parent.clone_into(body)
     iterators = [IteratorTypeAttr(IteratorType(it)) for it in s.iterators]
@@ -160,18 +164,3 @@ def _split(s: StructuredOp, combiner, r: int, axis: int, splits: int) -> None:
     op.results[0].replace_all_uses_with(final.results[0])
     op.detach()
     op.erase()
-
-
-def _filled(t: TensorType, value: float) -> tuple[object, list[Operation]]:
-    et = t.get_element_type()
-    const = arith.ConstantOp(FloatAttr(value, et))
-    empty = tensor.EmptyOp([], t)
-    rank = len(t.get_shape())
-    block = Block(arg_types=[et, et])
-    block.add_op(linalg.YieldOp(block.args[0]))
-    fill = linalg.GenericOp(
-        [const.result], [empty.tensor], Region(block),
-        [AffineMapAttr(AffineMap(rank, 0, ())), AffineMapAttr(AffineMap.identity(rank))],
-        [IteratorTypeAttr(IteratorType.PARALLEL)] * rank, [t],
-    )  # fmt: skip
-    return fill.results[0], [const, empty, fill]

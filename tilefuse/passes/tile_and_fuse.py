@@ -77,6 +77,7 @@ from tilefuse.dataflow import (
 from tilefuse.diagnostics import CompileError, op_location, warn
 from tilefuse.dialects.tilefuse import GroupOp, LoadOp, StoreOp, TileGridOp, YieldOp
 from tilefuse.patterns import OnlineSoftmax, find_online_softmax
+from tilefuse.structured import IDENTITY, reduction_combiner
 from tilefuse.tiling import (
     GRID,
     WHOLE,
@@ -85,12 +86,6 @@ from tilefuse.tiling import (
     plan_tiles,
     tile_candidates,
 )
-
-IDENTITY = {
-    arith.AddfOp: 0.0, arith.MulfOp: 1.0, arith.MaximumfOp: float("-inf"),
-    arith.MinimumfOp: float("inf"), arith.MaxnumfOp: float("-inf"),
-    arith.MinnumfOp: float("inf"),
-}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -194,19 +189,12 @@ def _product(block: Block) -> SSAValue:
 
 
 def lane_combiner(node: Node) -> type | None:
-    """The combiner op class of a one-result reduction whose payload ends in
-    `acc <op> x` with the accumulator used nowhere else, or None."""
-    s = node.s
-    if node.kind == CONTRACTION or len(s.outputs) != 1:
+    """The combiner of a reduction that can keep per-lane partials (no products:
+    the printer has no `tl.prod`; no contractions: those are `tl.dot`)."""
+    if node.kind == CONTRACTION:
         return None
-    acc = s.payload.args[-1]
-    yielded = s.payload.last_op.operands[0]
-    op = yielded.owner
-    if not isinstance(op, Operation) or type(op) not in IDENTITY or type(op) is arith.MulfOp:
-        return None
-    if acc not in op.operands or len(list(acc.uses)) != 1:
-        return None
-    return type(op)
+    combiner = reduction_combiner(node.s)
+    return None if combiner is arith.MulfOp else combiner
 
 
 class TileProgramBuilder:
@@ -449,7 +437,7 @@ class TileProgramBuilder:
         inits = [self.materialize(v, outer, outer) for v in s.outputs]
         results = self._lane_reduction(node, outer, inits)
         if results is None:
-            results = self._reduction_loop(node, 0, outer, outer, inits)
+            results = self._reduction_loop(node, outer, outer, inits)
         for old, new in zip(node.op.results, results, strict=True):
             outer.memo[old] = new
 
@@ -488,7 +476,7 @@ class TileProgramBuilder:
         return [final.results[0]]
 
     def _reduction_loop(
-        self, node: Node, level: int, scope: _Scope, outer: _Scope, carried: list[SSAValue]
+        self, node: Node, scope: _Scope, outer: _Scope, carried: list[SSAValue]
     ) -> list[SSAValue]:
         """The reduction in one `scf.for` over the chunks of every looped dim."""
         body, offsets, bounds = self._chunk_loop(scope, [v.type for v in carried])
