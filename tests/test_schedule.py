@@ -44,8 +44,8 @@ def test_matmul_programs_steps():
     assert len(programs) == 4
     # Program (0, 1): step k reads A(0, k) and B(k, 1), 2 x 2 x 1 bytes each.
     assert programs[1] == [
-        [TileAccess("A", (0, 0), 4), TileAccess("B", (0, 1), 4)],
-        [TileAccess("A", (0, 1), 4), TileAccess("B", (1, 1), 4)],
+        (TileAccess("A", (0, 0), 4), TileAccess("B", (0, 1), 4)),
+        (TileAccess("A", (0, 1), 4), TileAccess("B", (1, 1), 4)),
     ]
 
 

@@ -20,6 +20,7 @@ compiled raises `CompileError` naming the op and its location.
 from __future__ import annotations
 
 import contextlib
+import gc
 import hashlib
 import importlib.util
 import os
@@ -34,6 +35,7 @@ from typing import Any
 from xdsl.dialects.builtin import ModuleOp
 
 from tilefuse.backend.emit_triton import emit_triton
+from tilefuse.launcher import init_handles
 from tilefuse.pipeline import run_pipeline
 from tilefuse.program import load_program
 from tilefuse.reference import entry_function
@@ -93,14 +95,20 @@ def import_source(source: str) -> ModuleType:
 
 class _Warmup:
     """Stands in for a kernel during a warm-up run: `k[grid](...)` queues
-    `k.warmup(...)` (compile, no launch) on a thread pool."""
+    `k.warmup(...)` (compile, no launch) and the loading of the result with
+    its launcher (`launcher.init_handles`) on a thread pool."""
 
     def __init__(self, kernel: Any, pool: Any, futures: list[Any]):
         self.kernel, self.pool, self.futures = kernel, pool, futures
 
     def __getitem__(self, grid: Any) -> Any:
+        def compile_and_load(*args: Any, **kwargs: Any) -> None:
+            compiled = self.kernel.warmup(*args, grid=grid, **kwargs)
+            if compiled is not None:
+                init_handles(compiled)
+
         def submit(*args: Any, **kwargs: Any) -> None:
-            self.futures.append(self.pool.submit(self.kernel.warmup, *args, grid=grid, **kwargs))
+            self.futures.append(self.pool.submit(compile_and_load, *args, **kwargs))
 
         return submit
 
@@ -126,10 +134,17 @@ def compile_in_parallel(python: ModuleType, fn: Any, args: tuple[Any, ...]) -> N
     the host function once with each kernel replaced by `_Warmup` allocates the
     outputs as the real run does (so each kernel is specialised for the same
     strides and alignments) and compiles all kernels on threads: Triton's MLIR
-    pass pipelines and ptxas run without the GIL.
+    pass pipelines and ptxas run without the GIL. Each kernel is then loaded
+    with `launcher.StaticLauncher`, so no C launcher is built for it.
     """
     from concurrent.futures import ThreadPoolExecutor
 
+    if gpu_available():
+        from triton.runtime.driver import driver
+
+        # The driver is made at first use (building Triton's cuda_utils with
+        # gcc): once, here, rather than by every thread racing to it.
+        driver.active.get_current_device()
     futures: list[Any] = []
     workers = min(len(python.KERNELS), os.cpu_count() or 1)
     with ThreadPoolExecutor(max_workers=workers) as pool:
@@ -159,8 +174,7 @@ class CompiledProgram:
         if gpu_available():
             if not self.warmed:
                 self.warmed = True
-                if len(self.kernels) > 1:
-                    compile_in_parallel(self.python, fn, args)
+                compile_in_parallel(self.python, fn, args)
             out = fn(*args)
         else:
             import numpy as np
@@ -174,6 +188,20 @@ class CompiledProgram:
         return out if isinstance(out, tuple) else (out,)
 
 
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Python's cycle collector off while compiling: the pipeline allocates
+    many small objects (IR, the L2 simulation's reads) and few cycles, and
+    collections triggered by the allocations took half of its time."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def compile(
     source: str | Path | ModuleOp,
     target: str = "h200",
@@ -184,13 +212,14 @@ def compile(
     """Compile MLIR text, a `.mlir` path or a parsed module to Triton kernels
     (`smem_budget`: see `pipeline.run_pipeline`)."""
     start = time.perf_counter()
-    if isinstance(source, ModuleOp):
-        module, name = source.clone(), "<module>"
-    else:
-        module = load_program(source, dims, dtype)
-        name = str(source) if str(source).endswith(".mlir") else "<input>"
-    run_pipeline(module, target, smem_budget)
-    text = emit_triton(module, name)
+    with _gc_paused():
+        if isinstance(source, ModuleOp):
+            module, name = source.clone(), "<module>"
+        else:
+            module = load_program(source, dims, dtype)
+            name = str(source) if str(source).endswith(".mlir") else "<input>"
+        run_pipeline(module, target, smem_budget)
+        text = emit_triton(module, name)
     python = import_source(text)
     f = entry_function(module)
     return CompiledProgram(module, text, python, f.sym_name.data,

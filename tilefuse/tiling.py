@@ -25,6 +25,8 @@ import functools
 import math
 from dataclasses import dataclass
 
+from xdsl.dialects.builtin import TensorType
+
 from tilefuse.cost.occupancy import occupancy
 from tilefuse.cost.opcost import elem_bytes
 from tilefuse.cost.target import Target
@@ -160,17 +162,36 @@ def _working_set(values: list[tuple[int, ...]], blocks: dict[int, int]) -> int:
     return sum(math.prod(blocks[d] for d in v) * COMPUTE_BYTES for v in values)
 
 
-def _warps_for(elements: int) -> int:
-    return max(2, min(16, pow2(max(1, elements // 512))))
+BYTES_PER_THREAD = 64
+"""Bytes of each tensor a thread of a memory-bound tile moves: four 16-byte
+vectors in flight (16 f32 or 32 bf16 elements). H200, bf16 elementwise and
+row kernels: 8 KB tiles with 4 warps run 1-3% faster than with 8
+(tools/experiments/warps_sweep.py, docs/PERF.md)."""
+
+
+def _warps_for(elements: int, storage_bytes: int = COMPUTE_BYTES) -> int:
+    per_warp = BYTES_PER_THREAD * 32
+    return max(2, min(16, pow2(max(1, elements * storage_bytes // per_warp))))
+
+
+def _storage_bytes(graph: Graph) -> int:
+    """The widest element type the group reads or writes."""
+    return max((elem_bytes(v.type) for n in graph.nodes for v in (*n.op.operands, *n.op.results)
+                if isinstance(v.type, TensorType)), default=COMPUTE_BYTES)  # fmt: skip
 
 
 def _fit(
-    target: Target, values: list[tuple[int, ...]], blocks: dict[int, int], budget: int
+    target: Target,
+    values: list[tuple[int, ...]],
+    blocks: dict[int, int],
+    budget: int,
+    storage_bytes: int = COMPUTE_BYTES,
 ) -> tuple[bool, int, int, float]:
-    """Does a block assignment fit? -> (fits, warps, regs, occupancy)."""
+    """Does a block assignment fit? -> (fits, warps, regs, occupancy), with
+    warps for tensors of `storage_bytes` elements (see BYTES_PER_THREAD)."""
     ws = _working_set(values, blocks)
     elements = math.prod(blocks.values())
-    warps = _warps_for(elements)
+    warps = _warps_for(elements, storage_bytes)
     regs = math.ceil(ws / COMPUTE_BYTES / (warps * target.warp_size)) + REG_OVERHEAD
     occ = occupancy(target, min(regs, target.max_regs_per_thread), warps * target.warp_size, 0)
     fits = ws <= budget and regs <= target.max_regs_per_thread and occ.occupancy >= MIN_OCCUPANCY
@@ -191,7 +212,9 @@ def _plan_memory_bound(graph: Graph, dims: SharedDims, target: Target, budget: i
             if not _fit(target, values, trial, budget)[0]:
                 break
             blocks = trial
-    _, warps, regs, occ = _fit(target, values, blocks, budget)
+    # The tile is sized at 16 elements per thread; it launches with 64 bytes of
+    # each tensor per thread (fewer warps for 16-bit storage).
+    _, warps, regs, occ = _fit(target, values, blocks, budget, _storage_bytes(graph))
     tiles = tuple(DimTile(d.id, d.extent, blocks[d.id], modes[d.id]) for d in dims.dims)
     return TilePlan(tiles, warps, 1, _working_set(values, blocks), budget, regs, occ, False)
 

@@ -13,7 +13,10 @@ once, over the time), TFLOP/s (the cost model's FLOP count), speed ratio to
 torch.compile, % of the copy bandwidth measured in the same run (or of the
 measured bf16 matmul rate for matmul-bound cases), kernels per call (torch
 profiler), and compile time to first result (tilefuse pipeline + Triton JIT vs
-torch.compile's first call). A table goes to stdout, everything to
+torch.compile's first call), each in a fresh process with empty caches
+(`cold_first_call`; `--warm-compile-only` skips these processes and reports
+the times measured in this one, where earlier cases warmed both compilers).
+A table goes to stdout, everything to
 `--json`, and each tilefuse kernel's measured vs predicted roofline point to
 `--png`.
 """
@@ -116,6 +119,9 @@ class Result:
     tuned_ms: float | None = None
     """With `--autotune`: the program built from each kernel's fastest candidate."""
     tune_s: float | None = None
+    compile_ours_warm_s: float | None = None
+    """Compile time measured in this process (after earlier cases)."""
+    compile_torch_warm_s: float | None = None
 
     @property
     def gbps(self) -> float:
@@ -191,6 +197,50 @@ def tuned_run(case: Case, path: Path, inputs: list, ours: tuple) -> tuple[float,
             print(f"{case.name}: MISMATCH: autotuned vs default {e:.2e}", file=sys.stderr)
     print(f"{case.name}: {picked.format()}", file=sys.stderr)
     return timer(lambda: tuned(*inputs), True), tune_s
+
+
+COLD_CHILD = """
+import sys, time
+sys.path.insert(0, sys.argv[3])
+import torch
+import bench
+case = next(c for c in bench.CASES if c.name == sys.argv[1])
+path = bench.ROOT / "samples" / f"{case.sample}.mlir"
+dims = {**bench.read_header(path.read_text()).dims, **case.dims}
+inputs = bench.make_inputs(bench.load_program(path, case.dims, case.dtype), case, dims, "cuda", 0)
+if sys.argv[2] == "torch":
+    import torch._dynamo, torch._inductor.compile_fx  # imports are not compile time
+    model = bench.MODELS[case.sample]
+    fn = torch.compile(lambda *a: model(*a, dims=dims))
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    fn(*inputs)
+else:
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    bench.tf_compile(path, "h200", case.dims, case.dtype)(*inputs)
+torch.cuda.synchronize()
+print(time.perf_counter() - start)
+"""
+
+
+def cold_first_call(case: Case, compiler: str) -> float | None:
+    """Seconds from nothing compiled to the first result, in a fresh process
+    with empty Triton, Inductor and tilefuse caches; modules already imported
+    (`compiler`: "tilefuse" or "torch"). None if the process failed."""
+    import subprocess
+    import tempfile
+
+    env = dict(os.environ)
+    for var in ("TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "TILEFUSE_CACHE"):
+        env[var] = tempfile.mkdtemp(prefix="tf_cold_")
+    done = subprocess.run([sys.executable, "-c", COLD_CHILD, case.name, compiler,
+                           str(ROOT / "tools")], env=env, capture_output=True, text=True)  # fmt: skip
+    try:
+        return float(done.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        print(f"{case.name}: cold {compiler} run failed:\n{done.stderr[-2000:]}", file=sys.stderr)
+        return None
 
 
 def run_case(case: Case, gpu: bool, use_compile: bool, seed: int, tune: bool = False) -> Result:
@@ -275,6 +325,13 @@ def table(results: list[Result], ceilings: dict[str, float], cases: dict[str, Ca
         lines.append(f"{r.case:<22} {r.ours_ms:9.3f} {r.eager_ms:8.3f} {comp} {ratio:7.2f}x "
                      f"{r.gbps:7.0f} {tflops:7.1f} {ceil:6.1f}% {r.kernels_ours:5d} {kcomp} "
                      f"{r.compile_ours_s:6.1f} {tcs} {r.max_rel_error:8.1e}")  # fmt: skip
+    warm = [r for r in results if r.compile_ours_warm_s is not None]
+    if warm:
+        lines += ["", f"{'compile s':<22} {'cold ours':>9} {'torch':>7} {'in-process ours':>16} {'torch':>7}"]
+        for r in warm:
+            cells = [f"{x:7.2f}" if x is not None else f"{'n/a':>7}" for x in
+                     (r.compile_torch_s, r.compile_ours_warm_s, r.compile_torch_warm_s)]  # fmt: skip
+            lines.append(f"{r.case:<22} {r.compile_ours_s:9.2f} {cells[0]} {cells[1]:>16} {cells[2]}")
     tuned = [r for r in results if r.tuned_ms]
     if tuned:
         lines += ["", f"{'autotuned (optional)':<22} {'ms':>9} {'vs default':>10} {'vs comp':>8} {'tune s':>7}"]
@@ -328,6 +385,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", help="write results here")
     p.add_argument("--png", help="write the roofline plot here")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--warm-compile-only", action="store_true",
+                   help="compile times from this process only (no fresh processes)")  # fmt: skip
     p.add_argument("--autotune", action="store_true",
                    help="also time each case autotuned (tilefuse.autotune; GPU)")  # fmt: skip
     args = p.parse_args(argv)
@@ -339,8 +398,14 @@ def main(argv: list[str] | None = None) -> int:
     ceilings = measure_ceilings(gpu)
     results = []
     for case in cases:
-        results.append(run_case(case, gpu, use_compile=gpu and not args.no_compile, seed=args.seed,
-                                tune=args.autotune))  # fmt: skip
+        r = run_case(case, gpu, use_compile=gpu and not args.no_compile, seed=args.seed,
+                     tune=args.autotune)  # fmt: skip
+        if gpu and not args.warm_compile_only:
+            r.compile_ours_warm_s, r.compile_torch_warm_s = r.compile_ours_s, r.compile_torch_s
+            r.compile_ours_s = cold_first_call(case, "tilefuse") or float("nan")
+            if r.compile_torch_s is not None:
+                r.compile_torch_s = cold_first_call(case, "torch")
+        results.append(r)
         print(f"  done {case.name}", file=sys.stderr, flush=True)
     by_name = {c.name: c for c in cases}
     header = (f"device: {torch.cuda.get_device_name() if gpu else 'CPU (Triton interpreter)'}; "

@@ -91,61 +91,53 @@ class ScheduleStats:
         raise KeyError(name)
 
 
-class _LRUCache:
-    """A fully associative LRU cache of variable-size lines, sized in bytes."""
-
-    def __init__(self, capacity: int):
-        self.capacity = capacity
-        self.used = 0
-        self.lines: OrderedDict[Hashable, int] = OrderedDict()
-
-    def access(self, key: Hashable, nbytes: int) -> bool:
-        """Read `key`; whether it hit. A line larger than the cache is never kept."""
-        lines = self.lines
-        if key in lines:
-            lines.move_to_end(key)
-            return True
-        if nbytes <= self.capacity:
-            lines[key] = nbytes
-            self.used += nbytes
-            while self.used > self.capacity:
-                self.used -= lines.popitem(last=False)[1]
-        return False
-
-
 def simulate(
     programs: Sequence[Program], cache_bytes: int, concurrency: int
 ) -> ScheduleStats:
-    """Run `programs` in launch order through an LRU cache of `cache_bytes`."""
+    """Run `programs` in launch order through an LRU cache of `cache_bytes`.
+
+    The cache is fully associative, of variable-size lines; a line larger than
+    the cache is never kept. One flat loop: the pipeline simulates a few
+    hundred thousand reads per matmul shape, so calls per read are avoided."""
     if cache_bytes < 0 or concurrency < 1:
         raise ValueError(
             f"simulate needs cache_bytes >= 0 and concurrency >= 1, not "
             f"{cache_bytes} and {concurrency}."
         )
-    cache = _LRUCache(cache_bytes)
+    lines: OrderedDict[Hashable, int] = OrderedDict()
+    used = 0
     # operand -> [accesses, hits, misses, hbm_bytes]
     counts: dict[str, list[int]] = {}
     for start in range(0, len(programs), concurrency):
-        for access in _wave_accesses(programs[start : start + concurrency]):
-            row = counts.setdefault(access.operand, [0, 0, 0, 0])
-            row[0] += 1
-            if cache.access((access.operand, access.key), access.nbytes):
-                row[1] += 1
-            else:
+        for step in _lockstep(programs[start : start + concurrency]):
+            for access in step:
+                row = counts.get(access.operand)
+                if row is None:
+                    row = counts[access.operand] = [0, 0, 0, 0]
+                row[0] += 1
+                key = (access.operand, access.key)
+                if key in lines:
+                    lines.move_to_end(key)
+                    row[1] += 1
+                    continue
                 row[2] += 1
                 row[3] += access.nbytes
+                if access.nbytes <= cache_bytes:
+                    lines[key] = access.nbytes
+                    used += access.nbytes
+                    while used > cache_bytes:
+                        used -= lines.popitem(last=False)[1]
     return ScheduleStats(
         tuple(OperandStats(name, *row) for name, row in counts.items())
     )
 
 
-def _wave_accesses(wave: Sequence[Program]) -> Iterator[TileAccess]:
-    """A wave's reads with its programs in lockstep: all step 0s, then step 1s, ..."""
-    steps = max((len(p) for p in wave), default=0)
-    for s in range(steps):
+def _lockstep(wave: Sequence[Program]) -> Iterator[Step]:
+    """A wave's steps with its programs in lockstep: all step 0s, then step 1s, ..."""
+    for s in range(max((len(p) for p in wave), default=0)):
         for program in wave:
             if s < len(program):
-                yield from program[s]
+                yield program[s]
 
 
 def program_order(
@@ -192,7 +184,7 @@ def matmul_programs(
     order: str = "grouped",
     group_m: int = 8,
     count: int | None = None,
-) -> list[list[list[TileAccess]]]:
+) -> list[list[tuple[TileAccess, TileAccess]]]:
     """
     The programs of a tiled `M x K` by `K x N` matmul, in launch order (the
     first `count` of them, if given).
@@ -209,15 +201,15 @@ def matmul_programs(
         ]
         for i in range(grid_m)
     ]
-    b_tiles = [
+    b_columns = [
         [
             TileAccess("B", (k, j), _extent(K, BK, k) * _extent(N, BN, j) * elem_bytes)
-            for j in range(grid_n)
+            for k in range(grid_k)
         ]
-        for k in range(grid_k)
+        for j in range(grid_n)
     ]
     return [
-        [[a_tiles[i][k], b_tiles[k][j]] for k in range(grid_k)]
+        list(zip(a_tiles[i], b_columns[j], strict=True))
         for i, j in program_order(grid_m, grid_n, order, group_m)[:count]
     ]
 

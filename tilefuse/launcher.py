@@ -1,0 +1,142 @@
+"""
+Launch compiled Triton kernels without building a C launcher for each signature.
+
+At a kernel's first launch, Triton 3.6 generates C source for a launcher
+specialised to the kernel's argument types and compiles it with gcc: 0.3-0.4 s
+per new signature on the H200 host, most of the compile time of a program whose
+kernels are small (`tools/experiments/compile_breakdown.py`). torch ships a
+prebuilt launcher, `torch._C._StaticCudaLauncher` (what torch.compile launches
+its Triton kernels with), which takes the argument types as a string at call
+time. `StaticLauncher` has the interface of Triton's `CudaLauncher` and
+launches through it; `static_launchers()` makes Triton build it instead of its
+own while our kernels' handles are initialised.
+
+Anything it does not handle (scratch buffers, clusters, cooperative or PDL
+launches, tensor descriptors, an argument type with no code, a torch without
+the launcher) gets Triton's launcher, so a kernel always launches one way or
+the other; `TILEFUSE_TRITON_LAUNCHER=1` turns ours off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+# Triton argument type -> the launcher's code for it.
+_TYPE_CODES = {
+    "i1": "i", "i8": "b", "i16": "h", "i32": "i", "i64": "l",
+    "u1": "I", "u8": "B", "u16": "H", "u32": "I", "u64": "K",
+    "fp16": "f", "bf16": "f", "fp32": "f", "f32": "f", "fp64": "d",
+}  # fmt: skip
+
+
+class Unsupported(Exception):
+    """A kernel this launcher does not handle (Triton's launcher is used)."""
+
+
+class StaticLauncher:
+    """Triton's launcher interface over torch's prebuilt kernel launcher."""
+
+    def __init__(self, src: Any, metadata: Any):
+        for flag in ("launch_cooperative_grid", "launch_pdl"):
+            if getattr(metadata, flag, False):
+                raise Unsupported(flag)
+        if getattr(metadata, "num_ctas", 1) != 1 or getattr(
+            metadata, "tensordesc_meta", None
+        ):
+            raise Unsupported("clusters or tensor descriptors")
+        scratch = 0
+        for name in ("global_scratch_size", "profile_scratch_size"):
+            if hasattr(metadata, name):
+                if getattr(metadata, name) > 0:
+                    raise Unsupported(name)
+                scratch += 1  # the kernel takes a (null) pointer for it
+        self.kept, codes = kernel_parameters(src)
+        self.arg_types = codes + "O" * scratch
+        self.scratch = (None,) * scratch
+        self.num_warps = metadata.num_warps
+        self.shared = metadata.shared
+        from torch._C import _StaticCudaLauncher  # ImportError: use Triton's
+
+        self.launch_kernel = _StaticCudaLauncher._launch_kernel
+
+    def __call__(self, grid_x: int, grid_y: int, grid_z: int, stream: int, function: int,
+                 kernel_metadata: Any, launch_metadata: Any, enter_hook: Any, exit_hook: Any,
+                 *args: Any) -> None:  # fmt: skip
+        if enter_hook is not None:
+            enter_hook(launch_metadata)
+        params = (*(args[i] for i in self.kept), *self.scratch)
+        self.launch_kernel(function, grid_x, grid_y, grid_z, self.num_warps, self.shared,
+                           self.arg_types, params, stream)  # fmt: skip
+        if exit_hook is not None:
+            exit_hook(launch_metadata)
+
+
+def kernel_parameters(src: Any) -> tuple[list[int], str]:
+    """The positions of a kernel's arguments that are parameters of the compiled
+    kernel (constexprs and arguments Triton specialised to constants are not),
+    and their type codes."""
+    names = src.fn.arg_names
+
+    def index(key: Any) -> int:
+        if isinstance(key, str):
+            return names.index(key)
+        return key[0] if isinstance(key, tuple) else key
+
+    constants = {index(k) for k in getattr(src, "constants", {})}
+    signature = {index(k): ty for k, ty in src.signature.items()}
+    kept = [
+        i
+        for i in sorted(signature)
+        if signature[i] != "constexpr" and i not in constants
+    ]
+    codes = ""
+    for i in kept:
+        ty = signature[i]
+        if ty.startswith("*"):
+            codes += "O"
+        elif ty in _TYPE_CODES:
+            codes += _TYPE_CODES[ty]
+        else:
+            raise Unsupported(f"argument type {ty}")
+    return kept, codes
+
+
+_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def static_launchers() -> Iterator[None]:
+    """Within the block, kernels whose handles Triton initialises get a
+    `StaticLauncher` where it supports them, Triton's own launcher otherwise."""
+    if os.environ.get("TILEFUSE_TRITON_LAUNCHER") == "1":
+        yield
+        return
+    from triton.runtime.driver import driver
+
+    active = driver.active
+    with _LOCK:
+        triton_launcher = active.launcher_cls
+
+        def launcher(src: Any, metadata: Any) -> Any:
+            try:
+                return StaticLauncher(src, metadata)
+            except (ImportError, AttributeError, Unsupported):
+                return triton_launcher(src, metadata)
+
+        active.launcher_cls = launcher
+        try:
+            yield
+        finally:
+            active.launcher_cls = triton_launcher
+
+
+def init_handles(kernel: Any) -> None:
+    """Load a compiled kernel and make its launcher now (on the calling thread)."""
+    init = getattr(kernel, "_init_handles", None)
+    if init is not None:
+        with static_launchers():
+            init()
