@@ -53,3 +53,81 @@ def test_without_torch_s_launcher_triton_s_is_used():
             StaticLauncher(_src([], {}), types.SimpleNamespace(num_warps=4, shared=0))
     else:
         pytest.skip("this torch has the static launcher")
+
+
+class _Compiled:
+    """A compiled kernel as Triton returns it from a launch."""
+
+    def __init__(self, kept, scratch=0):
+        run = object.__new__(StaticLauncher)
+        run.kept, run.scratch = kept, (None,) * scratch
+        run.num_warps, run.shared, run.arg_types = 4, 0, "O" * len(kept)
+        run.calls = []
+        run.launch_kernel = lambda *a: run.calls.append(a)
+        self._run, self.function = run, 1234
+
+
+class _Jit:
+    """A JITFunction: `k[grid](...)` launches through Triton (counted)."""
+
+    def __init__(self, compiled):
+        self.compiled, self.slow = compiled, 0
+
+    def __getitem__(self, grid):
+        def launch(*args, **kwargs):
+            self.slow += 1
+            return self.compiled
+
+        return launch
+
+
+def _fast(kept=(0, 2)):
+    from tilefuse.launcher import FastKernel
+
+    jit = _Jit(_Compiled(list(kept), scratch=1))
+    fast = FastKernel(jit)
+    fast._stream = lambda: 7
+    return jit, fast
+
+
+def test_a_repeated_launch_goes_straight_to_the_compiled_kernel():
+    import torch
+
+    jit, fast = _fast()
+    x, y = torch.zeros(64), torch.zeros(64)
+    fast[(4,)](x, 1, y, DOT=3, num_warps=4)
+    assert jit.slow == 1
+    fast[(4,)](y, 1, x, DOT=3, num_warps=4)
+    assert jit.slow == 1
+    # Only the kept arguments, then a null scratch pointer; grid padded to 3-D.
+    assert jit.compiled._run.calls == [(1234, 4, 1, 1, 4, 0, "OO", (y, x, None), 7)]
+
+
+def test_anything_triton_would_specialise_differently_goes_through_triton():
+    import torch
+
+    jit, fast = _fast()
+    x, y = torch.zeros(64), torch.zeros(64)
+    fast[(4,)](x, 1, y)
+    fast[(4,)](x[1:], 1, y)  # 4-byte aligned: not divisible by 16
+    fast[(4,)](x, 16, y)  # another integer
+    fast[(4,)](x.double(), 1, y)  # another dtype
+    fast[(8,)](x, 1, y)  # another grid
+    fast[(4,)](x, 1, y, num_warps=8)  # other keywords
+    assert jit.slow == 6 and jit.compiled._run.calls == []
+
+
+def test_a_launch_hook_sends_every_launch_through_triton():
+    import torch
+    from triton import knobs
+
+    jit, fast = _fast()
+    x = torch.zeros(64)
+    fast[(4,)](x, 1, x)
+    hook = knobs.runtime.launch_enter_hook
+    knobs.runtime.launch_enter_hook = lambda metadata: None
+    try:
+        fast[(4,)](x, 1, x)
+    finally:
+        knobs.runtime.launch_enter_hook = hook
+    assert jit.slow == 2

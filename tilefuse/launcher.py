@@ -140,3 +140,66 @@ def init_handles(kernel: Any) -> None:
     if init is not None:
         with static_launchers():
             init()
+
+
+def _hooked(runtime_knobs: Any) -> bool:
+    """Is a Triton launch hook set (None, or an empty `HookChain`, is not)?"""
+    return any(h is not None and bool(getattr(h, "calls", True))
+               for h in (runtime_knobs.launch_enter_hook, runtime_knobs.launch_exit_hook))  # fmt: skip
+
+
+class FastKernel:
+    """A generated module's kernel after its first launch: launches whose
+    arguments Triton would specialise the same way as an earlier launch (same
+    grid and keywords; tensors of the same dtype and 16-byte alignment; equal
+    integers) go straight to that launch's compiled kernel through its
+    `StaticLauncher`, skipping Triton's argument binding (most of the host time
+    of a small program). Anything else, and every launch while a Triton launch
+    hook is set, goes through Triton's `kernel[grid](...)`, which compiles
+    whatever new specialisation it needs."""
+
+    def __init__(self, kernel: Any):
+        import torch
+        from triton import knobs
+
+        self.kernel = kernel
+        self.launches: dict[Any, Any] = {}
+        self._tensor = torch.Tensor
+        self._knobs = knobs.runtime
+        self._stream: Any = None  # driver functions, at the first direct launch
+
+    def _current_stream(self) -> int:
+        if self._stream is None:
+            from triton.runtime.driver import driver
+
+            active = driver.active
+            device, stream = active.get_current_device, active.get_current_stream
+            self._stream = lambda: stream(device())
+        return self._stream()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.kernel, name)
+
+    def _signature(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        tensor = self._tensor
+        return tuple((a.dtype, a.data_ptr() % 16 == 0) if isinstance(a, tensor) else (type(a), a)
+                     for a in args)  # fmt: skip
+
+    def __getitem__(self, grid: tuple[int, ...]) -> Any:
+        def launch(*args: Any, **kwargs: Any) -> Any:
+            key = (grid, tuple(kwargs.items()), self._signature(args))
+            compiled = self.launches.get(key)
+            if compiled is None or _hooked(self._knobs):
+                compiled = self.kernel[grid](*args, **kwargs)
+                run = getattr(compiled, "_run", None)
+                if isinstance(run, StaticLauncher) and max(run.kept, default=-1) < len(args):
+                    self.launches[key] = compiled
+                return compiled
+            run = compiled._run
+            params = (*(args[i] for i in run.kept), *run.scratch)
+            gx, gy, gz = (*grid, 1, 1)[:3]
+            run.launch_kernel(compiled.function, gx, gy, gz, run.num_warps, run.shared,
+                              run.arg_types, params, self._current_stream())  # fmt: skip
+            return compiled
+
+        return launch

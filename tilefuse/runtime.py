@@ -35,7 +35,7 @@ from typing import Any
 from xdsl.dialects.builtin import ModuleOp
 
 from tilefuse.backend.emit_triton import emit_triton
-from tilefuse.launcher import init_handles
+from tilefuse.launcher import FastKernel, init_handles
 from tilefuse.pipeline import run_pipeline
 from tilefuse.program import load_program
 from tilefuse.reference import entry_function
@@ -154,6 +154,14 @@ def compile_in_parallel(python: ModuleType, fn: Any, args: tuple[Any, ...]) -> N
             f.result()
 
 
+def fast_launches(python: ModuleType) -> None:
+    """Wrap each kernel of a generated module in a `launcher.FastKernel` (once)."""
+    for name in python.KERNELS:
+        kernel = getattr(python, name)
+        if not isinstance(kernel, FastKernel):
+            setattr(python, name, FastKernel(kernel))
+
+
 @dataclass
 class CompiledProgram:
     """A compiled program: call it with torch tensors, get torch tensors back."""
@@ -175,6 +183,7 @@ class CompiledProgram:
             if not self.warmed:
                 self.warmed = True
                 compile_in_parallel(self.python, fn, args)
+                fast_launches(self.python)
             out = fn(*args)
         else:
             import numpy as np

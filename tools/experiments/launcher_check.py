@@ -1,6 +1,7 @@
 """
-tilefuse's static launcher against Triton's, on the GPU: same outputs, which
-launcher each kernel got, and the host time per call of a small program.
+tilefuse's static launcher and direct launches against Triton's launcher, on
+the GPU: same outputs (first and second call), which launcher each kernel got,
+how many kernels launch directly, and the host time per call of a small program.
 
     python tools/experiments/launcher_check.py relu_add_f32 linear_bf16 transformer_bf16
 
@@ -28,7 +29,11 @@ for name in sys.argv[2:]:
     dims = {**read_header(path.read_text()).dims, **case.dims}
     inputs = make_inputs(load_program(path, case.dims, case.dtype), case, dims, "cuda", 0)
     prog = tf_compile(path, "h200", case.dims, case.dtype)
-    outs[name] = [o.cpu() for o in prog(*inputs)]
+    first = [o.cpu() for o in prog(*inputs)]
+    outs[name] = [o.cpu() for o in prog(*inputs)]  # direct launches, if any
+    assert all(a.equal(b) for a, b in zip(first, outs[name], strict=True)), name
+    direct = sum(len(getattr(getattr(prog.python, k), "launches", {})) for k in prog.kernels)
+    print(f"  {name}: {direct} of {len(prog.kernels)} kernels launched directly after the first call")
     kinds = set()
     try:
         for k in prog.kernels:
