@@ -86,7 +86,7 @@ def _fast(kept=(0, 2)):
 
     jit = _Jit(_Compiled(list(kept), scratch=1))
     fast = FastKernel(jit)
-    fast._stream = lambda: 7
+    fast._device, fast._stream = (lambda: 0), (lambda device: 7)
     return jit, fast
 
 
@@ -131,3 +131,29 @@ def test_a_launch_hook_sends_every_launch_through_triton():
     finally:
         knobs.runtime.launch_enter_hook = hook
     assert jit.slow == 2
+
+
+def test_a_launch_on_another_device_goes_through_triton():
+    import torch
+
+    jit, fast = _fast()
+    x = torch.zeros(64)
+    fast[(4,)](x, 1, x)
+    fast._device = lambda: 1
+    fast[(4,)](x, 1, x)
+    assert jit.slow == 2
+
+
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a GPU")
+def test_direct_launches_match_the_first_call_on_the_gpu():
+    import torch
+
+    from tilefuse.runtime import compile as tf_compile
+
+    prog = tf_compile("samples/layernorm.mlir", "h200", {"M": 300, "N": 1000}, "f32")
+    args = [torch.randn(300, 1000, device="cuda"), torch.randn(1000, device="cuda"),
+            torch.randn(1000, device="cuda")]  # fmt: skip
+    first = prog(*args)
+    assert sum(len(getattr(prog.python, k).launches) for k in prog.kernels) == len(prog.kernels)
+    again = prog(*args)
+    assert all(a.equal(b) for a, b in zip(first, again, strict=True))

@@ -166,16 +166,15 @@ class FastKernel:
         self.launches: dict[Any, Any] = {}
         self._tensor = torch.Tensor
         self._knobs = knobs.runtime
-        self._stream: Any = None  # driver functions, at the first direct launch
+        self._device: Any = None  # Triton's driver functions, at the first launch
+        self._stream: Any = None
 
-    def _current_stream(self) -> int:
+    def _driver(self) -> tuple[Any, Any]:
         if self._stream is None:
             from triton.runtime.driver import driver
 
-            active = driver.active
-            device, stream = active.get_current_device, active.get_current_stream
-            self._stream = lambda: stream(device())
-        return self._stream()
+            self._device, self._stream = driver.active.get_current_device, driver.active.get_current_stream
+        return self._device, self._stream
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.kernel, name)
@@ -187,7 +186,10 @@ class FastKernel:
 
     def __getitem__(self, grid: tuple[int, ...]) -> Any:
         def launch(*args: Any, **kwargs: Any) -> Any:
-            key = (grid, tuple(kwargs.items()), self._signature(args))
+            current_device, current_stream = self._driver()
+            # A compiled kernel is loaded on one device: the current one is in the key.
+            device = current_device()
+            key = (device, grid, tuple(kwargs.items()), self._signature(args))
             compiled = self.launches.get(key)
             if compiled is None or _hooked(self._knobs):
                 compiled = self.kernel[grid](*args, **kwargs)
@@ -199,7 +201,7 @@ class FastKernel:
             params = (*(args[i] for i in run.kept), *run.scratch)
             gx, gy, gz = (*grid, 1, 1)[:3]
             run.launch_kernel(compiled.function, gx, gy, gz, run.num_warps, run.shared,
-                              run.arg_types, params, self._current_stream())  # fmt: skip
+                              run.arg_types, params, current_stream(device))  # fmt: skip
             return compiled
 
         return launch

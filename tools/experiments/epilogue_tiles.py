@@ -1,0 +1,64 @@
+"""
+GEMM tile size vs a heavy epilogue: compile time and kernel time of a bench case
+with the accumulator capped at MAX_ACC_REGS fp32 values per thread.
+
+    python tools/experiments/epilogue_tiles.py mlp_bf16 128 64
+
+One fresh process per cap (empty Triton and tilefuse caches): time to first
+result, then each kernel's time from the torch profiler.
+"""
+
+import os
+import subprocess
+import sys
+import tempfile
+
+CHILD = r"""
+import sys, time
+sys.path.insert(0, "tools"); sys.path.insert(0, ".")
+import torch
+import tilefuse.tiling
+tilefuse.tiling.MAX_ACC_REGS = int(sys.argv[2])
+from bench import CASES, ROOT, make_inputs
+from tilefuse.bench import measured_kernels
+from tilefuse.program import load_program
+from tilefuse.runtime import compile as tf_compile
+from tilefuse.specialize import read_header
+case = next(c for c in CASES if c.name == sys.argv[1])
+path = ROOT / "samples" / f"{case.sample}.mlir"
+dims = {**read_header(path.read_text()).dims, **case.dims}
+inputs = make_inputs(load_program(path, case.dims, case.dtype), case, dims, "cuda", 0)
+torch.cuda.synchronize()
+start = time.perf_counter()
+prog = tf_compile(path, "h200", case.dims, case.dtype)
+out = prog(*inputs)
+torch.cuda.synchronize()
+first = time.perf_counter() - start
+tiles = [l[2:].split(",")[0] for l in prog.source.splitlines() if l.startswith("# tile")]
+times = measured_kernels(prog, inputs)
+print(f"MAX_ACC_REGS={sys.argv[2]}: first result {first:.2f} s; tiles {tiles}; kernels "
+      + ", ".join(f"{k} {v * 1e6:.0f} us" for k, v in times.items()))
+torch.save([o.cpu() for o in out], sys.argv[3])
+"""
+
+
+def main() -> None:
+    import torch
+
+    name, caps = sys.argv[1], sys.argv[2:]
+    outs = []
+    for cap in caps:
+        env = dict(os.environ)
+        for var in ("TRITON_CACHE_DIR", "TILEFUSE_CACHE"):
+            env[var] = tempfile.mkdtemp()
+        path = tempfile.mktemp(suffix=".pt")
+        subprocess.run([sys.executable, "-c", CHILD, name, cap, path], env=env, check=True)
+        outs.append(torch.load(path))
+    for cap, out in zip(caps[1:], outs[1:], strict=True):
+        err = max(float((a.float() - b.float()).norm() / b.float().norm())
+                  for a, b in zip(out, outs[0], strict=True))  # fmt: skip
+        print(f"MAX_ACC_REGS={cap} vs {caps[0]}: relative difference {err:.1e}")
+
+
+if __name__ == "__main__":
+    main()
