@@ -166,3 +166,28 @@ def test_random_inputs_are_not_degenerate():
     module = load_program(GROUP)
     a, b = random_inputs(module, seed=3)
     assert a.std() > 0.3 and not np.array_equal(a, b)
+
+
+def test_relative_error_compares_nans_and_infinities_by_position():
+    from tilefuse.program import relative_error
+
+    ref = np.array([1.0, np.nan, np.inf, -2.0])
+    assert relative_error(np.array([1.0, np.nan, np.inf, -2.0]), ref) == 0.0
+    assert 0 < relative_error(np.array([1.1, np.nan, np.inf, -2.0]), ref) < 0.1
+    for out in ([1.0, 0.0, np.inf, -2.0], [1.0, np.nan, -np.inf, -2.0],
+                [np.nan, np.nan, np.inf, -2.0], [1.0, np.nan, np.inf, np.inf]):  # fmt: skip
+        assert relative_error(np.array(out), ref) == np.inf, out
+
+
+def test_a_0d_result_keeps_its_shape():
+    src = """
+func.func @d(%a: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<f32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<f32>
+  %i = linalg.fill ins(%zero : f32) outs(%e : tensor<f32>) -> tensor<f32>
+  %d = linalg.dot ins(%a, %b : tensor<8xf32>, tensor<8xf32>) outs(%i : tensor<f32>) -> tensor<f32>
+  func.return %d : tensor<f32>
+}"""
+    a, b = np.arange(8, dtype=np.float32), np.ones(8, np.float32)
+    (d,) = evaluate(load_program(src), [a, b])
+    assert np.asarray(d).shape == () and float(d) == 28.0

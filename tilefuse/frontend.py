@@ -22,6 +22,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Operation
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import DiagnosticException, ParseError
+from xdsl.utils.mlir_lexer import MLIRTokenKind
 
 from tilefuse.diagnostics import CompileError, op_location
 
@@ -40,6 +41,15 @@ class LocatingParser(Parser):
                 StringAttr(loc.file), IntAttr(loc.line + self.line_offset), IntAttr(loc.col)
             )
         return op
+
+    def parse_comma_separated_list(self, delimiter, parse, context_msg=""):
+        """xDSL reads the results of `linalg.generic` (and named ops) as a bare
+        type list; upstream MLIR prints several as `-> (t1, t2)`. A bare list of
+        attributes that opens with a parenthesis is read as that tuple."""
+        if (delimiter is self.Delimiter.NONE and self._current_token.kind == MLIRTokenKind.L_PAREN
+                and getattr(parse, "__func__", None) is Parser.parse_attribute):  # fmt: skip
+            delimiter = self.Delimiter.PAREN
+        return super().parse_comma_separated_list(delimiter, parse, context_msg)
 
 
 def parse_module(

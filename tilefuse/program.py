@@ -51,10 +51,18 @@ def random_inputs(module: ModuleOp, seed: int = 0, name: str | None = None) -> l
 
 
 def relative_error(out: np.ndarray, ref: np.ndarray) -> float:
-    """‖out - ref‖ / ‖ref‖ in float64; inf if `out` has a NaN where `ref` has none."""
+    """‖out - ref‖ / ‖ref‖ in float64 over the entries where `ref` is finite;
+    inf unless `out` is NaN exactly where `ref` is, has the same infinities,
+    and is finite everywhere else (log of a negative is NaN in both)."""
     out64, ref64 = np.asarray(out, np.float64), np.asarray(ref, np.float64)
-    if np.isnan(out64).any() and not np.isnan(ref64).any():
+    finite = np.isfinite(ref64)
+    same_nan = np.array_equal(np.isnan(out64), np.isnan(ref64))
+    same_inf = np.array_equal(np.isposinf(out64), np.isposinf(ref64)) and np.array_equal(
+        np.isneginf(out64), np.isneginf(ref64)
+    )
+    if not (same_nan and same_inf):
         return float("inf")
+    out64, ref64 = out64[finite], ref64[finite]
     denom = float(np.linalg.norm(ref64)) or 1.0
     return float(np.linalg.norm(out64 - ref64)) / denom
 

@@ -207,7 +207,8 @@ def from_loop_space(
     drop = tuple(d for d in range(len(ranges)) if d not in dims)
     value = value.reshape([s for d, s in enumerate(value.shape) if d not in drop])
     kept = sorted(dims)
-    return np.ascontiguousarray(np.transpose(value, [kept.index(d) for d in dims]))
+    # (np.ascontiguousarray would make a 0-d result 1-d.)
+    return np.asarray(np.transpose(value, [kept.index(d) for d in dims]), order="C")
 
 
 def eval_payload(

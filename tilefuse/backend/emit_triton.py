@@ -191,6 +191,7 @@ class KernelPrinter:
         self.tensors = list(group.entry.args) + self.destinations
         self.params = {v: self.names.fresh(self._param_hint(v)) for v in self.tensors}
         self.hints: dict[LoadOp, str] = {}
+        self.raw: set[SSAValue] = set()  # tiles loaded in storage type, for tl.dot
 
     def _param_hint(self, v: SSAValue) -> str:
         if v in self.destinations:
@@ -370,6 +371,8 @@ class KernelPrinter:
         # Tiles only multiplied by tl.dot stay in their storage type.
         dot = self._only_dot_operand(op.result)
         upcast = "" if dot else ".to(tl.float32)"
+        if dot:
+            self.raw.add(op.result)
         if not dot and op in self.hints:
             masked += f', eviction_policy="{self.hints[op]}"'
         self.bind(op.result, f"tl.load({ptr}{masked}){upcast}", kept_shape(op.result.type))
@@ -564,7 +567,9 @@ class GenericPrinter:
         env: dict[SSAValue, tuple[str, set[int]]] = {}
         for i, (v, arg) in enumerate(zip(s.inputs, s.payload.args, strict=False)):
             dims = s.operand_dims(i)
-            env[arg] = (self.to_loop_space(self.k.ref(v), dims), set(self.kdims(dims)))
+            # A contraction too small for tl.dot multiplies in fp32, like the rest.
+            ref = f"{self.k.ref(v)}.to(tl.float32)" if v in self.k.raw else self.k.ref(v)
+            env[arg] = (self.to_loop_space(ref, dims), set(self.kdims(dims)))
         for j, v in enumerate(s.outputs):
             arg = s.payload.args[len(s.inputs) + j]
             if arg.uses:

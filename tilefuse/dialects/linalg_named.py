@@ -2,7 +2,7 @@
 Upstream linalg named ops that xDSL 0.75 does not define, in upstream's syntax.
 
 MLIR prints attention and MLP programs with `linalg.batch_matmul`,
-`linalg.matmul_transpose_b`, `linalg.div`, `linalg.tanh`, ... ; xDSL's linalg
+`linalg.matmul_transpose_b`, `linalg.matvec`, `linalg.div`, `linalg.tanh`, ... ; xDSL's linalg
 dialect has `matmul`, `add`, `sub`, `mul`, `exp`, `log`, `sqrt`, `max`, `min`
 and a few more. Each op here is a named op with a hidden region, exactly like
 xDSL's own (`linalg.exp`, `linalg.matmul`), so `structured.as_structured` and
@@ -168,6 +168,18 @@ CONTRACTIONS = [
                  (lambda b, m, n, k: (b, m, k), lambda b, m, n, k: (b, n, k),
                   lambda b, m, n, k: (b, m, n)), "pppr",
                  "C[b] += A[b] @ B[b]^T."),
+    _contraction("linalg.matvec",
+                 (lambda m, k: (m, k), lambda m, k: (k,), lambda m, k: (m,)), "pr",
+                 "y += A @ x."),
+    _contraction("linalg.vecmat",
+                 (lambda n, k: (k,), lambda n, k: (k, n), lambda n, k: (n,)), "pr",
+                 "y += x @ A."),
+    _contraction("linalg.batch_matvec",
+                 (lambda b, m, k: (b, m, k), lambda b, m, k: (b, k), lambda b, m, k: (b, m)), "ppr",
+                 "y[b] += A[b] @ x[b]."),
+    _contraction("linalg.dot",
+                 (lambda k: (k,), lambda k: (k,), lambda k: ()), "r",
+                 "c += a . b (vectors; c is a 0-d tensor)."),
 ]  # fmt: skip
 
 @irdl_op_definition
