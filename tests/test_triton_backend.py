@@ -289,3 +289,46 @@ def test_split_reduction_spreads_few_rows_over_programs():
     x = torch.randn(200000, 3)
     (m,) = prog(x)
     torch.testing.assert_close(m, x.max(0).values)
+
+
+def test_arguments_are_checked_against_the_signature():
+    """Kernels index arguments by the compiled shapes: anything else is refused
+    with a message, never run."""
+    import torch
+
+    from tilefuse.diagnostics import ArgumentError
+    from tilefuse.runtime import compile as tf_compile
+
+    prog = tf_compile("samples/relu_add.mlir", "h200", {"M": 8, "N": 16}, "f32")
+    x = torch.randn(8, 16)
+    assert prog(x, x)[0].shape == (8, 16)
+    for args, message in [((x,), "takes 2 tensors, got 1"),
+                          ((x, torch.randn(16, 8)), r"argument 1 .* shape \[8, 16\], not torch.float32 of shape \[16, 8\]"),
+                          ((x, x.double()), "must be a torch.float32 tensor"),
+                          ((x, 1.0), "must be a torch.Tensor, not float")]:  # fmt: skip
+        with pytest.raises(ArgumentError, match=message):
+            prog(*args)
+
+
+def test_a_0d_argument_broadcasts():
+    """A `tensor<f32>` argument: a 0-d tensor, no strides."""
+    import torch
+
+    from tilefuse.runtime import compile as tf_compile
+
+    src = """
+#m = affine_map<(d0) -> (d0)>
+#s = affine_map<(d0) -> ()>
+func.func @scale(%x: tensor<40xf32>, %s: tensor<f32>) -> tensor<40xf32> {
+  %e = tensor.empty() : tensor<40xf32>
+  %r = linalg.generic {indexing_maps = [#m, #s, #m], iterator_types = ["parallel"]}
+      ins(%x, %s : tensor<40xf32>, tensor<f32>) outs(%e : tensor<40xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %p = arith.mulf %a, %b : f32
+    linalg.yield %p : f32
+  } -> tensor<40xf32>
+  func.return %r : tensor<40xf32>
+}"""
+    x, s = torch.randn(40), torch.tensor(3.0)
+    (y,) = tf_compile(src)(x, s)
+    assert torch.allclose(y, 3 * x)

@@ -46,3 +46,7 @@ def warn(op: Operation, message: str) -> None:
     loc = op_location(op)
     prefix = f"{loc}: " if loc else ""
     print(f"{prefix}warning: '{op.name}' op {message}", file=sys.stderr)
+
+
+class ArgumentError(TypeError):
+    """A compiled program called with arguments that do not match its signature."""

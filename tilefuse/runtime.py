@@ -35,6 +35,7 @@ from typing import Any
 from xdsl.dialects.builtin import ModuleOp
 
 from tilefuse.backend.emit_triton import emit_triton
+from tilefuse.diagnostics import ArgumentError
 from tilefuse.launcher import FastKernel, init_handles
 from tilefuse.pipeline import run_pipeline
 from tilefuse.program import load_program
@@ -162,6 +163,14 @@ def fast_launches(python: ModuleType) -> None:
             setattr(python, name, FastKernel(kernel))
 
 
+def expected_arguments(module: ModuleOp) -> list[tuple[tuple[int, ...], str]]:
+    """(shape, torch dtype name) of each argument of the entry function."""
+    from tilefuse.backend.emit_triton import torch_dtype
+
+    return [(tuple(t.get_shape()), torch_dtype(t).removeprefix("torch."))
+            for t in entry_function(module).function_type.inputs.data]  # fmt: skip
+
+
 @dataclass
 class CompiledProgram:
     """A compiled program: call it with torch tensors, get torch tensors back."""
@@ -173,10 +182,37 @@ class CompiledProgram:
     compile_seconds: float
     kernels: tuple[str, ...] = field(default=())
     warmed: bool = False
+    expected: list[tuple[tuple[int, ...], Any]] = field(default_factory=list)
+
+    def check_arguments(self, args: tuple[Any, ...]) -> None:
+        """Raise `ArgumentError` unless `args` are tensors of the entry function's
+        shapes and types, on one device (kernels index them by the static shapes)."""
+        import torch
+
+        if not self.expected:
+            self.expected = [(shape, getattr(torch, dtype))
+                             for shape, dtype in expected_arguments(self.module)]  # fmt: skip
+        if len(args) != len(self.expected):
+            raise ArgumentError(f"@{self.function} takes {len(self.expected)} tensors, "
+                                f"got {len(args)}")  # fmt: skip
+        devices = set()
+        for i, (a, (shape, dtype)) in enumerate(zip(args, self.expected, strict=True)):
+            if not isinstance(a, torch.Tensor):
+                raise ArgumentError(f"argument {i} of @{self.function} must be a torch.Tensor, "
+                                    f"not {type(a).__name__}")  # fmt: skip
+            if tuple(a.shape) != shape or a.dtype != dtype:
+                raise ArgumentError(
+                    f"argument {i} of @{self.function} must be a {dtype} tensor of shape "
+                    f"{list(shape)}, not {a.dtype} of shape {list(a.shape)}")  # fmt: skip
+            devices.add(a.device)
+        if len(devices) > 1:
+            raise ArgumentError(f"the arguments of @{self.function} are on several devices: "
+                                f"{sorted(map(str, devices))}")  # fmt: skip
 
     def __call__(self, *args: Any) -> tuple[Any, ...]:
         import torch
 
+        self.check_arguments(args)
         fn = getattr(self.python, self.function)
         args = tuple(a.contiguous() if isinstance(a, torch.Tensor) else a for a in args)
         if gpu_available():

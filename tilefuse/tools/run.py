@@ -25,7 +25,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from tilefuse.cost.target import DEFAULT_TARGET, TargetError
-from tilefuse.diagnostics import CompileError
+from tilefuse.diagnostics import ArgumentError, CompileError
 from tilefuse.specialize import SpecializeError
 from tilefuse.tools.opt import parse_dim_options
 
@@ -74,7 +74,7 @@ def to_torch(arrays: Sequence[np.ndarray], module, device: str):
     out = []
     for x, t in zip(arrays, f.function_type.inputs.data, strict=True):
         dtype = getattr(torch, torch_dtype(t).split(".")[1])
-        out.append(torch.from_numpy(np.ascontiguousarray(x, np.float32)).to(device=device, dtype=dtype))
+        out.append(torch.from_numpy(np.array(x, np.float32, order="C")).to(device=device, dtype=dtype))
     return out
 
 
@@ -134,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return run(args)
-    except (CompileError, SpecializeError, TargetError) as e:
+    except (CompileError, SpecializeError, TargetError, ArgumentError) as e:
         if args.debug:
             raise
         text = str(e)
