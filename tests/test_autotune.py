@@ -134,3 +134,14 @@ def test_parallel_compile_warms_every_kernel_and_restores_them():
     assert module.k0.warmed == [((4,), ("t",), {"num_warps": 4})]
     assert module.k1.warmed == [((2,), ("t", "t"), {"num_warps": 8})]
     assert module.k0.launched == module.k1.launched == 0
+
+
+def test_parallel_compile_of_a_program_without_kernels():
+    """A program that only returns its arguments (or reshapes them) has no kernels."""
+    import types
+
+    from tilefuse.runtime import compile_in_parallel
+
+    calls = []
+    compile_in_parallel(types.SimpleNamespace(KERNELS=[]), lambda x: calls.append(x), ("t",))
+    assert calls == []

@@ -157,3 +157,59 @@ def test_direct_launches_match_the_first_call_on_the_gpu():
     assert sum(len(getattr(prog.python, k).launches) for k in prog.kernels) == len(prog.kernels)
     again = prog(*args)
     assert all(a.equal(b) for a, b in zip(first, again, strict=True))
+
+
+@pytest.mark.parametrize("signature, constants", [
+    ({"x": "*fp32", "t": ("*fp32", "constexpr")}, [(1, 1)]),  # a tuple argument
+    ({"x": "*fp32", "h": "fp16"}, []),  # 16-bit float scalars travel as 16 bits
+])  # fmt: skip
+def test_arguments_the_launcher_cannot_pass_are_refused(signature, constants):
+    with pytest.raises(Unsupported):
+        kernel_parameters(_src(list(signature), signature, constants))
+
+
+@pytest.mark.parametrize("metadata", [
+    {"instrumentation_mode": "gsan"},
+    {"target": types.SimpleNamespace(backend="hip")},
+])  # fmt: skip
+def test_instrumented_or_non_cuda_kernels_are_refused(metadata):
+    meta = types.SimpleNamespace(num_warps=4, shared=0, **metadata)
+    with pytest.raises(Unsupported):
+        StaticLauncher(_src(["x"], {"x": "*fp32"}), meta)
+
+
+def test_the_static_launcher_only_inside_static_launchers_on_this_thread(monkeypatch):
+    """`_LauncherChoice` (installed as Triton's `launcher_cls`) builds ours only
+    while the calling thread is inside `static_launchers()`."""
+    import threading
+
+    import torch
+
+    from tilefuse import launcher
+
+    monkeypatch.setattr(torch._C, "_StaticCudaLauncher",
+                        types.SimpleNamespace(_launch_kernel=print), raising=False)  # fmt: skip
+    choice = launcher._LauncherChoice(lambda src, metadata: "triton's")
+    src, meta = _src(["x"], {"x": "*fp32"}), types.SimpleNamespace(num_warps=4, shared=0)
+    assert choice(src, meta) == "triton's"
+    launcher._LOCAL.active = True
+    try:
+        assert isinstance(choice(src, meta), StaticLauncher)
+        other = []
+        thread = threading.Thread(target=lambda: other.append(choice(src, meta)))
+        thread.start()
+        thread.join()
+        assert other == ["triton's"]
+        refused = types.SimpleNamespace(num_warps=4, shared=0, launch_pdl=True)
+        assert choice(src, refused) == "triton's"
+    finally:
+        launcher._LOCAL.active = False
+
+
+def test_unhashable_arguments_and_grid_functions_go_through_triton():
+    jit, fast = _fast()
+    fast[(4,)]([1, 2], 1, [3])
+    fast[(4,)]([1, 2], 1, [3])
+    assert jit.slow == 2 and jit.compiled._run.calls == []
+    grid = lambda meta: (4,)  # noqa: E731
+    assert fast[grid] is not None and fast.launches == {}

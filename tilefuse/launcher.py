@@ -8,13 +8,15 @@ kernels are small (`tools/experiments/compile_breakdown.py`). torch ships a
 prebuilt launcher, `torch._C._StaticCudaLauncher` (what torch.compile launches
 its Triton kernels with), which takes the argument types as a string at call
 time. `StaticLauncher` has the interface of Triton's `CudaLauncher` and
-launches through it; `static_launchers()` makes Triton build it instead of its
-own while our kernels' handles are initialised.
+launches through it; within `static_launchers()` (on one thread) Triton builds
+it instead of its own. (Triton 3.9's launcher is generic already: there the
+gain is only the direct launches of `FastKernel`.)
 
-Anything it does not handle (scratch buffers, clusters, cooperative or PDL
-launches, tensor descriptors, an argument type with no code, a torch without
-the launcher) gets Triton's launcher, so a kernel always launches one way or
-the other; `TILEFUSE_TRITON_LAUNCHER=1` turns ours off.
+Anything it does not handle (a non-CUDA target, scratch buffers, clusters,
+cooperative or PDL launches, tensor descriptors, instrumentation, tuple or
+16-bit float scalar arguments, a torch without the launcher) gets Triton's
+launcher, so a kernel always launches one way or the other;
+`TILEFUSE_TRITON_LAUNCHER=1` turns ours off.
 """
 
 from __future__ import annotations
@@ -29,8 +31,9 @@ from typing import Any
 _TYPE_CODES = {
     "i1": "i", "i8": "b", "i16": "h", "i32": "i", "i64": "l",
     "u1": "I", "u8": "B", "u16": "H", "u32": "I", "u64": "K",
-    "fp16": "f", "bf16": "f", "fp32": "f", "f32": "f", "fp64": "d",
+    "fp32": "f", "f32": "f", "fp64": "d",
 }  # fmt: skip
+# (No fp16/bf16 scalars: Triton passes them as 16 bits, torch's launcher as 32.)
 
 
 class Unsupported(Exception):
@@ -41,6 +44,10 @@ class StaticLauncher:
     """Triton's launcher interface over torch's prebuilt kernel launcher."""
 
     def __init__(self, src: Any, metadata: Any):
+        if getattr(getattr(metadata, "target", None), "backend", "cuda") != "cuda":
+            raise Unsupported("a target other than CUDA")
+        if getattr(metadata, "instrumentation_mode", ""):
+            raise Unsupported("instrumented kernels (extra parameters)")
         for flag in ("launch_cooperative_grid", "launch_pdl"):
             if getattr(metadata, flag, False):
                 raise Unsupported(flag)
@@ -86,7 +93,12 @@ def kernel_parameters(src: Any) -> tuple[list[int], str]:
             return names.index(key)
         return key[0] if isinstance(key, tuple) else key
 
-    constants = {index(k) for k in getattr(src, "constants", {})}
+    constant_keys = list(getattr(src, "constants", {}))
+    if any(isinstance(k, tuple) and len(k) != 1 for k in constant_keys) or not all(
+        isinstance(ty, str) for ty in src.signature.values()
+    ):
+        raise Unsupported("tuple arguments")
+    constants = {index(k) for k in constant_keys}
     signature = {index(k): ty for k, ty in src.signature.items()}
     kept = [
         i
@@ -105,33 +117,48 @@ def kernel_parameters(src: Any) -> tuple[list[int], str]:
     return kept, codes
 
 
-_LOCK = threading.Lock()
+_LOCAL = threading.local()
+
+
+class _LauncherChoice:
+    """Installed once as the Triton driver's `launcher_cls`: a `StaticLauncher`
+    for kernels initialised inside `static_launchers()` on the same thread,
+    Triton's launcher for every other kernel, ours included where unsupported."""
+
+    def __init__(self, triton_launcher: Any):
+        self.triton_launcher = triton_launcher
+
+    def __call__(self, src: Any, metadata: Any) -> Any:
+        if getattr(_LOCAL, "active", False):
+            try:
+                return StaticLauncher(src, metadata)
+            except (ImportError, Unsupported):
+                pass
+        return self.triton_launcher(src, metadata)
+
+
+_INSTALL = threading.Lock()
 
 
 @contextlib.contextmanager
 def static_launchers() -> Iterator[None]:
-    """Within the block, kernels whose handles Triton initialises get a
-    `StaticLauncher` where it supports them, Triton's own launcher otherwise."""
-    if os.environ.get("TILEFUSE_TRITON_LAUNCHER") == "1":
-        yield
+    """Within the block, on this thread, kernels whose handles Triton
+    initialises get a `StaticLauncher` where it supports them."""
+    if os.environ.get("TILEFUSE_TRITON_LAUNCHER") == "1" or os.environ.get("TRITON_INTERPRET") == "1":
+        yield  # ours turned off, or the interpreter (no launchers)
         return
     from triton.runtime.driver import driver
 
     active = driver.active
-    with _LOCK:
-        triton_launcher = active.launcher_cls
-
-        def launcher(src: Any, metadata: Any) -> Any:
-            try:
-                return StaticLauncher(src, metadata)
-            except (ImportError, AttributeError, Unsupported):
-                return triton_launcher(src, metadata)
-
-        active.launcher_cls = launcher
-        try:
-            yield
-        finally:
-            active.launcher_cls = triton_launcher
+    with _INSTALL:
+        if not isinstance(active.launcher_cls, _LauncherChoice):
+            active.launcher_cls = _LauncherChoice(active.launcher_cls)
+    outer = getattr(_LOCAL, "active", False)
+    _LOCAL.active = True
+    try:
+        yield
+    finally:
+        _LOCAL.active = outer
 
 
 def init_handles(kernel: Any) -> None:
@@ -146,6 +173,11 @@ def _hooked(runtime_knobs: Any) -> bool:
     """Is a Triton launch hook set (None, or an empty `HookChain`, is not)?"""
     return any(h is not None and bool(getattr(h, "calls", True))
                for h in (runtime_knobs.launch_enter_hook, runtime_knobs.launch_exit_hook))  # fmt: skip
+
+
+MAX_LAUNCHES = 64
+"""Direct launches remembered per kernel (a generated host function makes one
+per kernel; more means arguments that keep changing: those go through Triton)."""
 
 
 class FastKernel:
@@ -166,6 +198,7 @@ class FastKernel:
         self.launches: dict[Any, Any] = {}
         self._tensor = torch.Tensor
         self._knobs = knobs.runtime
+        self._compilation = knobs.compilation
         self._device: Any = None  # Triton's driver functions, at the first launch
         self._stream: Any = None
 
@@ -177,7 +210,14 @@ class FastKernel:
         return self._device, self._stream
 
     def __getattr__(self, name: str) -> Any:
+        if name == "kernel":  # not set yet (copying): no recursion
+            raise AttributeError(name)
         return getattr(self.kernel, name)
+
+    def _options(self) -> tuple[Any, ...]:
+        """Process-wide settings Triton compiles into a kernel."""
+        return (getattr(self._knobs, "debug", None),
+                getattr(self._compilation, "instrumentation_mode", None))  # fmt: skip
 
     def _signature(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
         tensor = self._tensor
@@ -185,16 +225,25 @@ class FastKernel:
                      for a in args)  # fmt: skip
 
     def __getitem__(self, grid: tuple[int, ...]) -> Any:
+        if not isinstance(grid, tuple):  # a grid function: Triton's path only
+            return self.kernel[grid]
+
         def launch(*args: Any, **kwargs: Any) -> Any:
             current_device, current_stream = self._driver()
             # A compiled kernel is loaded on one device: the current one is in the key.
             device = current_device()
-            key = (device, grid, tuple(kwargs.items()), self._signature(args))
-            compiled = self.launches.get(key)
+            key = (device, grid, tuple(kwargs.items()), self._signature(args), self._options())
+            try:
+                compiled = self.launches.get(key)
+            except TypeError:  # an unhashable argument
+                compiled, key = None, None
             if compiled is None or _hooked(self._knobs):
-                compiled = self.kernel[grid](*args, **kwargs)
+                with static_launchers():
+                    compiled = self.kernel[grid](*args, **kwargs)
                 run = getattr(compiled, "_run", None)
-                if isinstance(run, StaticLauncher) and max(run.kept, default=-1) < len(args):
+                if (key is not None and isinstance(run, StaticLauncher)
+                        and max(run.kept, default=-1) < len(args)
+                        and len(self.launches) < MAX_LAUNCHES):  # fmt: skip
                     self.launches[key] = compiled
                 return compiled
             run = compiled._run

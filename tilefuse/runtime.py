@@ -94,6 +94,18 @@ def import_source(source: str) -> ModuleType:
     return module
 
 
+def _current_device() -> int | None:
+    import torch
+
+    return torch.cuda.current_device() if gpu_available() else None
+
+
+def _on_device(device: int | None) -> Any:
+    import torch
+
+    return torch.cuda.device(device) if device is not None else contextlib.nullcontext()
+
+
 class _Warmup:
     """Stands in for a kernel during a warm-up run: `k[grid](...)` queues
     `k.warmup(...)` (compile, no launch) and the loading of the result with
@@ -103,10 +115,14 @@ class _Warmup:
         self.kernel, self.pool, self.futures = kernel, pool, futures
 
     def __getitem__(self, grid: Any) -> Any:
+        device = _current_device()
+
         def compile_and_load(*args: Any, **kwargs: Any) -> None:
-            compiled = self.kernel.warmup(*args, grid=grid, **kwargs)
-            if compiled is not None:
-                init_handles(compiled)
+            # On the caller's device: a thread starts on device 0.
+            with _on_device(device):
+                compiled = self.kernel.warmup(*args, grid=grid, **kwargs)
+                if compiled is not None:
+                    init_handles(compiled)
 
         def submit(*args: Any, **kwargs: Any) -> None:
             self.futures.append(self.pool.submit(compile_and_load, *args, **kwargs))
@@ -140,6 +156,8 @@ def compile_in_parallel(python: ModuleType, fn: Any, args: tuple[Any, ...]) -> N
     """
     from concurrent.futures import ThreadPoolExecutor
 
+    if not python.KERNELS:
+        return
     if gpu_available():
         from triton.runtime.driver import driver
 
@@ -217,9 +235,9 @@ class CompiledProgram:
         args = tuple(a.contiguous() if isinstance(a, torch.Tensor) else a for a in args)
         if gpu_available():
             if not self.warmed:
-                self.warmed = True
                 compile_in_parallel(self.python, fn, args)
                 fast_launches(self.python)
+                self.warmed = True
             out = fn(*args)
         else:
             import numpy as np

@@ -175,7 +175,8 @@ def _warps_for(elements: int, storage_bytes: int = COMPUTE_BYTES) -> int:
 
 
 def _storage_bytes(graph: Graph) -> int:
-    """The widest element type the group reads or writes."""
+    """The widest element type among the group's tensors (arguments, results
+    and intermediates: an fp32 intermediate keeps fp32 warps)."""
     return max((elem_bytes(v.type) for n in graph.nodes for v in (*n.op.operands, *n.op.results)
                 if isinstance(v.type, TensorType)), default=COMPUTE_BYTES)  # fmt: skip
 
@@ -599,8 +600,10 @@ def _block_neighbours(graph: Graph, dims: SharedDims, target: Target, base: Tile
         if not 1 <= block <= pow2(first.extent):
             continue
         blocks = {t.dim: (block if t.dim == first.dim else t.block) for t in base.dims}
-        fits, warps, regs, occ = _fit(target, values, blocks, base.smem_budget)
+        fits, _, regs, occ = _fit(target, values, blocks, base.smem_budget)
         if fits:
+            # Launched as the model's own plans are (see _plan_memory_bound).
+            _, warps, regs, occ = _fit(target, values, blocks, base.smem_budget, _storage_bytes(graph))
             tiles = tuple(replace(t, block=blocks[t.dim]) for t in base.dims)
             yield replace(base, dims=tiles, num_warps=warps, regs_per_thread=regs,
                           occupancy=occ, working_set=_working_set(values, blocks))  # fmt: skip

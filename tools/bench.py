@@ -110,7 +110,7 @@ class Result:
     flops: int
     kernels_ours: int
     kernels_compiled: int | None
-    compile_ours_s: float
+    compile_ours_s: float | None
     compile_torch_s: float | None
     max_rel_error: float
     per_kernel: list[dict] = field(default_factory=list)
@@ -216,6 +216,7 @@ if sys.argv[2] == "torch":
     start = time.perf_counter()
     fn(*inputs)
 else:
+    import triton, triton.language  # imports are not compile time
     torch.cuda.synchronize()
     start = time.perf_counter()
     bench.tf_compile(path, "h200", case.dims, case.dtype)(*inputs)
@@ -231,11 +232,12 @@ def cold_first_call(case: Case, compiler: str) -> float | None:
     import subprocess
     import tempfile
 
-    env = dict(os.environ)
-    for var in ("TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "TILEFUSE_CACHE"):
-        env[var] = tempfile.mkdtemp(prefix="tf_cold_")
-    done = subprocess.run([sys.executable, "-c", COLD_CHILD, case.name, compiler,
-                           str(ROOT / "tools")], env=env, capture_output=True, text=True)  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="tf_cold_") as tmp:
+        env = dict(os.environ)
+        for var in ("TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "TILEFUSE_CACHE"):
+            env[var] = os.path.join(tmp, var)
+        done = subprocess.run([sys.executable, "-c", COLD_CHILD, case.name, compiler,
+                               str(ROOT / "tools")], env=env, capture_output=True, text=True)  # fmt: skip
     try:
         return float(done.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
@@ -306,6 +308,10 @@ def run_case(case: Case, gpu: bool, use_compile: bool, seed: int, tune: bool = F
                   tuned_ms, tune_s)  # fmt: skip
 
 
+def _secs(x: float | None, width: int, digits: int) -> str:
+    return f"{x:{width}.{digits}f}" if x is not None else f"{'n/a':>{width}}"
+
+
 def table(results: list[Result], ceilings: dict[str, float], cases: dict[str, Case]) -> str:
     head = (f"{'case':<22} {'ours ms':>9} {'eager':>8} {'compile':>8} {'vs comp':>8} "
             f"{'GB/s':>7} {'TF/s':>7} {'% ceil':>7} {'kern':>5} {'kcomp':>5} "
@@ -324,14 +330,14 @@ def table(results: list[Result], ceilings: dict[str, float], cases: dict[str, Ca
         tcs = f"{r.compile_torch_s:6.1f}" if r.compile_torch_s is not None else f"{'n/a':>6}"
         lines.append(f"{r.case:<22} {r.ours_ms:9.3f} {r.eager_ms:8.3f} {comp} {ratio:7.2f}x "
                      f"{r.gbps:7.0f} {tflops:7.1f} {ceil:6.1f}% {r.kernels_ours:5d} {kcomp} "
-                     f"{r.compile_ours_s:6.1f} {tcs} {r.max_rel_error:8.1e}")  # fmt: skip
+                     f"{_secs(r.compile_ours_s, 6, 1)} {tcs} {r.max_rel_error:8.1e}")  # fmt: skip
     warm = [r for r in results if r.compile_ours_warm_s is not None]
     if warm:
         lines += ["", f"{'compile s':<22} {'cold ours':>9} {'torch':>7} {'in-process ours':>16} {'torch':>7}"]
         for r in warm:
             cells = [f"{x:7.2f}" if x is not None else f"{'n/a':>7}" for x in
                      (r.compile_torch_s, r.compile_ours_warm_s, r.compile_torch_warm_s)]  # fmt: skip
-            lines.append(f"{r.case:<22} {r.compile_ours_s:9.2f} {cells[0]} {cells[1]:>16} {cells[2]}")
+            lines.append(f"{r.case:<22} {_secs(r.compile_ours_s, 9, 2)} {cells[0]} {cells[1]:>16} {cells[2]}")
     tuned = [r for r in results if r.tuned_ms]
     if tuned:
         lines += ["", f"{'autotuned (optional)':<22} {'ms':>9} {'vs default':>10} {'vs comp':>8} {'tune s':>7}"]
@@ -402,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
                      tune=args.autotune)  # fmt: skip
         if gpu and not args.warm_compile_only:
             r.compile_ours_warm_s, r.compile_torch_warm_s = r.compile_ours_s, r.compile_torch_s
-            r.compile_ours_s = cold_first_call(case, "tilefuse") or float("nan")
+            r.compile_ours_s = cold_first_call(case, "tilefuse")
             if r.compile_torch_s is not None:
                 r.compile_torch_s = cold_first_call(case, "torch")
         results.append(r)
