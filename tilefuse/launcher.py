@@ -183,12 +183,13 @@ per kernel; more means arguments that keep changing: those go through Triton).""
 class FastKernel:
     """A generated module's kernel after its first launch: launches whose
     arguments Triton would specialise the same way as an earlier launch (same
-    grid and keywords; tensors of the same dtype and 16-byte alignment; equal
-    integers) go straight to that launch's compiled kernel through its
-    `StaticLauncher`, skipping Triton's argument binding (most of the host time
-    of a small program). Anything else, and every launch while a Triton launch
-    hook is set, goes through Triton's `kernel[grid](...)`, which compiles
-    whatever new specialisation it needs."""
+    current device, grid and keywords; tensors of the same dtype and 16-byte
+    alignment; equal integers and other scalars; the same debug and
+    instrumentation knobs) go straight to that launch's compiled kernel through
+    its `StaticLauncher`, skipping Triton's argument binding. Anything else, and
+    every launch while a Triton launch hook is set, goes through Triton's
+    `kernel[grid](...)` (under `static_launchers()`), which compiles whatever
+    new specialisation it needs."""
 
     def __init__(self, kernel: Any):
         import torch
@@ -198,7 +199,7 @@ class FastKernel:
         self.launches: dict[Any, Any] = {}
         self._tensor = torch.Tensor
         self._knobs = knobs.runtime
-        self._compilation = knobs.compilation
+        self._compilation = getattr(knobs, "compilation", None)
         self._device: Any = None  # Triton's driver functions, at the first launch
         self._stream: Any = None
 
