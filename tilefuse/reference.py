@@ -132,7 +132,9 @@ ELEMENTWISE: dict[type[Operation], Fn] = {
     mathd.ErfOp: _erf, mathd.SqrtOp: np.sqrt, mathd.RsqrtOp: lambda a: 1.0 / np.sqrt(a),
     mathd.AbsFOp: np.abs, mathd.PowFOp: np.power, mathd.FmaOp: lambda a, b, c: a * b + c,
     mathd.SinOp: np.sin, mathd.CosOp: np.cos, mathd.FloorOp: np.floor,
-    mathd.CeilOp: np.ceil, mathd.AbsIOp: np.abs,
+    mathd.CeilOp: np.ceil, mathd.AbsIOp: np.abs, mathd.ExpM1Op: np.expm1,
+    mathd.Log10Op: np.log10, mathd.TanOp: np.tan, mathd.SinhOp: np.sinh,
+    mathd.CoshOp: np.cosh, mathd.TruncOp: np.trunc,
 }  # fmt: skip
 
 # Combiners a reduction payload may end in, and the numpy reduction they become.

@@ -74,15 +74,17 @@ BINARY = {arith.AddfOp: "({} + {})", arith.SubfOp: "({} - {})", arith.MulfOp: "(
           arith.MinnumfOp: "tl.minimum({}, {})", arith.AddiOp: "({} + {})",
           arith.SubiOp: "({} - {})", arith.MuliOp: "({} * {})", arith.AndIOp: "({} & {})",
           arith.DivSIOp: "({} // {})", arith.RemSIOp: "({} % {})",
-          arith.OrIOp: "({} | {})", mathd.PowFOp: "tl.exp({1} * tl.log({0}))"}  # fmt: skip
+          arith.OrIOp: "({} | {})", mathd.PowFOp: "_powf({}, {})"}  # fmt: skip
 UNARY = {arith.NegfOp: "(-{})", mathd.ExpOp: "tl.exp({})", mathd.Exp2Op: "tl.exp2({})",
          mathd.LogOp: "tl.log({})", mathd.Log2Op: "tl.log2({})",
-         mathd.Log1pOp: "tl.log(1.0 + {})", mathd.SqrtOp: "tl.sqrt({})",
+         mathd.Log1pOp: "_log1p({})", mathd.ExpM1Op: "_expm1({})",
+         mathd.Log10Op: "(tl.log({}) * 0.4342944819032518)", mathd.SqrtOp: "tl.sqrt({})",
          mathd.RsqrtOp: "tl.rsqrt({})", mathd.AbsFOp: "tl.abs({})",
          mathd.ErfOp: "tl.erf({})",
          mathd.TanhOp: "_tanh({})",
          mathd.FloorOp: "tl.floor({})", mathd.CeilOp: "tl.ceil({})",
-         mathd.SinOp: "tl.sin({})", mathd.CosOp: "tl.cos({})",
+         mathd.SinOp: "tl.sin({})", mathd.CosOp: "tl.cos({})", mathd.TanOp: "_tan({})",
+         mathd.SinhOp: "_sinh({})", mathd.CoshOp: "_cosh({})", mathd.TruncOp: "_trunc({})",
          arith.ExtFOp: "{}", arith.TruncFOp: "{}", arith.IndexCastOp: "{}",
          arith.SIToFPOp: "({}).to(tl.float32)", arith.UIToFPOp: "({}).to(tl.float32)"}  # fmt: skip
 CMP = {"oeq": "==", "ogt": ">", "oge": ">=", "olt": "<", "ole": "<=", "one": "!=",
@@ -96,6 +98,55 @@ MIN_DOT = 16
 
 
 PRELUDE = '''
+# libm's powf: exp(y log|x|), negated for a negative base and an odd integral
+# exponent, NaN for a negative base and a non-integral one; pow(x, 0) = 1.
+@triton.jit
+def _powf(x, y):
+    y = y + tl.zeros_like(x)  # a constant exponent as a block, like x
+    r = tl.exp(y * tl.log(tl.abs(x)))
+    integral = tl.floor(y) == y
+    odd = integral & (tl.floor(y * 0.5) * 2.0 != y)
+    r = tl.where((x < 0.0) & odd, -r, r)
+    r = tl.where((x < 0.0) & (tl.floor(y) != y), float("nan"), r)
+    return tl.where(y == 0.0, 1.0, r)
+
+
+# log(1 + x) and exp(x) - 1 without cancellation near 0 (Goldberg's and
+# Kahan's forms: the rounding error of 1 + x, or of exp(x), divides out).
+@triton.jit
+def _log1p(x):
+    u = 1.0 + x
+    return tl.where(u == 1.0, x, tl.log(u) * (x / (u - 1.0)))
+
+
+@triton.jit
+def _expm1(x):
+    u = tl.exp(x)
+    v = tl.where(u == 1.0, x, (u - 1.0) * (x / tl.log(u)))
+    return tl.where(u - 1.0 == -1.0, -1.0, v)
+
+
+@triton.jit
+def _sinh(x):
+    return 0.5 * (_expm1(x) - _expm1(-x))
+
+
+@triton.jit
+def _cosh(x):
+    e = tl.exp(tl.abs(x))
+    return 0.5 * (e + 1.0 / e)
+
+
+@triton.jit
+def _tan(x):
+    return tl.sin(x) / tl.cos(x)
+
+
+@triton.jit
+def _trunc(x):
+    return tl.where(x < 0.0, tl.ceil(x), tl.floor(x))
+
+
 # tanh without cancellation near 0, the same on the GPU and in the interpreter:
 # an odd Taylor series for |x| < 1/16, else (1 - e^-2|x|) / (1 + e^-2|x|).
 # (H200, bias+GELU bf16 8192x8192: this 83 us, libdevice.tanh 88 us.)

@@ -70,6 +70,7 @@ def payload_flops(s: StructuredOp) -> int:
 # per clock against 128 for FP32 FMA (2 FLOPs), so one costs ~16 FLOP-slots.
 _SFU = (mathd.ExpOp, mathd.Exp2Op, mathd.LogOp, mathd.Log2Op, mathd.Log1pOp, mathd.TanhOp,
         mathd.ErfOp, mathd.SqrtOp, mathd.RsqrtOp, mathd.SinOp, mathd.CosOp, mathd.PowFOp,
+        mathd.ExpM1Op, mathd.Log10Op, mathd.TanOp, mathd.SinhOp, mathd.CoshOp,
         arith.DivfOp)  # fmt: skip
 
 
