@@ -547,7 +547,8 @@ def entry_function(module: ModuleOp, name: str | None = None) -> func.FuncOp:
             raise CompileError(f"the module has no function named @{name}")
     if not funcs:
         raise CompileError("the module has no func.func to run")
-    return funcs[-1]
+    public = [f for f in funcs if f.sym_visibility is None or f.sym_visibility.data != "private"]
+    return (public or funcs)[-1]
 
 
 def evaluate(

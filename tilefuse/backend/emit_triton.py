@@ -550,6 +550,10 @@ def scalar_expr(op: Operation, ref) -> str:
         return UNARY[type(op)].format(*args)
     if isinstance(op, mathd.FmaOp):
         return f"({args[0]} * {args[1]} + {args[2]})"
+    if isinstance(op, arith.FPToSIOp):  # truncation toward zero, as C casts
+        width = getattr(op.result.type, "width", None)
+        bits = width.data if width is not None else 32
+        return f"({args[0]}).to(tl.int{64 if bits > 32 else 32})"
     raise CompileError.at(op, "is not supported by the Triton backend")
 
 

@@ -7,69 +7,32 @@ xDSL passes (canonicalize, cse, dce) are registered alongside.
 
 from __future__ import annotations
 
+import functools
+import importlib
 from collections.abc import Callable
 
 from xdsl.passes import ModulePass
 
+PASSES = {
+    "inline-calls": "tilefuse.passes.inline_calls:InlineCallsPass",
+    "linalg-generalize": "tilefuse.passes.linalg_generalize:LinalgGeneralizePass",
+    "split-reduction": "tilefuse.passes.split_reduction:SplitReductionPass",
+    "flash-attention": "tilefuse.passes.flash_attention:FlashAttentionPass",
+    "fusion-groups": "tilefuse.passes.fusion_groups:FusionGroupsPass",
+    "tile-and-fuse": "tilefuse.passes.tile_and_fuse:TileAndFusePass",
+    "horizontal-fusion": "tilefuse.passes.horizontal_fusion:HorizontalFusionPass",
+    "canonicalize": "xdsl.transforms.canonicalize:CanonicalizePass",
+    "cse": "xdsl.transforms.common_subexpression_elimination:CommonSubexpressionElimination",
+    "dce": "xdsl.transforms.dead_code_elimination:DeadCodeElimination",
+}
+"""Pass name -> "module:class" (imported when first asked for)."""
+
+
+def _load(path: str) -> type[ModulePass]:
+    module, name = path.split(":")
+    return getattr(importlib.import_module(module), name)
+
 
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """Pass name -> factory returning the pass class (imported lazily)."""
-
-    def canonicalize():
-        from xdsl.transforms.canonicalize import CanonicalizePass
-
-        return CanonicalizePass
-
-    def cse():
-        from xdsl.transforms.common_subexpression_elimination import (
-            CommonSubexpressionElimination,
-        )
-
-        return CommonSubexpressionElimination
-
-    def dce():
-        from xdsl.transforms.dead_code_elimination import DeadCodeElimination
-
-        return DeadCodeElimination
-
-    def linalg_generalize():
-        from tilefuse.passes.linalg_generalize import LinalgGeneralizePass
-
-        return LinalgGeneralizePass
-
-    def fusion_groups():
-        from tilefuse.passes.fusion_groups import FusionGroupsPass
-
-        return FusionGroupsPass
-
-    def tile_and_fuse():
-        from tilefuse.passes.tile_and_fuse import TileAndFusePass
-
-        return TileAndFusePass
-
-    def horizontal_fusion():
-        from tilefuse.passes.horizontal_fusion import HorizontalFusionPass
-
-        return HorizontalFusionPass
-
-    def split_reduction():
-        from tilefuse.passes.split_reduction import SplitReductionPass
-
-        return SplitReductionPass
-
-    def flash_attention():
-        from tilefuse.passes.flash_attention import FlashAttentionPass
-
-        return FlashAttentionPass
-
-    return {
-        "flash-attention": flash_attention,
-        "tile-and-fuse": tile_and_fuse,
-        "horizontal-fusion": horizontal_fusion,
-        "split-reduction": split_reduction,
-        "fusion-groups": fusion_groups,
-        "canonicalize": canonicalize,
-        "cse": cse,
-        "dce": dce,
-        "linalg-generalize": linalg_generalize,
-    }
+    return {name: functools.partial(_load, path) for name, path in PASSES.items()}

@@ -38,3 +38,10 @@
 // RUN: not tilefuse-opt %S/Inputs/integer_argument.mlir 2>&1 | filecheck %s --check-prefix=INTEGER
 // INTEGER: integer_argument.mlir:1:1: error: 'func.func' op takes or returns tensor<8x16xi32>: kernels read and write floating-point tensors
 // INTEGER-NOT: Traceback
+
+// RUN: not tilefuse-opt %S/Inputs/recursive_call.mlir -p inline-calls 2>&1 | filecheck %s --check-prefix=RECURSION
+// RECURSION: recursive_call.mlir:2:3: error: 'func.call' op is still a call after 32 rounds of inlining: recursion cannot be compiled to kernels
+// RECURSION-NOT: Traceback
+
+// RUN: not tilefuse-opt %S/Inputs/call_declaration.mlir -p inline-calls 2>&1 | filecheck %s --check-prefix=DECLARATION
+// DECLARATION: call_declaration.mlir:3:3: error: 'func.call' op calls @external, which has no body in this module

@@ -1,0 +1,5 @@
+func.func private @external(tensor<4xf32>) -> tensor<4xf32>
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %r = func.call @external(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %r : tensor<4xf32>
+}
