@@ -309,3 +309,27 @@ def test_random_programs_through_triton_kernels_with_tiny_sram(text):
     outs = prog(*[torch.from_numpy(x) for x in inputs])
     for out, ref in zip(outs, refs, strict=True):
         assert relative_error(out.numpy(), ref) <= 1e-5, text
+
+
+@settings(max_examples=15, deadline=None)
+@given(programs(max_ops=6, max_dim=48, dtypes=("f16", "bf16")))
+def test_low_precision_programs_through_triton_kernels(text):
+    """f16/bf16 programs through the kernels (interpreter): every tile computes in
+    fp32 (a bf16 contraction too small for tl.dot once multiplied in bf16)."""
+    import torch
+
+    from tilefuse.backend.emit_triton import torch_dtype
+    from tilefuse.program import tolerance
+    from tilefuse.reference import entry_function
+    from tilefuse.runtime import compile
+    from tilefuse.specialize import read_header
+
+    module = load_program(text)
+    inputs = random_inputs(module, 5)
+    refs = evaluate(module, inputs)
+    types = entry_function(module).function_type.inputs.data
+    args = [torch.from_numpy(np.asarray(x, np.float32)).to(getattr(torch, torch_dtype(t)[6:]))
+            for x, t in zip(inputs, types, strict=True)]  # fmt: skip
+    tol = tolerance(read_header(text).dtype or "f32")
+    for out, ref in zip(compile(text)(*args), refs, strict=True):
+        assert relative_error(out.float().numpy(), ref) <= 4 * tol, text
