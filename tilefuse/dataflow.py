@@ -132,10 +132,20 @@ def build_graph(f: func.FuncOp | Block) -> Graph:
     return graph
 
 
+VIEW_OPS = (tensor.ExpandShapeOp, tensor.CollapseShapeOp, tensor.ExtractSliceOp)
+"""Ops the host runs as tensor views between kernels (at function level)."""
+
+
+def view_source(op: Operation) -> SSAValue:
+    """The tensor a view op views."""
+    return op.source if isinstance(op, tensor.ExtractSliceOp) else op.src
+
+
 def reshape_root(value: SSAValue) -> SSAValue:
-    """The value `value` views through a chain of host-side reshapes (itself if none)."""
-    while isinstance(value.owner, tensor.ExpandShapeOp | tensor.CollapseShapeOp):
-        value = value.owner.src
+    """The value `value` views through a chain of host-side views (reshapes,
+    slices; itself if none)."""
+    while isinstance(value.owner, VIEW_OPS):
+        value = view_source(value.owner)
     return value
 
 

@@ -533,6 +533,19 @@ def pointer_only(stacked: list[list[SSAValue]] | None) -> set[SSAValue]:
     return {v for column in stacked for v in column[1:] if v not in firsts}
 
 
+def _host_slice(op: tensor.ExtractSliceOp, names) -> str:
+    """A static `tensor.extract_slice` as a torch view (strided; unit dims the
+    slice drops squeezed by a reshape, which views)."""
+    spans = [f"{o}:{o + (n - 1) * st + 1}:{st}" if st != 1 else f"{o}:{o + n}"
+             for o, n, st in zip(op.static_offsets.get_values(), op.static_sizes.get_values(),
+                                 op.static_strides.get_values(), strict=True)]  # fmt: skip
+    view = f"{names(op.source)}[{', '.join(spans)}]"
+    shape = tuple(op.result.type.get_shape())
+    if len(shape) != len(spans):
+        view += f".reshape({shape})"
+    return view
+
+
 def scalar_expr(op: Operation, ref) -> str:
     """A scalar or elementwise block expression for an arith/math op."""
     args = [ref(v) for v in op.operands]
@@ -817,6 +830,8 @@ class ModulePrinter:
             elif isinstance(op, tensor.ExpandShapeOp | tensor.CollapseShapeOp):
                 shape = tuple(op.result.type.get_shape())
                 lines.append(f"    {names(op.result)} = {names(op.src)}.reshape({shape})")
+            elif isinstance(op, tensor.ExtractSliceOp):
+                lines.append(f"    {names(op.result)} = {_host_slice(op, names)}")
             elif not isinstance(op, arith.ConstantOp | tensor.EmptyOp):
                 raise CompileError.at(op, "cannot run on the host between kernels")
         return "\n".join(lines) + "\n"

@@ -30,7 +30,15 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from tilefuse.cost.fusion import FusionGroup, FusionPlan, group_kind, plan_fusion
 from tilefuse.cost.target import get_target
-from tilefuse.dataflow import FILL, Graph, build_graph, classify, reshape_root
+from tilefuse.dataflow import (
+    FILL,
+    VIEW_OPS,
+    Graph,
+    build_graph,
+    classify,
+    reshape_root,
+    view_source,
+)
 from tilefuse.diagnostics import CompileError
 from tilefuse.dialects.tilefuse import GroupOp, YieldOp
 from tilefuse.passes.horizontal_fusion import sort_top_level
@@ -105,18 +113,17 @@ def rewrite_function(f: func.FuncOp, graph: Graph, plan: FusionPlan) -> None:
             op.erase(safe_erase=False)
 
 
-RESHAPES = (tensor.ExpandShapeOp, tensor.CollapseShapeOp)
-
-
 def is_host_reshape(op: Operation) -> bool:
-    """A reshape the host does as a view, between kernels: of a function argument,
-    a tensor constant or a computed result, through any chain of reshapes.
-    Kernels never see reshapes; the fusion plan orders the kernels on each side
-    of one (`view_producers`). Reshapes of fills or `tensor.empty` (which only
+    """A reshape or static slice the host does as a view, between kernels: of a
+    function argument, a tensor constant or a computed result, through any chain
+    of views. Kernels never see them; the fusion plan orders the kernels on each
+    side of one (`view_producers`). Views of fills or `tensor.empty` (which only
     exist inside kernels) are not views of anything the host has."""
-    if not isinstance(op, RESHAPES) or not isinstance(op.parent_op(), func.FuncOp):
+    if not isinstance(op, VIEW_OPS) or not isinstance(op.parent_op(), func.FuncOp):
         return False
-    root = reshape_root(op.src)
+    if isinstance(op, tensor.ExtractSliceOp) and (op.offsets or op.sizes or op.strides):
+        return False  # dynamic offsets, sizes or strides
+    root = reshape_root(view_source(op))
     if isinstance(root, BlockArgument):
         return True
     if is_tensor_constant(root.owner):
@@ -130,14 +137,17 @@ def _check_supported(block: Block, structured: set[Operation]) -> None:
         if (op in structured or _is_free(op) or isinstance(op, func.ReturnOp)
                 or is_host_reshape(op) or is_tensor_constant(op)):  # fmt: skip
             continue
-        if isinstance(op, RESHAPES):
+        if isinstance(op, tensor.ExtractSliceOp) and (op.offsets or op.sizes or op.strides):
+            raise CompileError.at(op, "has dynamic offsets, sizes or strides: tilefuse "
+                                  "compiles static shapes")  # fmt: skip
+        if isinstance(op, VIEW_OPS):
             raise CompileError.at(
-                op, "reshapes a fill or tensor.empty, which exist only inside kernels: "
-                "create the tensor in the reshaped shape instead")  # fmt: skip
+                op, "views a fill or tensor.empty, which exist only inside kernels: "
+                "create the tensor in the viewed shape instead")  # fmt: skip
         raise CompileError.at(
             op, "cannot be placed among fusion groups (only linalg, constants, "
-            "tensor.empty, reshapes of arguments and results, and func.return are "
-            "supported at function level)"
+            "tensor.empty, reshapes and static slices of arguments and results, and "
+            "func.return are supported at function level)"
         )  # fmt: skip
 
 
