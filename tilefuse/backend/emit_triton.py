@@ -27,7 +27,9 @@ destination's type. Under Triton's interpreter, `tl.dot` gets fp32 operands
 
 from __future__ import annotations
 
+import builtins
 import io
+import keyword
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -86,7 +88,7 @@ UNARY = {arith.NegfOp: "(-{})", mathd.ExpOp: "tl.exp({})", mathd.Exp2Op: "tl.exp
          mathd.SinOp: "tl.sin({})", mathd.CosOp: "tl.cos({})", mathd.TanOp: "_tan({})",
          mathd.SinhOp: "_sinh({})", mathd.CoshOp: "_cosh({})", mathd.TruncOp: "_trunc({})",
          arith.ExtFOp: "{}", arith.TruncFOp: "{}", arith.IndexCastOp: "{}",
-         arith.SIToFPOp: "({}).to(tl.float32)", arith.UIToFPOp: "({}).to(tl.float32)"}  # fmt: skip
+         }  # fmt: skip
 CMP = {"oeq": "==", "ogt": ">", "oge": ">=", "olt": "<", "ole": "<=", "one": "!=",
        "ueq": "==", "ugt": ">", "uge": ">=", "ult": "<", "ule": "<=", "une": "!="}  # fmt: skip
 CMPF_NAMES = ["false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord", "ueq", "ugt",
@@ -124,6 +126,13 @@ def _expm1(x):
     u = tl.exp(x)
     v = tl.where(u == 1.0, x, (u - 1.0) * (x / tl.log(u)))
     return tl.where(u - 1.0 == -1.0, -1.0, v)
+
+
+# tanh of an f64 op: _tanh's short series is only good to fp32 precision.
+@triton.jit
+def _tanh_f64(x):
+    u = _expm1(-2.0 * tl.abs(x))
+    return tl.where(x < 0, 1.0, -1.0) * u / (u + 2.0)
 
 
 @triton.jit
@@ -191,12 +200,22 @@ def _literal(value: float) -> str:
     return repr(float(value))
 
 
+# Names a generated module uses besides its own: Python's keywords and builtins
+# (`range`, `min`, `float` appear in kernels), the module's imports, helpers
+# and host-side names. No SSA name may become one of them.
+PYTHON_RESERVED = frozenset(keyword.kwlist) | frozenset(keyword.softkwlist) | frozenset(dir(builtins))
+MODULE_NAMES = ("torch", "triton", "tl", "os", "libdevice", "KERNELS", "device", "dot_dtype",
+                "DOT_DTYPE", "DOT_PRECISION", "_ON_GPU", "_tanh", "_tanh_bf16", "_powf", "_log1p",
+                "_expm1", "_sinh", "_cosh", "_tan", "_trunc", "_tanh_f64")  # fmt: skip
+
+
 class Names:
-    """Python identifiers for SSA values, from their name hints."""
+    """Python identifiers for SSA values, from their name hints (never a keyword,
+    a builtin or a name of the generated module: see MODULE_NAMES)."""
 
     def __init__(self, reserved: Sequence[str] = ()):
         self.of: dict[SSAValue, str] = {}
-        self.used: set[str] = set(reserved)
+        self.used: set[str] = set(reserved) | PYTHON_RESERVED | set(MODULE_NAMES)
 
     def fresh(self, hint: str) -> str:
         base = "".join(c if c.isalnum() else "_" for c in hint) or "v"
@@ -243,6 +262,7 @@ class KernelPrinter:
         self.params = {v: self.names.fresh(self._param_hint(v)) for v in self.tensors}
         self.hints: dict[LoadOp, str] = {}
         self.raw: set[SSAValue] = set()  # tiles loaded in storage type, for tl.dot
+        self.compute = compute_type(group)
 
     def _param_hint(self, v: SSAValue) -> str:
         if v in self.destinations:
@@ -421,7 +441,7 @@ class KernelPrinter:
         masked = f", mask={mask}, other=0.0" if mask else ""
         # Tiles only multiplied by tl.dot stay in their storage type.
         dot = self._only_dot_operand(op.result)
-        upcast = "" if dot else ".to(tl.float32)"
+        upcast = "" if dot else f".to({self.compute})"
         if dot:
             self.raw.add(op.result)
         if not dot and op in self.hints:
@@ -546,6 +566,16 @@ def _host_slice(op: tensor.ExtractSliceOp, names) -> str:
     return view
 
 
+def compute_type(group: GroupOp) -> str:
+    """The type a kernel computes in: fp32 (16-bit and fp32 data alike), or fp64
+    when any tensor of the group is fp64."""
+    for op in group.walk():
+        for v in (*op.operands, *op.results):
+            if isinstance(v.type, TensorType) and isinstance(element_type(v.type), Float64Type):
+                return "tl.float64"
+    return "tl.float32"
+
+
 def scalar_expr(op: Operation, ref) -> str:
     """A scalar or elementwise block expression for an arith/math op."""
     args = [ref(v) for v in op.operands]
@@ -557,12 +587,22 @@ def scalar_expr(op: Operation, ref) -> str:
         return f"tl.where({args[0]}, {args[1]}, {args[2]})"
     if type(op) in BINARY:
         return BINARY[type(op)].format(*args)
-    if isinstance(op, mathd.TanhOp) and isinstance(element_type(op.result.type), BFloat16Type):
-        return f"_tanh_bf16({args[0]})"
+    if isinstance(op, mathd.TanhOp):
+        et = type(element_type(op.result.type))
+        return {BFloat16Type: "_tanh_bf16({})", Float64Type: "_tanh_f64({})"}.get(
+            et, UNARY[mathd.TanhOp]).format(args[0])  # fmt: skip
     if type(op) in UNARY:
         return UNARY[type(op)].format(*args)
     if isinstance(op, mathd.FmaOp):
         return f"({args[0]} * {args[1]} + {args[2]})"
+    return _conversion(op, args)
+
+
+def _conversion(op: Operation, args: list[str]) -> str:
+    """Integer <-> float conversions in a payload."""
+    if isinstance(op, arith.SIToFPOp | arith.UIToFPOp):
+        wide = isinstance(element_type(op.result.type), Float64Type)
+        return f"({args[0]}).to({'tl.float64' if wide else 'tl.float32'})"
     if isinstance(op, arith.FPToSIOp):  # truncation toward zero, as C casts
         width = getattr(op.result.type, "width", None)
         bits = width.data if width is not None else 32
@@ -636,7 +676,7 @@ class GenericPrinter:
         for i, (v, arg) in enumerate(zip(s.inputs, s.payload.args, strict=False)):
             dims = s.operand_dims(i)
             # A contraction too small for tl.dot multiplies in fp32, like the rest.
-            ref = f"{self.k.ref(v)}.to(tl.float32)" if v in self.k.raw else self.k.ref(v)
+            ref = f"{self.k.ref(v)}.to({self.k.compute})" if v in self.k.raw else self.k.ref(v)
             env[arg] = (self.to_loop_space(ref, dims), set(self.kdims(dims)))
         for j, v in enumerate(s.outputs):
             arg = s.payload.args[len(s.inputs) + j]
@@ -654,7 +694,7 @@ class GenericPrinter:
         dims = self.s.operand_dims(len(self.s.inputs) + j)
         shape = kept_shape(result.type)
         if not vdims:
-            self.k.bind(result, f"tl.full({shape}, {value}, tl.float32)", shape)
+            self.k.bind(result, f"tl.full({shape}, {value}, {self.k.compute})", shape)
             return
         self.k.bind(result, self.from_loop_space(value, dims, vdims), shape)
 
@@ -811,7 +851,7 @@ class ModulePrinter:
         return out.getvalue()
 
     def host(self, f: func.FuncOp, kernels) -> str:
-        names = Names(("torch", "triton", "tl", "DOT_DTYPE"))
+        names = Names([g.sym_name.data for g, _, _ in kernels])  # kernels are module globals
         args = [names(a) for a in f.body.block.args]
         device = f"{args[0]}.device" if args else 'torch.device("cpu")'
         lines = [f"KERNELS = {[g.sym_name.data for g, _, _ in kernels]!r}\n",
@@ -850,10 +890,12 @@ class ModulePrinter:
             call.append(names(r) if d in bare else f"{names(r)}, *{names(r)}.stride()")
         programs = sum(math.prod(gr.grid_shape) for gr in grids)
         dtype = self._dot_dtype(g)
-        precision = '"ieee"' if dtype == "tl.float32" else '"tf32"'
+        precision = '"tf32"' if dtype in ("tl.bfloat16", "tl.float16") else '"ieee"'
+        # (`dot_dtype` lets the interpreter run 16-bit dots in fp32; fp32 and fp64 stay.)
+        dot = f"{dtype} if dot_dtype is None else dot_dtype" if precision == '"tf32"' else dtype
         lines.append(
             f"    {g.sym_name.data}[({programs},)]({', '.join(call)}, "
-            f"DOT_DTYPE={dtype} if dot_dtype is None else dot_dtype, DOT_PRECISION={precision}, "
+            f"DOT_DTYPE={dot}, DOT_PRECISION={precision}, "
             f"num_warps={grid.num_warps.value.data}, num_stages={grid.num_stages.value.data})"
         )
         return lines

@@ -74,7 +74,8 @@ def to_torch(arrays: Sequence[np.ndarray], module, device: str):
     out = []
     for x, t in zip(arrays, f.function_type.inputs.data, strict=True):
         dtype = getattr(torch, torch_dtype(t).split(".")[1])
-        out.append(torch.from_numpy(np.array(x, np.float32, order="C")).to(device=device, dtype=dtype))
+        host = np.float64 if dtype == torch.float64 else np.float32  # bf16 has no numpy type
+        out.append(torch.from_numpy(np.array(x, host, order="C")).to(device=device, dtype=dtype))
     return out
 
 
@@ -112,8 +113,8 @@ def run(args: argparse.Namespace) -> int:
         refs = evaluate(module, inputs)
         for i, (out, ref) in enumerate(zip(outputs, refs, strict=True)):
             dtype = str(out.dtype).removeprefix("torch.")
-            dt = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}.get(dtype, "f32")
-            err = relative_error(out.float().cpu().numpy(), ref)
+            dt = {"float64": "f64", "float16": "f16", "bfloat16": "bf16"}.get(dtype, "f32")
+            err = relative_error(out.double().cpu().numpy(), ref)
             ok = err <= tolerance(dt)
             status |= not ok
             print(f"  out{i}: relative error {err:.2e} (tolerance {tolerance(dt):.0e}) "
