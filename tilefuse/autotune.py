@@ -45,7 +45,6 @@ from tilefuse.passes.horizontal_fusion import HorizontalFusionPass
 from tilefuse.passes.linalg_generalize import LinalgGeneralizePass
 from tilefuse.passes.tile_and_fuse import TileAndFusePass
 from tilefuse.program import load_program
-from tilefuse.reference import entry_function
 from tilefuse.runtime import (
     CompiledProgram,
     cache_dir,
@@ -148,7 +147,7 @@ def _build(front: ModuleOp, picks: Mapping[str, int], target: str, horizontal: b
     verify(module)
     text = emit_triton(module, "<autotune>")
     python = import_source(text)
-    return CompiledProgram(module, text, python, entry_function(module).sym_name.data, 0.0,
+    return CompiledProgram(module, text, python, python.ENTRY, 0.0,
                            tuple(python.KERNELS))  # fmt: skip
 
 

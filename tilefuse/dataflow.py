@@ -73,8 +73,17 @@ def classify(s: StructuredOp) -> str:
     return CONTRACTION if is_contraction(s) else REDUCE
 
 
+def product_operand(v: SSAValue) -> SSAValue:
+    """A factor of a contraction's product: the block argument it is, or that an
+    exact widening (`arith.extf`, as mixed-precision named ops have) reads."""
+    if isinstance(v.owner, arith.ExtFOp):
+        return v.owner.input
+    return v
+
+
 def is_contraction(s: StructuredOp) -> bool:
-    """`acc + a * b` over block arguments `a`, `b` of two tensor inputs."""
+    """`acc + a * b` over block arguments `a`, `b` of two tensor inputs (each
+    possibly widened by `arith.extf`)."""
     yield_op = s.payload.last_op
     if yield_op is None or len(yield_op.operands) != 1 or len(s.outputs) != 1:
         return False
@@ -86,7 +95,8 @@ def is_contraction(s: StructuredOp) -> bool:
     if len(others) != 1 or not isinstance(mul := others[0].owner, arith.MulfOp):
         return False
     ins = s.payload.args[: len(s.inputs)]
-    return all(o in ins for o in mul.operands) and mul.operands[0] is not mul.operands[1]
+    a, b = (product_operand(o) for o in mul.operands)
+    return a in ins and b in ins and a is not b
 
 
 def op_label(node: Node) -> str:

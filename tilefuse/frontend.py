@@ -9,7 +9,7 @@ refusals by passes, backend errors) can point at the source line.
 from __future__ import annotations
 
 from xdsl.context import Context
-from xdsl.dialects import func
+from xdsl.dialects import func, tensor
 from xdsl.dialects.builtin import (
     AnyFloat,
     FileLineColLoc,
@@ -42,6 +42,15 @@ class LocatingParser(Parser):
             )
         return op
 
+    def _parse_tensor_literal_element(self):
+        """Hexadecimal elements of a float `dense<...>` are bit patterns, as in
+        upstream MLIR (`dense<0xFF800000> : tensor<4xf32>` is -inf); xDSL reads
+        them as integers."""
+        element = super()._parse_tensor_literal_element()
+        if element.span.text[:2] in ("0x", "0X") and isinstance(element.value, int):
+            element = _HexFloatElement(element.is_negative, element.value, element.span)
+        return element
+
     def parse_comma_separated_list(self, delimiter, parse, context_msg=""):
         """xDSL reads the results of `linalg.generic` (and named ops) as a bare
         type list; upstream MLIR prints several as `-> (t1, t2)`. A bare list of
@@ -50,6 +59,19 @@ class LocatingParser(Parser):
                 and getattr(parse, "__func__", None) is Parser.parse_attribute):  # fmt: skip
             delimiter = self.Delimiter.PAREN
         return super().parse_comma_separated_list(delimiter, parse, context_msg)
+
+
+class _HexFloatElement(Parser._TensorLiteralElement):
+    """A hexadecimal tensor literal element: for a float type, its bits."""
+
+    def to_type(self, parser, type):
+        if isinstance(type, AnyFloat):
+            if self.value.bit_length() > type.bitwidth:
+                parser.raise_error("Hexadecimal float constant out of range for type",
+                                   at_position=self.span)  # fmt: skip
+            raw = self.value.to_bytes(type.compile_time_size, "little")
+            return next(iter(type.iter_unpack(raw)))
+        return super().to_type(parser, type)
 
 
 def parse_module(
@@ -94,15 +116,52 @@ def _check_static(op) -> None:
         signature = [*op.function_type.inputs.data, *op.function_type.outputs.data]
         types += signature
         for t in signature:
-            et = t.get_element_type() if isinstance(t, TensorType) else t
+            if not isinstance(t, TensorType):
+                raise CompileError(
+                    f"'func.func' op takes or returns a scalar ({t}): kernels read and "
+                    f"write tensors; use a 0-d tensor (tensor<{t}>)", op_location(op))  # fmt: skip
+            et = t.get_element_type()
             if not isinstance(et, AnyFloat):
                 raise CompileError(
                     f"'func.func' op takes or returns {t}: kernels read and write "
                     "floating-point tensors (f16, bf16, f32, f64); integer and boolean "
                     "values can only live inside the program", op_location(op))  # fmt: skip
+    if isinstance(op, tensor.ExtractSliceOp):
+        _check_slice(op)
     for t in types:
         if isinstance(t, TensorType) and any(d < 0 for d in t.get_shape()):
             raise CompileError(
                 f"'{op.name}' op has a dynamic shape ({t}): tilefuse compiles static "
                 "shapes; give the sizes in the types (or a `// tilefuse.dims:` header "
                 "and --set-dim)", op_location(op))  # fmt: skip
+
+
+def _check_slice(op: tensor.ExtractSliceOp) -> None:
+    """A static slice must lie inside its source, step forward, and have the
+    result type of its sizes (unit sizes may be dropped); the verifier checks none."""
+    if op.offsets or op.sizes or op.strides:
+        return  # dynamic: refused where it is placed (fusion-groups)
+    source = op.source.type.get_shape()
+    offsets, sizes = op.static_offsets.get_values(), op.static_sizes.get_values()
+    strides = op.static_strides.get_values()
+    for d, (o, n, st, extent) in enumerate(zip(offsets, sizes, strides, source, strict=True)):
+        if st < 1 or o < 0 or n < 0 or (n > 0 and o + (n - 1) * st >= extent):
+            raise CompileError(
+                f"'tensor.extract_slice' op reads [{o}, {o + (n - 1) * st}] step {st} of "
+                f"dimension {d} (size {extent}): a slice must step forward and stay inside "
+                "its source", op_location(op))  # fmt: skip
+    if not _drops_unit_dims(list(sizes), list(op.result.type.get_shape())):
+        raise CompileError(
+            f"'tensor.extract_slice' op has sizes {list(sizes)} but result type "
+            f"{op.result.type}", op_location(op))  # fmt: skip
+
+
+def _drops_unit_dims(sizes: list[int], result: list[int]) -> bool:
+    """Is `result` `sizes` with some of its 1s left out?"""
+    j = 0
+    for n in sizes:
+        if j < len(result) and result[j] == n:
+            j += 1
+        elif n != 1:
+            return False
+    return j == len(result)

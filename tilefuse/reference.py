@@ -66,7 +66,13 @@ def round_bf16(x: np.ndarray) -> np.ndarray:
 
 
 def round_to(x: np.ndarray, t: Attribute) -> np.ndarray:
-    """Round `x` to element type `t` (held as float64 or int64)."""
+    """Round `x` to element type `t` (held as float64 or int64); values beyond
+    the type's range become infinities, as the hardware's would."""
+    with np.errstate(over="ignore"):
+        return _round_to(x, t)
+
+
+def _round_to(x: np.ndarray, t: Attribute) -> np.ndarray:
     if isinstance(t, Float32Type):
         return np.asarray(x, np.float32).astype(np.float64)
     if isinstance(t, Float16Type):
@@ -539,7 +545,8 @@ def eval_block(block: Block, args: Sequence[np.ndarray], outer: Env) -> list[np.
 
 
 def entry_function(module: ModuleOp, name: str | None = None) -> func.FuncOp:
-    """The function to run: `name`, or the module's only (or last) public function."""
+    """The function to run: `name`, or the module's last public function that no
+    other function calls."""
     funcs = [op for op in module.ops if isinstance(op, func.FuncOp)]
     if name is not None:
         funcs = [f for f in funcs if f.sym_name.data == name]
@@ -547,8 +554,12 @@ def entry_function(module: ModuleOp, name: str | None = None) -> func.FuncOp:
             raise CompileError(f"the module has no function named @{name}")
     if not funcs:
         raise CompileError("the module has no func.func to run")
+    # The last public function no other function calls (helpers are called).
+    called = {op.callee.root_reference.data for f in funcs for op in f.walk()
+              if isinstance(op, func.CallOp)}  # fmt: skip
     public = [f for f in funcs if f.sym_visibility is None or f.sym_visibility.data != "private"]
-    return (public or funcs)[-1]
+    roots = [f for f in public or funcs if f.sym_name.data not in called]
+    return (roots or public or funcs)[-1]
 
 
 def evaluate(

@@ -226,6 +226,9 @@ class CompiledProgram:
         if len(devices) > 1:
             raise ArgumentError(f"the arguments of @{self.function} are on several devices: "
                                 f"{sorted(map(str, devices))}")  # fmt: skip
+        if devices and gpu_available() and next(iter(devices)).type != "cuda":
+            raise ArgumentError(f"@{self.function} runs its kernels on the GPU: pass CUDA "
+                                f"tensors, not {next(iter(devices))} ones")  # fmt: skip
 
     def __call__(self, *args: Any) -> tuple[Any, ...]:
         import torch
@@ -284,6 +287,5 @@ def compile(
         run_pipeline(module, target, smem_budget)
         text = emit_triton(module, name)
     python = import_source(text)
-    f = entry_function(module)
-    return CompiledProgram(module, text, python, f.sym_name.data,
+    return CompiledProgram(module, text, python, python.ENTRY,
                            time.perf_counter() - start, tuple(python.KERNELS))  # fmt: skip

@@ -39,11 +39,13 @@ from xdsl.context import Context
 from xdsl.dialects import arith, func, scf, tensor
 from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import (
+    AnyFloat,
     BFloat16Type,
     Float16Type,
     Float32Type,
     Float64Type,
     FloatAttr,
+    IndexType,
     IntegerAttr,
     ModuleOp,
     TensorType,
@@ -52,7 +54,7 @@ from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.utils.target import Target
 
-from tilefuse.dataflow import is_contraction
+from tilefuse.dataflow import is_contraction, product_operand
 from tilefuse.diagnostics import CompileError
 from tilefuse.dialects.tilefuse import (
     GroupOp,
@@ -100,17 +102,22 @@ MIN_DOT = 16
 
 
 PRELUDE = '''
-# libm's powf: exp(y log|x|), negated for a negative base and an odd integral
-# exponent, NaN for a negative base and a non-integral one; pow(x, 0) = 1.
+# libm's powf: exp(y log|x|), negated for a negative base (-0.0 included) and
+# an odd integral exponent, NaN for a negative base and a non-integral one;
+# pow(1, y) = pow(x, 0) = pow(-1, +-inf) = 1.
 @triton.jit
 def _powf(x, y):
-    y = y + tl.zeros_like(x)  # a constant exponent as a block, like x
-    r = tl.exp(y * tl.log(tl.abs(x)))
-    integral = tl.floor(y) == y
-    odd = integral & (tl.floor(y * 0.5) * 2.0 != y)
-    r = tl.where((x < 0.0) & odd, -r, r)
+    # One shape for both (the interpreter cannot combine 0-d and n-d booleans);
+    # a select, not an addition, keeps the sign of -0.0.
+    x = tl.where(y == y, x, x)
+    y = tl.where(x == x, y, y)
+    ax = tl.abs(x)
+    r = tl.exp(y * tl.log(ax))
+    odd = (tl.floor(y) == y) & (tl.floor(y * 0.5) * 2.0 != y)
+    r = tl.where(((x < 0.0) | (1.0 / x < 0.0)) & odd, -r, r)
     r = tl.where((x < 0.0) & (tl.floor(y) != y), float("nan"), r)
-    return tl.where(y == 0.0, 1.0, r)
+    r = tl.where((ax == 1.0) & (tl.abs(y) == float("inf")), 1.0, r)
+    return tl.where((x == 1.0) | (y == 0.0), 1.0, r)
 
 
 # log(1 + x) and exp(x) - 1 without cancellation near 0 (Goldberg's and
@@ -118,32 +125,30 @@ def _powf(x, y):
 @triton.jit
 def _log1p(x):
     u = 1.0 + x
-    return tl.where(u == 1.0, x, tl.log(u) * (x / (u - 1.0)))
+    v = tl.where(u == 1.0, x, tl.log(u) * (x / (u - 1.0)))
+    return tl.where(u == float("inf"), u, v)
 
 
 @triton.jit
 def _expm1(x):
     u = tl.exp(x)
     v = tl.where(u == 1.0, x, (u - 1.0) * (x / tl.log(u)))
-    return tl.where(u - 1.0 == -1.0, -1.0, v)
+    v = tl.where(u - 1.0 == -1.0, -1.0, v)
+    return tl.where(u == float("inf"), u, v)
 
 
-# tanh of an f64 op: _tanh's short series is only good to fp32 precision.
-@triton.jit
-def _tanh_f64(x):
-    u = _expm1(-2.0 * tl.abs(x))
-    return tl.where(x < 0, 1.0, -1.0) * u / (u + 2.0)
-
-
+# sinh and cosh; past |x| = 20, e^|x| / 2 as exp(|x| - ln 2), which stays
+# finite up to where the result itself overflows.
 @triton.jit
 def _sinh(x):
-    return 0.5 * (_expm1(x) - _expm1(-x))
+    big = tl.where(x < 0.0, -1.0, 1.0) * tl.exp(tl.abs(x) - 0.6931471805599453)
+    return tl.where(tl.abs(x) > 20.0, big, 0.5 * (_expm1(x) - _expm1(-x)))
 
 
 @triton.jit
 def _cosh(x):
     e = tl.exp(tl.abs(x))
-    return 0.5 * (e + 1.0 / e)
+    return tl.where(tl.abs(x) > 20.0, tl.exp(tl.abs(x) - 0.6931471805599453), 0.5 * (e + 1.0 / e))
 
 
 @triton.jit
@@ -154,6 +159,13 @@ def _tan(x):
 @triton.jit
 def _trunc(x):
     return tl.where(x < 0.0, tl.ceil(x), tl.floor(x))
+
+
+# tanh of an f64 op: _tanh's short series is only good to fp32 precision.
+@triton.jit
+def _tanh_f64(x):
+    u = _expm1(-2.0 * tl.abs(x))
+    return tl.where(x < 0, 1.0, -1.0) * u / (u + 2.0)
 
 
 # tanh without cancellation near 0, the same on the GPU and in the interpreter:
@@ -576,9 +588,27 @@ def compute_type(group: GroupOp) -> str:
     return "tl.float32"
 
 
+def _block_constant(v: SSAValue, text: str) -> str:
+    """A constant operand of a prelude helper or a cast as a 0-d block (a Python
+    number has no `.to`, and the helpers take blocks)."""
+    if not isinstance(v.owner, arith.ConstantOp):
+        return text
+    t = v.type
+    if isinstance(t, Float64Type):
+        dtype = "tl.float64"
+    elif isinstance(t, AnyFloat):
+        dtype = "tl.float32"
+    else:
+        dtype = "tl.int64" if isinstance(t, IndexType) or t.width.data > 32 else "tl.int32"
+    return f"tl.full((), {text}, {dtype})"
+
+
 def scalar_expr(op: Operation, ref) -> str:
     """A scalar or elementwise block expression for an arith/math op."""
     args = [ref(v) for v in op.operands]
+    template = BINARY.get(type(op)) or UNARY.get(type(op)) or ""
+    if template.startswith("_") or isinstance(op, CONVERSIONS):
+        args = [_block_constant(v, a) for v, a in zip(op.operands, args, strict=True)]
     if isinstance(op, arith.CmpfOp):
         return f"({args[0]} {CMP[CMPF_NAMES[op.predicate.value.data]]} {args[1]})"
     if isinstance(op, arith.CmpiOp):
@@ -596,6 +626,9 @@ def scalar_expr(op: Operation, ref) -> str:
     if isinstance(op, mathd.FmaOp):
         return f"({args[0]} * {args[1]} + {args[2]})"
     return _conversion(op, args)
+
+
+CONVERSIONS = (arith.SIToFPOp, arith.UIToFPOp, arith.FPToSIOp)
 
 
 def _conversion(op: Operation, args: list[str]) -> str:
@@ -791,7 +824,7 @@ class GenericPrinter:
         m, n, k = self._dot_sizes()
         mul = next(op for op in s.payload.ops if isinstance(op, arith.MulfOp))
         ins = list(s.payload.args[: len(s.inputs)])
-        first = ins.index(mul.operands[0])
+        first = ins.index(product_operand(mul.operands[0]))
         lhs_i = first if any(d in s.operand_dims(first) for d in m) else 1 - first
         rhs_i = 1 - lhs_i
         M, N, K = (math.prod(self.space[d] for d in g) for g in (m, n, k))
@@ -852,10 +885,12 @@ class ModulePrinter:
 
     def host(self, f: func.FuncOp, kernels) -> str:
         names = Names([g.sym_name.data for g, _, _ in kernels])  # kernels are module globals
+        entry = names.fresh(f.sym_name.data)  # `@tl` or `@max` must not shadow a global
         args = [names(a) for a in f.body.block.args]
         device = f"{args[0]}.device" if args else 'torch.device("cpu")'
-        lines = [f"KERNELS = {[g.sym_name.data for g, _, _ in kernels]!r}\n",
-                 f"def {f.sym_name.data}({', '.join(args)}, *, dot_dtype=None):",
+        lines = [f"KERNELS = {[g.sym_name.data for g, _, _ in kernels]!r}",
+                 f"ENTRY = {entry!r}  # the host function of @{f.sym_name.data}\n",
+                 f"def {entry}({', '.join(args)}, *, dot_dtype=None):",
                  f'    """Run @{f.sym_name.data}: {len(kernels)} kernel launch(es)."""',
                  f"    device = {device}"]  # fmt: skip
         launched = {g: (grids, stacked) for g, grids, stacked in kernels}

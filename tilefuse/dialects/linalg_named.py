@@ -20,6 +20,7 @@ from xdsl.dialects import arith, math
 from xdsl.dialects.builtin import (
     I64,
     AffineMapAttr,
+    AnyFloat,
     ArrayAttr,
     FloatAttr,
     IntegerAttr,
@@ -127,10 +128,16 @@ class _Contraction(_HiddenRegion):
     @classmethod
     def get_hidden_region(cls, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue]) -> Region:
         arg_types = cls.body_arg_types((*inputs, *outputs))
+        acc_type = arg_types[-1]
+        if not all(isinstance(t, AnyFloat) for t in arg_types):
+            raise VerifyException(f"'{cls.name}' of non-float types {list(arg_types)}")
 
         @Builder.implicit_region(arg_types)
         def hidden_region(args: tuple[BlockArgument, ...]) -> None:
-            product = arith.MulfOp(args[0], args[1])
+            # Operands of another precision are cast to the accumulator's (upstream's
+            # named-op semantics): bf16 x bf16 into f32 multiplies exactly widened values.
+            a, b = (_cast(x, acc_type) for x in args[:2])
+            product = arith.MulfOp(a, b)
             YieldOp(arith.AddfOp(args[2], product.result))
 
         return hidden_region
@@ -139,11 +146,45 @@ class _Contraction(_HiddenRegion):
         return tuple(AffineMap.from_callable(m) for m in self.MAPS)
 
     def get_indexing_maps(self) -> ArrayAttr[AffineMapAttr]:
+        maps = self.attributes.get("indexing_maps")
+        if isinstance(maps, ArrayAttr):
+            return maps  # upstream's explicit maps (transposed or broadcast operands)
         return ArrayAttr([AffineMapAttr(m) for m in self.get_default_indexing_maps()])
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        """Upstream's form, `indexing_maps = [...]` before `ins`, or the default maps."""
+        maps = None
+        if parser.parse_optional_characters("indexing_maps") is not None:
+            parser.parse_punctuation("=")
+            maps = parser.parse_attribute()
+        op = super().parse(parser)
+        if maps is not None:
+            if not isinstance(maps, ArrayAttr) or len(maps) != len(cls.MAPS) or not all(
+                isinstance(m, AffineMapAttr) for m in maps
+            ):
+                parser.raise_error(f"'{cls.name}' needs {len(cls.MAPS)} affine maps")
+            op.attributes["indexing_maps"] = maps
+        return op
+
+    def print(self, printer: Printer) -> None:
+        maps = self.attributes.get("indexing_maps")
+        if maps is not None:
+            printer.print_string(" indexing_maps = ")
+            printer.print_attribute(maps)
+        super().print(printer)
 
     def get_iterator_types(self) -> ArrayAttr[IteratorTypeAttr]:
         kinds = {"p": IteratorTypeAttr.parallel(), "r": IteratorTypeAttr.reduction()}
         return ArrayAttr([kinds[c] for c in self.ITERATORS])
+
+
+def _cast(v: SSAValue, t: Attribute) -> SSAValue:
+    if v.type == t:
+        return v
+    if isinstance(v.type, AnyFloat) and isinstance(t, AnyFloat) and v.type.bitwidth < t.bitwidth:
+        return arith.ExtFOp(v, t).result
+    return arith.TruncFOp(v, t).result
 
 
 def _contraction(name: str, maps: tuple, iterators: str, doc: str) -> type:
@@ -154,6 +195,9 @@ def _contraction(name: str, maps: tuple, iterators: str, doc: str) -> type:
 
 
 CONTRACTIONS = [
+    _contraction("linalg.matmul",
+                 (lambda m, n, k: (m, k), lambda m, n, k: (k, n), lambda m, n, k: (m, n)), "ppr",
+                 "C += A @ B (xDSL's own, with mixed precision and upstream's indexing_maps)."),
     _contraction("linalg.batch_matmul",
                  (lambda b, m, n, k: (b, m, k), lambda b, m, n, k: (b, k, n),
                   lambda b, m, n, k: (b, m, n)), "pppr",
@@ -239,9 +283,10 @@ class SoftmaxOp(IRDLOperation):
         return cls(operands[0], operands[1], dimension)
 
 
+XDSL_OPS = [op for op in Linalg.operations if op.name != "linalg.matmul"]  # ours replaces it
 LINALG = Dialect(
     "linalg",
-    [*Linalg.operations, *ELEMENTWISE, *CONTRACTIONS, SoftmaxOp],
+    [*XDSL_OPS, *ELEMENTWISE, *CONTRACTIONS, SoftmaxOp],
     [*Linalg.attributes],
 )
 

@@ -5,7 +5,8 @@ Programs exported from frameworks sometimes factor a block (a LayerNorm, an MLP)
 into a private function called from the entry function. Kernels are planned
 over one function's dataflow, so the first stage of the pipeline inlines every
 `func.call` whose callee has a body in the module (repeatedly, for calls inside
-callees), then drops private functions nothing calls any more. A call to a
+callees), then drops the helpers (functions that were called, and private ones), never
+the entry function. A call to a
 declaration, or recursion, is a located error.
 """
 
@@ -27,7 +28,11 @@ MAX_DEPTH = 32
 
 def inline_calls(module: ModuleOp) -> None:
     """Inline every call to a function defined in `module`, in place."""
+    from tilefuse.reference import entry_function
+
     functions = {f.sym_name.data: f for f in module.ops if isinstance(f, func.FuncOp)}
+    entry = entry_function(module) if functions else None
+    called = {op.callee.root_reference.data for op in module.walk() if isinstance(op, func.CallOp)}
     for _ in range(MAX_DEPTH):
         calls = [op for op in module.walk() if isinstance(op, func.CallOp)]
         if not calls:
@@ -38,9 +43,9 @@ def inline_calls(module: ModuleOp) -> None:
         call = next(op for op in module.walk() if isinstance(op, func.CallOp))
         raise CompileError.at(call, f"is still a call after {MAX_DEPTH} rounds of inlining: "
                               "recursion cannot be compiled to kernels")  # fmt: skip
-    called = {op.callee.root_reference.data for op in module.walk() if isinstance(op, func.CallOp)}
     for name, f in functions.items():
-        if f.sym_visibility is not None and f.sym_visibility.data == "private" and name not in called:
+        private = f.sym_visibility is not None and f.sym_visibility.data == "private"
+        if f is not entry and (private or name in called):  # helpers, now inlined
             f.detach()
             f.erase()
 
@@ -56,7 +61,8 @@ def _inline(call: func.CallOp, functions: dict[str, func.FuncOp]) -> None:
     ret = body.last_op
     if not isinstance(ret, func.ReturnOp):
         raise CompileError.at(call, f"calls @{name}, whose body does not end in func.return")
-    results = list(ret.operands)
+    # A returned argument of the callee is the call's own argument.
+    results = [call.arguments[v.index] if v in body.args else v for v in ret.operands]
     ret.detach()
     ret.erase()
     Rewriter.inline_block(body, InsertPoint.before(call), call.arguments)

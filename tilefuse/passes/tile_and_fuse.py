@@ -271,6 +271,8 @@ class TileProgramBuilder:
             for i, v in enumerate(n.s.operands):
                 if v is value and n.s.maps[i].results:
                     return tuple(self.dims.of[(n.index, d)] for d in n.s.operand_dims(i))
+                if v is value and isinstance(v.type, TensorType) and not v.type.get_shape():
+                    return ()  # a 0-d tensor (say, a dot's accumulator argument)
         raise CompileError.at(self.group, "has an output that no op of the group computes")
 
     def _block_of(self, dim: int, scope: _Scope) -> int:
