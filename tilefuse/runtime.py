@@ -202,9 +202,23 @@ class CompiledProgram:
     warmed: bool = False
     expected: list[tuple[tuple[int, ...], Any]] = field(default_factory=list)
 
+    checked: Any = None
+    """(shape, dtype, device) of each argument of the last call that passed the check."""
+
     def check_arguments(self, args: tuple[Any, ...]) -> None:
         """Raise `ArgumentError` unless `args` are tensors of the entry function's
         shapes and types, on one device (kernels index them by the static shapes)."""
+
+        try:  # the common case, cheaply: the same kinds of tensors as last time
+            key = tuple((a.shape, a.dtype, a.device) for a in args)
+        except AttributeError:
+            key = None
+        if key is not None and key == self.checked:
+            return
+        self._check_arguments(args)
+        self.checked = key
+
+    def _check_arguments(self, args: tuple[Any, ...]) -> None:
         import torch
 
         if not self.expected:
