@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import arith, tensor
+from xdsl.dialects import arith, func, tensor
 from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import AffineMapAttr, ModuleOp, TensorType
 from xdsl.dialects.linalg import ops as linalg
@@ -39,6 +39,7 @@ from xdsl.pattern_rewriter import (
 )
 
 from tilefuse.dialects.linalg_named import SoftmaxOp
+from tilefuse.passes.unit_dims import fold_unit_dims
 from tilefuse.structured import as_structured, filled
 
 
@@ -146,4 +147,21 @@ class LinalgGeneralizePass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         PatternRewriteWalker(FoldReshapeOfCreation()).rewrite_module(op)
         PatternRewriteWalker(SoftmaxPattern(), apply_recursively=False).rewrite_module(op)
+        fold_unit_dims(op)  # constant map results; views of fills and empties fold next
+        PatternRewriteWalker(FoldReshapeOfCreation()).rewrite_module(op)
+        _erase_dead_views(op)
         PatternRewriteWalker(GeneralizePattern(), apply_recursively=False).rewrite_module(op)
+
+
+def _erase_dead_views(module: ModuleOp) -> None:
+    """Views, fills and empties nothing reads any more (left by the folds)."""
+    changed = True
+    while changed:
+        changed = False
+        for o in list(module.walk()):
+            dead = isinstance(o, tensor.ExpandShapeOp | tensor.CollapseShapeOp | tensor.EmptyOp
+                              | linalg.FillOp) and not any(r.uses for r in o.results)  # fmt: skip
+            if dead and isinstance(o.parent_op(), func.FuncOp):
+                o.detach()
+                o.erase()
+                changed = True

@@ -1,0 +1,45 @@
+// RUN: tilefuse-opt %s --split-input-file -p linalg-generalize | filecheck %s
+
+// A [1, N] bias read through (0, d1): viewed as [N] (a host collapse of the
+// argument), read through (d1).
+// CHECK-LABEL: func.func @bias
+// CHECK:       %[[B:.*]] = tensor.collapse_shape %bias {{\[}}[0 : i64, 1 : i64]] : tensor<1x70xf32> into tensor<70xf32>
+// CHECK:       linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>]{{.*}} ins(%x, %[[B]] : tensor<33x70xf32>, tensor<70xf32>)
+func.func @bias(%x: tensor<33x70xf32>, %bias: tensor<1x70xf32>) -> tensor<33x70xf32> {
+  %e = tensor.empty() : tensor<33x70xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%x, %bias : tensor<33x70xf32>, tensor<1x70xf32>) outs(%e : tensor<33x70xf32>) {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %s = arith.addf %a, %c : f32
+    linalg.yield %s : f32
+  } -> tensor<33x70xf32>
+  func.return %r : tensor<33x70xf32>
+}
+
+// -----
+
+// Keep-dim statistics: the row max is computed as [N] (its fill made in that
+// shape) and read directly by its consumer: the expansion and the collapse
+// meet and fold; only the returned value is expanded back to [N, 1].
+// CHECK-LABEL: func.func @keepdim
+// CHECK-NOT:   collapse_shape
+// CHECK:       %[[M:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+// CHECK:       %[[R:.*]] = tensor.expand_shape %[[M]] {{\[}}[0 : i64, 1 : i64]] output_shape [8, 1] : tensor<8xf32> into tensor<8x1xf32>
+// CHECK:       %[[Y:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>]{{.*}} ins(%x, %[[M]] : tensor<8x16xf32>, tensor<8xf32>)
+// CHECK:       func.return %[[Y]], %[[R]]
+func.func @keepdim(%x: tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<8x1xf32>) {
+  %ninf = arith.constant 0xFF800000 : f32
+  %e1 = tensor.empty() : tensor<8x1xf32>
+  %im = linalg.fill ins(%ninf : f32) outs(%e1 : tensor<8x1xf32>) -> tensor<8x1xf32>
+  %m = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, 0)>], iterator_types = ["parallel", "reduction"]} ins(%x : tensor<8x16xf32>) outs(%im : tensor<8x1xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.maximumf %a, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<8x1xf32>
+  %e = tensor.empty() : tensor<8x16xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, 0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%x, %m : tensor<8x16xf32>, tensor<8x1xf32>) outs(%e : tensor<8x16xf32>) {
+  ^bb0(%a: f32, %mm: f32, %o: f32):
+    %d = arith.subf %a, %mm : f32
+    linalg.yield %d : f32
+  } -> tensor<8x16xf32>
+  func.return %y, %m : tensor<8x16xf32>, tensor<8x1xf32>
+}

@@ -1,0 +1,114 @@
+"""
+Constant indices in indexing maps, folded away (part of `linalg-generalize`).
+
+Frameworks print broadcasts of size-1 dims and keep-dim reductions with
+constant results in the maps: `affine_map<(d0, d1) -> (0, d1)>` reads a
+`tensor<1x70xf32>` bias in every row, `(d0, d1) -> (d0, 0)` writes row sums
+into a `tensor<20x1xf32>`. The rest of the compiler works on projected
+permutations, so, as upstream's `linalg-fold-unit-extent-dims` does, each such
+operand is viewed without its constant-indexed dims (`tensor.collapse_shape`,
+a host view) and the constant results leave the maps; a result with such dims
+is computed collapsed and expanded back for its users. A collapse of an
+expansion made here folds away, so chains of keep-dim ops (softmax written
+with `tensor<Nx1>` statistics) meet directly and still fuse.
+
+Only the constant 0 on a dim of size 1 is folded: any other constant is a
+slice, left for the located error that follows.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import func, tensor
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    ArrayAttr,
+    IntegerAttr,
+    ModuleOp,
+    TensorType,
+    i64,
+)
+from xdsl.dialects.linalg import ops as linalg
+from xdsl.ir import Operation, SSAValue
+from xdsl.ir.affine import AffineConstantExpr, AffineMap
+from xdsl.rewriter import InsertPoint, Rewriter
+
+
+def fold_unit_dims(module: ModuleOp) -> None:
+    """Rewrite every function-level `linalg.generic` with constant map results."""
+    for op in list(module.walk()):
+        if isinstance(op, linalg.GenericOp) and isinstance(op.parent_op(), func.FuncOp):
+            maps = [m.data for m in op.indexing_maps.data]
+            drops = [_dropped(m, v) for m, v in zip(maps, op.operands, strict=True)]
+            if any(drops) and all(d is not None for d in drops):
+                _rewrite(op, maps, drops)
+
+
+def _dropped(amap: AffineMap, value: SSAValue) -> list[int] | None:
+    """Positions of `value`'s dims indexed by the constant 0 with extent 1 (None
+    if another constant appears: not ours to fold)."""
+    if not isinstance(value.type, TensorType):
+        return []
+    shape = value.type.get_shape()
+    drop = []
+    for i, r in enumerate(amap.results):
+        if isinstance(r, AffineConstantExpr):
+            if r.value != 0 or shape[i] != 1:
+                return None
+            drop.append(i)
+    return drop
+
+
+def _reassociation(rank: int, drop: list[int]) -> list[list[int]]:
+    """Groups of source dims per kept dim: dropped unit dims join a neighbour."""
+    kept = [i for i in range(rank) if i not in drop]
+    if not kept:
+        return []
+    groups = [[k] for k in kept]
+    for d in drop:
+        after = next((g for g in groups if g[0] > d), None)
+        (after if after is not None else groups[-1]).append(d)
+    return [sorted(g) for g in groups]
+
+
+def _attr(groups: list[list[int]]) -> ArrayAttr:
+    return ArrayAttr([ArrayAttr([IntegerAttr(i, i64) for i in g]) for g in groups])
+
+
+def _collapse(value: SSAValue, drop: list[int], before: Operation) -> SSAValue:
+    t = value.type
+    assert isinstance(t, TensorType)
+    shape = [n for i, n in enumerate(t.get_shape()) if i not in drop]
+    groups = _reassociation(len(t.get_shape()), drop)
+    owner = value.owner
+    if (isinstance(owner, tensor.ExpandShapeOp) and owner.reassociation == _attr(groups)
+            and list(owner.src.type.get_shape()) == shape):  # fmt: skip
+        return owner.src  # the expansion this pass made for a producer
+    view = tensor.CollapseShapeOp(operands=[value], result_types=[TensorType(t.get_element_type(), shape)],
+                                  properties={"reassociation": _attr(groups)})  # fmt: skip
+    Rewriter.insert_op(view, InsertPoint.before(before))
+    return view.result
+
+
+def _rewrite(op: linalg.GenericOp, maps: list[AffineMap], drops: list[list[int]]) -> None:
+    n_in = len(op.inputs)
+    operands = [_collapse(v, d, op) if d else v for v, d in zip(op.operands, drops, strict=True)]
+    new_maps = [AffineMapAttr(AffineMap(m.num_dims, m.num_symbols,
+                                        tuple(r for i, r in enumerate(m.results) if i not in d)))
+                for m, d in zip(maps, drops, strict=True)]  # fmt: skip
+    outs = operands[n_in:]
+    body = op.body.clone()
+    new = linalg.GenericOp(operands[:n_in], outs, body, new_maps, op.iterator_types,
+                           [v.type for v in outs])  # fmt: skip
+    new.location = op.location
+    Rewriter.insert_op(new, InsertPoint.before(op))
+    for old, res, d in zip(op.results, new.results, drops[n_in:], strict=True):
+        value = res
+        if d:
+            t = old.type
+            expand = tensor.ExpandShapeOp(res, [], _attr(_reassociation(len(t.get_shape()), d)),
+                                          list(t.get_shape()), t)  # fmt: skip
+            Rewriter.insert_op(expand, InsertPoint.before(op))
+            value = expand.result
+        old.replace_all_uses_with(value)
+    op.detach()
+    op.erase()
