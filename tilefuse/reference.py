@@ -462,6 +462,7 @@ def _eval_softmax(op, env: Env) -> None:
 _HANDLERS = {
     tensor.EmptyOp: lambda op, env: env.__setitem__(op.tensor, np.full(_result_shape(op), np.nan)),
     tensor.ExtractSliceOp: _eval_extract_slice,
+    tensor.CastOp: lambda op, env: env.__setitem__(op.dest, env[op.source]),
     tensor.InsertSliceOp: _eval_insert_slice,
     scf.ForOp: lambda op, env: _eval_for(op, env),
     tf.TileGridOp: lambda op, env: _eval_grid(op, env),

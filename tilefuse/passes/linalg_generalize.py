@@ -39,7 +39,7 @@ from xdsl.pattern_rewriter import (
 )
 
 from tilefuse.dialects.linalg_named import SoftmaxOp
-from tilefuse.passes.unit_dims import fold_unit_dims
+from tilefuse.passes.unit_dims import fold_host_scalars, fold_unit_dims
 from tilefuse.structured import as_structured, filled
 
 
@@ -145,6 +145,7 @@ class LinalgGeneralizePass(ModulePass):
     name = "linalg-generalize"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        fold_host_scalars(op)
         PatternRewriteWalker(FoldReshapeOfCreation()).rewrite_module(op)
         PatternRewriteWalker(SoftmaxPattern(), apply_recursively=False).rewrite_module(op)
         fold_unit_dims(op)  # constant map results; views of fills and empties fold next

@@ -112,3 +112,40 @@ def _rewrite(op: linalg.GenericOp, maps: list[AffineMap], drops: list[list[int]]
         old.replace_all_uses_with(value)
     op.detach()
     op.erase()
+
+
+def fold_host_scalars(module: ModuleOp) -> None:
+    """Function-level scalar `arith`/`math` ops of constants (a scale computed as
+    1 / sqrt(64), say) become constants, so kernels capture them as literals;
+    `tensor.cast`s between equal static types disappear."""
+    from xdsl.dialects import arith
+    from xdsl.dialects.builtin import FloatAttr, IntegerAttr
+    from xdsl.dialects.builtin import IntegerType as IntT
+
+    from tilefuse.reference import eval_scalar_op
+
+    for op in list(module.walk()):
+        if not isinstance(op.parent_op(), func.FuncOp):
+            continue
+        if isinstance(op, tensor.CastOp) and op.source.type == op.dest.type:
+            op.dest.replace_all_uses_with(op.source)
+            op.detach()
+            op.erase()
+            continue
+        scalar = len(op.results) == 1 and not isinstance(op.results[0].type, TensorType)
+        if (not scalar or isinstance(op, arith.ConstantOp) or op.regions
+                or not op.name.startswith(("arith.", "math."))
+                or not all(isinstance(v.owner, arith.ConstantOp) for v in op.operands)):  # fmt: skip
+            continue
+        env: dict = {}
+        for v in op.operands:
+            eval_scalar_op(v.owner, env)
+        try:
+            eval_scalar_op(op, env)
+        except Exception:  # not foldable here: left for the located error
+            continue
+        t = op.results[0].type
+        value = env[op.results[0]]
+        attr = IntegerAttr(int(value), t) if isinstance(t, IntT) else FloatAttr(float(value), t)
+        const = arith.ConstantOp(attr)
+        Rewriter.replace_op(op, const)
