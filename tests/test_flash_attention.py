@@ -91,3 +91,13 @@ def test_transformer_block_kernels_and_flash_group():
     assert [o.name for o in qkv.entry.ops].count("tilefuse.tile_grid") == 3
     (flash,) = [g for g in groups if g.reason.data.startswith("flash-attention")]
     assert "matmul + mul + reduce_maximum + sub + reduce_add + matmul + div" in flash.reason.data
+
+
+def test_torch_mlir_style_attention_is_one_flash_kernel():
+    """An explicit K transpose and keep-dim ([.., 1]) softmax statistics read
+    through constant-0 maps fold away before the pattern is looked for."""
+    from tilefuse.runtime import compile as tf_compile
+
+    prog = tf_compile("tests/programs/attention_torch_mlir_style.mlir")
+    assert len(prog.kernels) == 1, prog.source
+    assert "flash-attention" in prog.source

@@ -39,7 +39,7 @@ from xdsl.pattern_rewriter import (
 )
 
 from tilefuse.dialects.linalg_named import SoftmaxOp
-from tilefuse.passes.unit_dims import fold_host_scalars, fold_unit_dims
+from tilefuse.passes.unit_dims import fold_host_scalars, fold_transposes, fold_unit_dims
 from tilefuse.structured import as_structured, filled
 
 
@@ -152,6 +152,8 @@ class LinalgGeneralizePass(ModulePass):
         PatternRewriteWalker(FoldReshapeOfCreation()).rewrite_module(op)
         _erase_dead_views(op)
         PatternRewriteWalker(GeneralizePattern(), apply_recursively=False).rewrite_module(op)
+        fold_transposes(op)
+        _erase_dead_views(op)
 
 
 def _erase_dead_views(module: ModuleOp) -> None:

@@ -43,3 +43,20 @@ func.func @keepdim(%x: tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<8x1xf32>) 
   } -> tensor<8x16xf32>
   func.return %y, %m : tensor<8x16xf32>, tensor<8x1xf32>
 }
+
+// -----
+
+// A transpose read by a contraction: folded into the contraction's map, so the
+// copy (and its trip through HBM) disappears; the contraction reads k directly.
+// CHECK-LABEL: func.func @scores
+// CHECK-NOT:   permutation
+// CHECK:       linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>]{{.*}} ins(%q, %k : tensor<2x8x4xf32>, tensor<2x8x4xf32>)
+func.func @scores(%q: tensor<2x8x4xf32>, %k: tensor<2x8x4xf32>) -> tensor<2x8x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %et = tensor.empty() : tensor<2x4x8xf32>
+  %kt = linalg.transpose ins(%k : tensor<2x8x4xf32>) outs(%et : tensor<2x4x8xf32>) permutation = [0, 2, 1]
+  %e = tensor.empty() : tensor<2x8x8xf32>
+  %i = linalg.fill ins(%zero : f32) outs(%e : tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  %s = linalg.batch_matmul ins(%q, %kt : tensor<2x8x4xf32>, tensor<2x4x8xf32>) outs(%i : tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  func.return %s : tensor<2x8x8xf32>
+}
