@@ -119,8 +119,7 @@ def fold_host_scalars(module: ModuleOp) -> None:
     1 / sqrt(64), say) become constants, so kernels capture them as literals;
     `tensor.cast`s between equal static types disappear."""
     from xdsl.dialects import arith
-    from xdsl.dialects.builtin import FloatAttr, IntegerAttr
-    from xdsl.dialects.builtin import IntegerType as IntT
+    from xdsl.dialects.builtin import AnyFloat, FloatAttr, IntegerAttr
 
     from tilefuse.reference import eval_scalar_op
 
@@ -146,7 +145,7 @@ def fold_host_scalars(module: ModuleOp) -> None:
             continue
         t = op.results[0].type
         value = env[op.results[0]]
-        attr = IntegerAttr(int(value), t) if isinstance(t, IntT) else FloatAttr(float(value), t)
+        attr = FloatAttr(float(value), t) if isinstance(t, AnyFloat) else IntegerAttr(int(value), t)
         const = arith.ConstantOp(attr)
         Rewriter.replace_op(op, const)
 
