@@ -47,7 +47,7 @@ class LocatingParser(Parser):
         upstream MLIR (`dense<0xFF800000> : tensor<4xf32>` is -inf); xDSL reads
         them as integers."""
         element = super()._parse_tensor_literal_element()
-        if element.span.text[:2] in ("0x", "0X") and isinstance(element.value, int):
+        if element.span.text.lstrip("-")[:2] in ("0x", "0X") and isinstance(element.value, int):
             element = _HexFloatElement(element.is_negative, element.value, element.span)
         return element
 
@@ -66,6 +66,9 @@ class _HexFloatElement(Parser._TensorLiteralElement):
 
     def to_type(self, parser, type):
         if isinstance(type, AnyFloat):
+            if self.is_negative:
+                parser.raise_error("A hexadecimal float literal is a bit pattern: it takes "
+                                   "no sign", at_position=self.span)  # fmt: skip
             if self.value.bit_length() > type.bitwidth:
                 parser.raise_error("Hexadecimal float constant out of range for type",
                                    at_position=self.span)  # fmt: skip

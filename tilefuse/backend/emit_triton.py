@@ -415,6 +415,8 @@ class KernelPrinter:
     def _constant(self, op: arith.ConstantOp) -> str:
         v = op.value
         if isinstance(v, IntegerAttr):
+            if getattr(v.type, "width", None) is not None and v.type.width.data == 1:
+                return str(bool(v.value.data))  # an i1: a condition for tl.where
             return str(v.value.data)
         if isinstance(v, FloatAttr):
             return _literal(v.value.data)

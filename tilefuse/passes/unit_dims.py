@@ -39,7 +39,11 @@ def fold_unit_dims(module: ModuleOp) -> None:
         if isinstance(op, linalg.GenericOp) and isinstance(op.parent_op(), func.FuncOp):
             maps = [m.data for m in op.indexing_maps.data]
             drops = [_dropped(m, v) for m, v in zip(maps, op.operands, strict=True)]
-            if any(drops) and all(d is not None for d in drops):
+            outs = zip(drops[len(op.inputs):], op.outputs, strict=True)
+            to_rank_0 = any(d and len(d) == len(v.type.get_shape()) for d, v in outs)
+            if any(drops) and all(d is not None for d in drops) and not to_rank_0:
+                # (a result with every dim constant would expand from rank 0,
+                # which xDSL's expand_shape refuses: left for the located error)
                 _rewrite(op, maps, drops)
 
 
@@ -141,11 +145,11 @@ def fold_host_scalars(module: ModuleOp) -> None:
             eval_scalar_op(v.owner, env)
         try:
             eval_scalar_op(op, env)
-        except Exception:  # not foldable here: left for the located error
+            t = op.results[0].type
+            value = env[op.results[0]]
+            attr = FloatAttr(float(value), t) if isinstance(t, AnyFloat) else IntegerAttr(int(value), t)
+        except Exception:  # not foldable here (say, an integer overflow): left as is
             continue
-        t = op.results[0].type
-        value = env[op.results[0]]
-        attr = FloatAttr(float(value), t) if isinstance(t, AnyFloat) else IntegerAttr(int(value), t)
         const = arith.ConstantOp(attr)
         Rewriter.replace_op(op, const)
 

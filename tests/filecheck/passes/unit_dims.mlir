@@ -60,3 +60,17 @@ func.func @scores(%q: tensor<2x8x4xf32>, %k: tensor<2x8x4xf32>) -> tensor<2x8x8x
   %s = linalg.batch_matmul ins(%q, %kt : tensor<2x8x4xf32>, tensor<2x4x8xf32>) outs(%i : tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
   func.return %s : tensor<2x8x8xf32>
 }
+
+// -----
+
+// A cyclic permutation (not its own inverse): the reader's map is the
+// transpose's input map composed with the reader's own.
+// CHECK-LABEL: func.func @cyclic
+// CHECK-NOT:   linalg.transpose
+// CHECK:       linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d2, d0, d1)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>]{{.*}} ins(%x : tensor<5x3x4xf32>)
+func.func @cyclic(%x: tensor<5x3x4xf32>) -> tensor<3x4x5xf32> {
+  %et = tensor.empty() : tensor<3x4x5xf32>
+  %t = linalg.transpose ins(%x : tensor<5x3x4xf32>) outs(%et : tensor<3x4x5xf32>) permutation = [1, 2, 0]
+  %r = linalg.exp ins(%t : tensor<3x4x5xf32>) outs(%et : tensor<3x4x5xf32>) -> tensor<3x4x5xf32>
+  func.return %r : tensor<3x4x5xf32>
+}
