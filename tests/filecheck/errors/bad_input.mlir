@@ -45,3 +45,12 @@
 
 // RUN: not tilefuse-opt %S/Inputs/call_declaration.mlir -p inline-calls 2>&1 | filecheck %s --check-prefix=DECLARATION
 // DECLARATION: call_declaration.mlir:3:3: error: 'func.call' op calls @external, which has no body in this module
+
+// RUN: not tilefuse-opt %S/Inputs/slice_out_of_range.mlir 2>&1 | filecheck %s --check-prefix=SLICE
+// SLICE: slice_out_of_range.mlir:2:3: error: 'tensor.extract_slice' op reads [6, 9] step 1 of dimension 0 (size 8): a slice must step forward and stay inside its source
+
+// RUN: not tilefuse-opt %S/Inputs/scalar_argument.mlir 2>&1 | filecheck %s --check-prefix=SCALAR
+// SCALAR: scalar_argument.mlir:1:1: error: 'func.func' op takes or returns a scalar (f32): kernels read and write tensors; use a 0-d tensor (tensor<f32>)
+
+// RUN: not tilefuse-opt %S/Inputs/signed_hex.mlir 2>&1 | filecheck %s --check-prefix=HEX
+// HEX: signed_hex.mlir:2:29: error: A hexadecimal float literal is a bit pattern: it takes no sign
