@@ -79,11 +79,52 @@ def to_torch(arrays: Sequence[np.ndarray], module, device: str):
     return out
 
 
+def check_outputs(args: argparse.Namespace, dims, module, inputs, outputs) -> int:
+    """Compare with the reference evaluator; 1 on a mismatch.
+
+    The reference rounds every op's result to its type, as the IR says; kernels
+    keep fp32 inside a kernel. For an ill-conditioned 16-bit program (a softmax
+    of large scores) the two differ by more than the tolerance while the kernels
+    are closer to the exact result: a 16-bit mismatch is then judged against the
+    program evaluated in f64 (when its header lets it be re-specialised)."""
+    from tilefuse.program import relative_error, tolerance
+    from tilefuse.reference import evaluate
+
+    refs, exact = evaluate(module, inputs), None
+    status = 0
+    for i, (out, ref) in enumerate(zip(outputs, refs, strict=True)):
+        dt = {"float64": "f64", "float16": "f16", "bfloat16": "bf16"}.get(
+            str(out.dtype).removeprefix("torch."), "f32")  # fmt: skip
+        err = relative_error(out.double().cpu().numpy(), ref)
+        ok = err <= tolerance(dt)
+        line = f"  out{i}: relative error {err:.2e} (tolerance {tolerance(dt):.0e})"
+        if not ok and dt in ("f16", "bf16"):
+            exact = exact if exact is not None else _evaluate_in_f64(args, dims, inputs)
+            if exact is not None:
+                err64 = relative_error(out.double().cpu().numpy(), exact[i])
+                ok = err64 <= tolerance(dt)
+                line += (f"; {err64:.2e} against the program evaluated in f64"
+                         f"{' (the reference rounds op by op)' if ok else ''}")  # fmt: skip
+        status |= not ok
+        print(f"{line} {'ok' if ok else 'MISMATCH'}")
+    return status
+
+
+def _evaluate_in_f64(args: argparse.Namespace, dims, inputs) -> list | None:
+    from tilefuse.program import load_program
+    from tilefuse.reference import evaluate
+
+    try:
+        exact = load_program(args.file, dims, "f64")
+    except (CompileError, SpecializeError):
+        return None  # no dtype header to re-specialise
+    return evaluate(exact, [np.asarray(x, np.float64) for x in inputs])
+
+
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from tilefuse.program import load_program, relative_error, tolerance
-    from tilefuse.reference import evaluate
+    from tilefuse.program import load_program
     from tilefuse.runtime import compile, gpu_available
 
     dims = parse_dim_options(args.set_dim)
@@ -108,17 +149,7 @@ def run(args: argparse.Namespace) -> int:
     mode = "GPU" if device == "cuda" else "CPU (Triton interpreter)"
     print(f"{args.file}: {len(prog.kernels)} kernel(s) on {mode}; compile "
           f"{prog.compile_seconds:.2f} s, first run {elapsed * 1e3:.1f} ms")  # fmt: skip
-    status = 0
-    if args.check:
-        refs = evaluate(module, inputs)
-        for i, (out, ref) in enumerate(zip(outputs, refs, strict=True)):
-            dtype = str(out.dtype).removeprefix("torch.")
-            dt = {"float64": "f64", "float16": "f16", "bfloat16": "bf16"}.get(dtype, "f32")
-            err = relative_error(out.double().cpu().numpy(), ref)
-            ok = err <= tolerance(dt)
-            status |= not ok
-            print(f"  out{i}: relative error {err:.2e} (tolerance {tolerance(dt):.0e}) "
-                  f"{'ok' if ok else 'MISMATCH'}")  # fmt: skip
+    status = check_outputs(args, dims, module, inputs, outputs) if args.check else 0
     if args.save_outputs:
         np.savez(args.save_outputs, **{f"out{i}": o.float().cpu().numpy() for i, o in enumerate(outputs)})
     if args.bench:
