@@ -277,16 +277,19 @@ def test_low_precision_programs_through_tile_and_fuse(text):
 @given(programs(max_ops=6, max_dim=64))
 def test_random_programs_through_triton_kernels(text):
     """Every random program compiles to kernels that match the evaluator (interpreter)."""
-    import torch
+    for out, ref in _through_kernels(text, seed=4):
+        assert relative_error(out, ref) <= 1e-5, text
 
+
+def _through_kernels(text: str, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(kernel output, evaluator output) pairs of `text` on random inputs."""
     from tilefuse.runtime import compile
+    from tilefuse.tools.run import to_torch
 
     module = load_program(text)
-    inputs = random_inputs(module, 4)
-    refs = evaluate(module, inputs)
-    outs = compile(text)(*[torch.from_numpy(x) for x in inputs])
-    for out, ref in zip(outs, refs, strict=True):
-        assert relative_error(out.numpy(), ref) <= 1e-5, text
+    inputs = random_inputs(module, seed)
+    outs = compile(text)(*to_torch(inputs, module, "cpu"))
+    return [(o.double().numpy(), r) for o, r in zip(outs, evaluate(module, inputs), strict=True)]
 
 
 @settings(max_examples=25, deadline=None)
@@ -316,20 +319,9 @@ def test_random_programs_through_triton_kernels_with_tiny_sram(text):
 def test_low_precision_programs_through_triton_kernels(text):
     """f16/bf16 programs through the kernels (interpreter): every tile computes in
     fp32 (a bf16 contraction too small for tl.dot once multiplied in bf16)."""
-    import torch
-
-    from tilefuse.backend.emit_triton import torch_dtype
     from tilefuse.program import tolerance
-    from tilefuse.reference import entry_function
-    from tilefuse.runtime import compile
     from tilefuse.specialize import read_header
 
-    module = load_program(text)
-    inputs = random_inputs(module, 5)
-    refs = evaluate(module, inputs)
-    types = entry_function(module).function_type.inputs.data
-    args = [torch.from_numpy(np.asarray(x, np.float32)).to(getattr(torch, torch_dtype(t)[6:]))
-            for x, t in zip(inputs, types, strict=True)]  # fmt: skip
     tol = tolerance(read_header(text).dtype or "f32")
-    for out, ref in zip(compile(text)(*args), refs, strict=True):
-        assert relative_error(out.float().numpy(), ref) <= 4 * tol, text
+    for out, ref in _through_kernels(text, seed=5):
+        assert relative_error(out, ref) <= 4 * tol, text

@@ -20,7 +20,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, tensor
-from xdsl.dialects.builtin import AffineMapAttr, FloatAttr, ShapedType, TensorType
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    ArrayAttr,
+    FloatAttr,
+    IntegerAttr,
+    ShapedType,
+    TensorType,
+    i64,
+)
 from xdsl.dialects.linalg import abstract_ops
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.dialects.linalg.attrs import IteratorType, IteratorTypeAttr
@@ -201,3 +209,8 @@ def filled(t: TensorType, value: float) -> tuple[SSAValue, list[Operation]]:
         [IteratorTypeAttr(IteratorType.PARALLEL)] * rank, [t],
     )  # fmt: skip
     return fill.results[0], [const, empty, fill]
+
+
+def reassociation(groups: Sequence[Sequence[int]]) -> ArrayAttr:
+    """The `reassociation` of an expand/collapse_shape: the source dims of each group."""
+    return ArrayAttr([ArrayAttr([IntegerAttr(i, i64) for i in g]) for g in groups])

@@ -273,7 +273,6 @@ class KernelPrinter:
         self.tensors = list(group.entry.args) + self.destinations
         self.params = {v: self.names.fresh(self._param_hint(v)) for v in self.tensors}
         self.hints: dict[LoadOp, str] = {}
-        self.raw: set[SSAValue] = set()  # tiles loaded in storage type, for tl.dot
         self.compute = compute_type(group)
 
     def _param_hint(self, v: SSAValue) -> str:
@@ -456,8 +455,6 @@ class KernelPrinter:
         # Tiles only multiplied by tl.dot stay in their storage type.
         dot = self._only_dot_operand(op.result)
         upcast = "" if dot else f".to({self.compute})"
-        if dot:
-            self.raw.add(op.result)
         if not dot and op in self.hints:
             masked += f', eviction_policy="{self.hints[op]}"'
         self.bind(op.result, f"tl.load({ptr}{masked}){upcast}", kept_shape(op.result.type))
@@ -469,6 +466,8 @@ class KernelPrinter:
             s = as_structured(use.operation)
             if s is None or not is_contraction(s) or value not in s.inputs:
                 return False
+            if GenericPrinter(self, s)._dot_sizes() is None:
+                return False  # too small for tl.dot: multiplied in the compute type
         return bool(value.uses)
 
     def print_store(self, op: StoreOp) -> None:
@@ -710,9 +709,7 @@ class GenericPrinter:
         env: dict[SSAValue, tuple[str, set[int]]] = {}
         for i, (v, arg) in enumerate(zip(s.inputs, s.payload.args, strict=False)):
             dims = s.operand_dims(i)
-            # A contraction too small for tl.dot multiplies in fp32, like the rest.
-            ref = f"{self.k.ref(v)}.to({self.k.compute})" if v in self.k.raw else self.k.ref(v)
-            env[arg] = (self.to_loop_space(ref, dims), set(self.kdims(dims)))
+            env[arg] = (self.to_loop_space(self.k.ref(v), dims), set(self.kdims(dims)))
         for j, v in enumerate(s.outputs):
             arg = s.payload.args[len(s.inputs) + j]
             if arg.uses:

@@ -28,11 +28,8 @@ from xdsl.context import Context
 from xdsl.dialects import arith, func, tensor
 from xdsl.dialects.builtin import (
     AffineMapAttr,
-    ArrayAttr,
-    IntegerAttr,
     ModuleOp,
     TensorType,
-    i64,
 )
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.dialects.linalg.attrs import IteratorType, IteratorTypeAttr
@@ -47,6 +44,7 @@ from tilefuse.structured import (
     StructuredOp,
     as_structured,
     filled,
+    reassociation,
     reduction_combiner,
 )
 
@@ -123,7 +121,7 @@ def _split(s: StructuredOp, combiner, r: int, axis: int, splits: int) -> None:
         groups[i] = [i + 1]
     view_shape = [*shape[:axis], splits, chunk, *shape[axis + 1 :]]
     view = tensor.ExpandShapeOp(
-        x, [], ArrayAttr([ArrayAttr([IntegerAttr(i, i64) for i in g]) for g in groups]),
+        x, [], reassociation(groups),
         view_shape, TensorType(et, view_shape),
     )  # fmt: skip
     # partial: loops of `s` plus one parallel loop `sl` (index n) for the split

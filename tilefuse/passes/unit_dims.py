@@ -1,5 +1,8 @@
 """
-Constant indices in indexing maps, folded away (part of `linalg-generalize`).
+Normal forms `linalg-generalize` establishes before anything reads the IR:
+constant indices in indexing maps folded away (`fold_unit_dims`), transposes
+folded into their readers' maps (`fold_transposes`), and function-level scalar
+arithmetic on constants folded to constants (`fold_host_scalars`).
 
 Frameworks print broadcasts of size-1 dims and keep-dim reductions with
 constant results in the maps: `affine_map<(d0, d1) -> (0, d1)>` reads a
@@ -25,12 +28,13 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     ModuleOp,
     TensorType,
-    i64,
 )
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineConstantExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
+
+from tilefuse.structured import reassociation
 
 
 def fold_unit_dims(module: ModuleOp) -> None:
@@ -74,21 +78,17 @@ def _reassociation(rank: int, drop: list[int]) -> list[list[int]]:
     return [sorted(g) for g in groups]
 
 
-def _attr(groups: list[list[int]]) -> ArrayAttr:
-    return ArrayAttr([ArrayAttr([IntegerAttr(i, i64) for i in g]) for g in groups])
-
-
 def _collapse(value: SSAValue, drop: list[int], before: Operation) -> SSAValue:
     t = value.type
     assert isinstance(t, TensorType)
     shape = [n for i, n in enumerate(t.get_shape()) if i not in drop]
     groups = _reassociation(len(t.get_shape()), drop)
     owner = value.owner
-    if (isinstance(owner, tensor.ExpandShapeOp) and owner.reassociation == _attr(groups)
+    if (isinstance(owner, tensor.ExpandShapeOp) and owner.reassociation == reassociation(groups)
             and list(owner.src.type.get_shape()) == shape):  # fmt: skip
         return owner.src  # the expansion this pass made for a producer
     view = tensor.CollapseShapeOp(operands=[value], result_types=[TensorType(t.get_element_type(), shape)],
-                                  properties={"reassociation": _attr(groups)})  # fmt: skip
+                                  properties={"reassociation": reassociation(groups)})  # fmt: skip
     Rewriter.insert_op(view, InsertPoint.before(before))
     return view.result
 
@@ -109,7 +109,7 @@ def _rewrite(op: linalg.GenericOp, maps: list[AffineMap], drops: list[list[int]]
         value = res
         if d:
             t = old.type
-            expand = tensor.ExpandShapeOp(res, [], _attr(_reassociation(len(t.get_shape()), d)),
+            expand = tensor.ExpandShapeOp(res, [], reassociation(_reassociation(len(t.get_shape()), d)),
                                           list(t.get_shape()), t)  # fmt: skip
             Rewriter.insert_op(expand, InsertPoint.before(op))
             value = expand.result
@@ -123,7 +123,7 @@ def fold_host_scalars(module: ModuleOp) -> None:
     1 / sqrt(64), say) become constants, so kernels capture them as literals;
     `tensor.cast`s between equal static types disappear."""
     from xdsl.dialects import arith
-    from xdsl.dialects.builtin import AnyFloat, FloatAttr, IntegerAttr
+    from xdsl.dialects.builtin import AnyFloat, FloatAttr
 
     from tilefuse.reference import eval_scalar_op
 
