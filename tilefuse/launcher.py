@@ -247,11 +247,9 @@ class FastKernel:
                         and len(self.launches) < MAX_LAUNCHES):  # fmt: skip
                     self.launches[key] = compiled
                 return compiled
-            run = compiled._run
-            params = (*(args[i] for i in run.kept), *run.scratch)
             gx, gy, gz = (*grid, 1, 1)[:3]
-            run.launch_kernel(compiled.function, gx, gy, gz, run.num_warps, run.shared,
-                              run.arg_types, params, current_stream(device))  # fmt: skip
+            compiled._run(gx, gy, gz, current_stream(device), compiled.function, None, None,
+                          None, None, *args)  # fmt: skip
             return compiled
 
         return launch
