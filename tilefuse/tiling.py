@@ -435,11 +435,15 @@ def _mma_sizes(ext: dict[int, int], dim: int | None) -> list[int]:
     return [b for b in MMA_BLOCKS if b <= cap]
 
 
+def _contraction_warps(bm: int, bn: int) -> int:
+    return 8 if bm * bn >= 128 * 128 else 4
+
+
 def _contraction_candidate(target, budget, roles: _Roles, ext, bm: int, bn: int):
     """Score and budget numbers of one (BM, BN) choice, or None if it does not fit."""
     k = roles.k
     bk = min(max(16, pow2(ext[k])), 64 if roles.operand_bytes <= 2 else 32)
-    warps = 8 if bm * bn >= 128 * 128 else 4
+    warps = _contraction_warps(bm, bn)
     threads = warps * target.warp_size
     acc_regs = math.ceil(bm * bn / threads)
     if acc_regs > MAX_ACC_REGS:

@@ -1,8 +1,9 @@
 """
 GEMM tile size vs a heavy epilogue: compile time and kernel time of a bench case
-with the accumulator capped at MAX_ACC_REGS fp32 values per thread.
+with the accumulator capped at MAX_ACC_REGS fp32 values per thread, and
+optionally the warps of every GEMM tile forced (`CAP:WARPS`).
 
-    python tools/experiments/epilogue_tiles.py mlp_bf16 128 64
+    python tools/experiments/epilogue_tiles.py mlp_bf16 128 64 128:16
 
 One fresh process per cap (empty Triton and tilefuse caches): time to first
 result, then each kernel's time from the torch profiler.
@@ -18,7 +19,10 @@ import sys, time
 sys.path.insert(0, "tools"); sys.path.insert(0, ".")
 import torch
 import tilefuse.tiling
-tilefuse.tiling.MAX_ACC_REGS = int(sys.argv[2])
+cap, _, warps = sys.argv[2].partition(":")
+tilefuse.tiling.MAX_ACC_REGS = int(cap)
+if warps:
+    tilefuse.tiling._contraction_warps = lambda bm, bn: int(warps)
 from bench import CASES, ROOT, make_inputs
 from tilefuse.bench import measured_kernels
 from tilefuse.program import load_program
@@ -36,7 +40,7 @@ torch.cuda.synchronize()
 first = time.perf_counter() - start
 tiles = [l[2:].split(",")[0] for l in prog.source.splitlines() if l.startswith("# tile")]
 times = measured_kernels(prog, inputs)
-print(f"MAX_ACC_REGS={sys.argv[2]}: first result {first:.2f} s; tiles {tiles}; kernels "
+print(f"MAX_ACC_REGS[:warps]={sys.argv[2]}: first result {first:.2f} s; tiles {tiles}; kernels "
       + ", ".join(f"{k} {v * 1e6:.0f} us" for k, v in times.items()))
 torch.save([o.cpu() for o in out], sys.argv[3])
 """
@@ -57,7 +61,7 @@ def main() -> None:
     for cap, out in zip(caps[1:], outs[1:], strict=True):
         err = max(float((a.float() - b.float()).norm() / b.float().norm())
                   for a, b in zip(out, outs[0], strict=True))  # fmt: skip
-        print(f"MAX_ACC_REGS={cap} vs {caps[0]}: relative difference {err:.1e}")
+        print(f"MAX_ACC_REGS[:warps]={cap} vs {caps[0]}: relative difference {err:.1e}")
 
 
 if __name__ == "__main__":
