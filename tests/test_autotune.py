@@ -4,8 +4,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
+from tests.device import on_device
 from tilefuse import autotune as at
 from tilefuse.cost.target import get_target
 from tilefuse.dataflow import build_graph, shared_dims
@@ -52,7 +52,7 @@ def test_candidates_start_with_the_model_plan_and_fit(name, dims):
 def inputs_for(name, dims=None, dtype=None):
     module = load_program(SAMPLES / f"{name}.mlir", dims, dtype)
     arrays = random_inputs(module, 3)
-    return module, arrays, [torch.from_numpy(np.asarray(a, np.float32)) for a in arrays]
+    return module, arrays, [on_device(np.asarray(a, np.float32)) for a in arrays]
 
 
 @pytest.mark.parametrize("name", ["softmax", "linear_bias_relu", "four_layernorms"])
@@ -65,7 +65,7 @@ def test_every_candidate_computes_the_same(name):
         picks = {n: i for n, c in counts.items() if c > i}
         prog = at._build(f, picks, "h200", horizontal=True)
         for out, ref in zip(prog(*tensors), refs, strict=True):
-            assert relative_error(out.numpy(), ref) <= tolerance("f32"), (name, i)
+            assert relative_error(out.cpu().numpy(), ref) <= tolerance("f32"), (name, i)
 
 
 def test_picks_the_fastest_and_caches():

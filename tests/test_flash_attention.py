@@ -4,9 +4,9 @@ import math
 
 import numpy as np
 import pytest
-import torch
 
 from tests.attention_programs import attention_mlir
+from tests.device import on_device
 from tilefuse.pipeline import run_pipeline
 from tilefuse.program import load_program, random_inputs, relative_error
 from tilefuse.reference import evaluate
@@ -47,12 +47,12 @@ def test_attention_kernel_matches_reference_and_numpy(b, h, sq, sk, d, causal, m
     # The N x N scores never exist: the only buffer allocated is the output.
     assert prog.source.count("torch.empty(") == 1
     assert f"({b}, {h}, {sq}, {sk})" not in prog.source
-    (out,) = prog(*[torch.from_numpy(x) for x in inputs])
+    (out,) = prog(*map(on_device, inputs))
     (ref,) = evaluate(module, inputs)
-    assert relative_error(out.numpy(), ref) < 1e-5
+    assert relative_error(out.cpu().numpy(), ref) < 1e-5
     mask = inputs[3].astype(np.float64) if masked else None
     expected = numpy_attention(*[x.astype(np.float64) for x in inputs[:3]], mask, causal)
-    assert relative_error(out.numpy(), expected) < 1e-5
+    assert relative_error(out.cpu().numpy(), expected) < 1e-5
 
 
 def test_softmax_over_queries_is_not_flash_attention():
@@ -75,9 +75,9 @@ def test_long_rows_use_two_passes_with_online_softmax():
     assert kernels_text(prog.source).count("tl.exp(") == 3
     module = load_program("samples/softmax.mlir", dims={"M": 3, "N": 70000})
     inputs = random_inputs(module, seed=5)
-    (out,) = prog(torch.from_numpy(inputs[0]))
+    (out,) = prog(on_device(inputs[0]))
     (ref,) = evaluate(module, inputs)
-    assert relative_error(out.numpy(), ref) < 1e-5
+    assert relative_error(out.cpu().numpy(), ref) < 1e-5
 
 
 def test_transformer_block_kernels_and_flash_group():

@@ -3,6 +3,7 @@
 import numpy as np
 import torch
 
+from tests.device import on_device
 from tilefuse.cost.horizontal import KernelInfo, plan_horizontal
 from tilefuse.cost.target import get_target
 from tilefuse.runtime import compile
@@ -108,7 +109,7 @@ def test_bundle_runs_every_member():
     rng = np.random.default_rng(0)
     x, y = (torch.from_numpy(rng.standard_normal((37, 50), np.float32)) for _ in range(2))
     z = torch.from_numpy(rng.standard_normal((37, 20), np.float32))
-    a, b, c = prog(x, y, z)
+    a, b, c = (t.cpu() for t in prog(*map(on_device, (x, y, z))))
     torch.testing.assert_close(a, torch.tanh(x), rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(b, torch.tanh(y), rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(c, z.sum(1), rtol=1e-5, atol=1e-5)
@@ -127,7 +128,7 @@ def test_stacked_members_with_different_strides():
     rng = np.random.default_rng(1)
     x = torch.from_numpy(rng.standard_normal((37, 50), np.float32))
     y = torch.from_numpy(rng.standard_normal((50, 37), np.float32)).t()  # strides (1, 37)
-    a, b = prog(x, y)
+    a, b = (t.cpu() for t in prog(*map(on_device, (x, y))))
     torch.testing.assert_close(a, torch.tanh(x), rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(b, torch.tanh(y), rtol=1e-5, atol=1e-6)
 
@@ -172,7 +173,7 @@ def test_stacked_members_whose_tensors_swap_slots():
     prog = compile(SWAP)
     assert len(prog.kernels) == 1 and "seg = pid //" in prog.source
     x, y, z = (torch.randn(37, 50) for _ in range(3))
-    a, b, c = prog(x, y, z)
+    a, b, c = (t.cpu() for t in prog(*map(on_device, (x, y, z))))
     torch.testing.assert_close(a, torch.tanh(x) + y)
     torch.testing.assert_close(b, torch.tanh(y) + x)
     torch.testing.assert_close(c, torch.tanh(z) + x)
@@ -182,8 +183,8 @@ def test_stacked_members_whose_tensors_swap_slots():
 
     fn = getattr(prog.python, prog.function)
     zt = torch.randn(50, 37).t()
-    a, b, c = fn(x, y, zt, dot_dtype=tl.float32)
-    torch.testing.assert_close(c, torch.tanh(zt) + x)
+    a, b, c = fn(*map(on_device, (x, y, zt)), dot_dtype=tl.float32)
+    torch.testing.assert_close(c.cpu(), torch.tanh(zt) + x)
 
 
 MIXED_DOTS = """

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import torch
 
+from tests.device import on_device
 from tilefuse.frontend import parse_module
 from tilefuse.program import load_program, random_inputs, relative_error
 from tilefuse.reference import evaluate
@@ -36,8 +37,8 @@ def test_contraction_means_what_upstream_says(name):
     (out,) = evaluate(module, [a, b, c])
     np.testing.assert_allclose(out, c + ref(a.astype(np.float64), b.astype(np.float64)), rtol=1e-5)
     # and through the Triton kernels (interpreter)
-    (k,) = compile(text)(*(torch.from_numpy(x) for x in (a, b, c)))
-    assert relative_error(k.numpy(), out) < 1e-5
+    (k,) = compile(text)(*map(on_device, (a, b, c)))
+    assert relative_error(k.cpu().numpy(), out) < 1e-5
 
 
 ELEMENTWISE = {
@@ -105,8 +106,8 @@ def test_reshapes_of_arguments_and_results_are_host_views():
     prog = compile(VIEWS)
     assert "e = x.reshape((4, 8, 8))" in prog.source and "c = r.reshape((4, 64))" in prog.source
     x = torch.randn(4, 64)
-    (y,) = prog(x)
-    torch.testing.assert_close(y, torch.exp(x))
+    (y,) = prog(on_device(x))
+    torch.testing.assert_close(y.cpu(), torch.exp(x))
 
 
 def test_reshape_between_kernels_is_a_host_view_that_orders_them():
@@ -119,8 +120,8 @@ def test_reshape_between_kernels_is_a_host_view_that_orders_them():
     host = prog.source[prog.source.index("def f("):]
     assert host.index("fused_kernel_0[") < host.index("c = r.reshape") < host.index("fused_kernel_1[")
     x = torch.randn(4, 64)
-    (y,) = prog(x)
-    torch.testing.assert_close(y, torch.tanh(torch.exp(x)))
+    (y,) = prog(on_device(x))
+    torch.testing.assert_close(y.cpu(), torch.tanh(torch.exp(x)))
 
 
 ATTENTION = """
@@ -178,8 +179,8 @@ def test_attention_from_named_batch_matmuls_becomes_flash_attention():
     s = q.astype(np.float64) @ k.transpose(0, 2, 1) * 0.25
     p = np.exp(s - s.max(-1, keepdims=True))
     expected = (p / p.sum(-1, keepdims=True)) @ v
-    (out,) = prog(*(torch.from_numpy(x) for x in (q, k, v)))
-    assert relative_error(out.numpy(), expected) < 1e-5
+    (out,) = prog(*map(on_device, (q, k, v)))
+    assert relative_error(out.cpu().numpy(), expected) < 1e-5
 
 
 def test_tensor_constants_are_built_on_the_host():
@@ -200,8 +201,8 @@ func.func @f(%x: tensor<4x3xf32>) -> tensor<4x3xf32> {
     prog = compile(text)
     assert "torch.full((4, 3), 0.5" in prog.source and "torch.tensor([1.0, 2.0, 3.0]" in prog.source
     x = torch.randn(4, 3)
-    (y,) = prog(x)
-    torch.testing.assert_close(y, (x + torch.tensor([1.0, 2.0, 3.0])) * 0.5)
+    (y,) = prog(on_device(x))
+    torch.testing.assert_close(y.cpu(), (x + torch.tensor([1.0, 2.0, 3.0])) * 0.5)
 
 
 SOFTMAX_ATTENTION = """
@@ -228,8 +229,8 @@ func.func @f(%x: tensor<3x5x300xf32>) -> tensor<3x5x300xf32> {
   func.return %r : tensor<3x5x300xf32>
 }
 """
-    (y,) = compile(text)(x)
-    torch.testing.assert_close(y, torch.softmax(x, dim=1))
+    (y,) = compile(text)(on_device(x))
+    torch.testing.assert_close(y.cpu(), torch.softmax(x, dim=1))
     module = load_program(text)
     (ev,) = evaluate(module, [x.numpy()])  # the evaluator's own softmax
     assert relative_error(ev, torch.softmax(x, dim=1).numpy()) < 1e-6
@@ -237,5 +238,5 @@ func.func @f(%x: tensor<3x5x300xf32>) -> tensor<3x5x300xf32> {
     prog = compile(SOFTMAX_ATTENTION)
     assert len(prog.kernels) == 1 and "flash-attention" in prog.source
     q, k, v = (torch.randn(2, 40, 16) for _ in range(3))
-    (o,) = prog(q, k, v)
-    torch.testing.assert_close(o, torch.softmax(q @ k.transpose(1, 2), -1) @ v, rtol=1e-4, atol=1e-5)
+    (o,) = prog(*map(on_device, (q, k, v)))
+    torch.testing.assert_close(o.cpu(), torch.softmax(q @ k.transpose(1, 2), -1) @ v, rtol=1e-4, atol=1e-5)

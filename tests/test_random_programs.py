@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
+from tests.device import DEVICE, on_device
 from tilefuse.frontend import verify
 from tilefuse.passes.fusion_groups import FusionGroupsPass
 from tilefuse.passes.linalg_generalize import LinalgGeneralizePass
@@ -288,16 +289,14 @@ def _through_kernels(text: str, seed: int) -> list[tuple[np.ndarray, np.ndarray]
 
     module = load_program(text)
     inputs = random_inputs(module, seed)
-    outs = compile(text)(*to_torch(inputs, module, "cpu"))
-    return [(o.double().numpy(), r) for o, r in zip(outs, evaluate(module, inputs), strict=True)]
+    outs = compile(text)(*to_torch(inputs, module, DEVICE))
+    return [(o.double().cpu().numpy(), r) for o, r in zip(outs, evaluate(module, inputs), strict=True)]
 
 
 @settings(max_examples=25, deadline=None)
 @given(programs(max_ops=5, max_dim=150))
 def test_random_programs_through_triton_kernels_with_tiny_sram(text):
     """Rows looped in chunks (2 KB of shared memory), through the kernels (interpreter)."""
-    import torch
-
     from tilefuse.diagnostics import CompileError
     from tilefuse.runtime import compile
 
@@ -309,9 +308,9 @@ def test_random_programs_through_triton_kernels_with_tiny_sram(text):
     except CompileError as e:
         assert "was not tiled" in str(e), text  # a refusal: checked by the evaluator tests
         return
-    outs = prog(*[torch.from_numpy(x) for x in inputs])
+    outs = prog(*map(on_device, inputs))
     for out, ref in zip(outs, refs, strict=True):
-        assert relative_error(out.numpy(), ref) <= 1e-5, text
+        assert relative_error(out.cpu().numpy(), ref) <= 1e-5, text
 
 
 @settings(max_examples=15, deadline=None)

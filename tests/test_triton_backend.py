@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from tests.device import DEVICE, on_device
 from tilefuse.backend.emit_triton import emit_triton
 from tilefuse.diagnostics import CompileError
 from tilefuse.pipeline import run_pipeline
@@ -32,11 +33,11 @@ def run_and_compare(source, dims=None, dtype=None, seed=0, target="h200", smem_b
     module = load_program(source, dims, dtype)
     storage = dtype or read_header(Path(source).read_text()).dtype or "f32"
     inputs = random_inputs(module, seed)
-    outputs = prog(*[torch.from_numpy(np.asarray(x, np.float32)).to(TORCH[storage]) for x in inputs])
+    outputs = prog(*[on_device(np.asarray(x, np.float32)).to(TORCH[storage]) for x in inputs])
     refs = evaluate(module, inputs)
     for out, ref in zip(outputs, refs, strict=True):
         assert not torch.isnan(out).any()
-        err = relative_error(out.float().numpy(), ref)
+        err = relative_error(out.float().cpu().numpy(), ref)
         assert err <= tolerance(storage), (source, err)
     return prog
 
@@ -217,9 +218,9 @@ def run_and_compare_text(text, smem_budget=0):
     prog = compile(text, smem_budget=smem_budget)
     module = load_program(text)
     inputs = random_inputs(module, 5)
-    outs = prog(*[torch.from_numpy(np.asarray(x, np.float32)) for x in inputs])
+    outs = prog(*[on_device(np.asarray(x, np.float32)) for x in inputs])
     for out, ref in zip(outs, evaluate(module, inputs), strict=True):
-        assert relative_error(out.numpy(), ref) <= 1e-5
+        assert relative_error(out.cpu().numpy(), ref) <= 1e-5
     return prog
 
 
@@ -287,8 +288,8 @@ def test_split_reduction_spreads_few_rows_over_programs():
     prog = compile(COLUMN_MAX)
     assert len(prog.kernels) == 2 and "x.reshape((" in prog.source
     x = torch.randn(200000, 3)
-    (m,) = prog(x)
-    torch.testing.assert_close(m, x.max(0).values)
+    (m,) = prog(on_device(x))
+    torch.testing.assert_close(m.cpu(), x.max(0).values)
 
 
 def test_arguments_are_checked_against_the_signature():
@@ -300,12 +301,27 @@ def test_arguments_are_checked_against_the_signature():
     from tilefuse.runtime import compile as tf_compile
 
     prog = tf_compile("samples/relu_add.mlir", "h200", {"M": 8, "N": 16}, "f32")
-    x = torch.randn(8, 16)
+    x = on_device(torch.randn(8, 16))
     assert prog(x, x)[0].shape == (8, 16)
     for args, message in [((x,), "takes 2 tensors, got 1"),
-                          ((x, torch.randn(16, 8)), r"argument 1 .* shape \[8, 16\], not torch.float32 of shape \[16, 8\]"),
+                          ((x, on_device(torch.randn(16, 8))), r"argument 1 .* shape \[8, 16\], not torch.float32 of shape \[16, 8\]"),
                           ((x, x.double()), "must be a torch.float32 tensor"),
                           ((x, 1.0), "must be a torch.Tensor, not float")]:  # fmt: skip
+        with pytest.raises(ArgumentError, match=message):
+            prog(*args)
+
+
+@pytest.mark.skipif(DEVICE == "cpu", reason="without a GPU, kernels run on CPU tensors")
+def test_cpu_tensors_are_refused_on_a_gpu():
+    """With a GPU the kernels run there: CPU tensors, alone or mixed with CUDA
+    ones, are refused with a message."""
+    from tilefuse.diagnostics import ArgumentError
+    from tilefuse.runtime import compile as tf_compile
+
+    prog = tf_compile("samples/relu_add.mlir", "h200", {"M": 8, "N": 16}, "f32")
+    x = torch.randn(8, 16)
+    for args, message in [((x, x), "runs its kernels on the GPU: pass CUDA tensors, not cpu ones"),
+                          ((on_device(x), x), "on several devices")]:  # fmt: skip
         with pytest.raises(ArgumentError, match=message):
             prog(*args)
 
@@ -330,5 +346,5 @@ func.func @scale(%x: tensor<40xf32>, %s: tensor<f32>) -> tensor<40xf32> {
   func.return %r : tensor<40xf32>
 }"""
     x, s = torch.randn(40), torch.tensor(3.0)
-    (y,) = tf_compile(src)(x, s)
-    assert torch.allclose(y, 3 * x)
+    (y,) = tf_compile(src)(on_device(x), on_device(s))
+    assert torch.allclose(y.cpu(), 3 * x)
