@@ -831,8 +831,12 @@ class GenericPrinter:
         b = self._matrix(s.inputs[rhs_i], s.operand_dims(rhs_i), k, n, (K, N))
         acc = self._matrix(s.outputs[0], s.operand_dims(2), m, n, (M, N))
         out = self.k.names.fresh("dot")
+        # tl.dot's result type defaults to fp32; an f64 accumulator must say so
+        # (Triton 3.6 asserts the accumulator's type equals out_dtype).
+        wide = isinstance(element_type(s.outputs[0].type), Float64Type)
+        out_dtype = ", out_dtype=tl.float64" if wide else ""
         self.k.emit(f"{out} = tl.dot({a}.to(DOT_DTYPE), {b}.to(DOT_DTYPE), {acc}, "
-                    "input_precision=DOT_PRECISION)")  # fmt: skip
+                    f"input_precision=DOT_PRECISION{out_dtype})")  # fmt: skip
         # Back from (m..., n...) to the output's axis order.
         out_dims = self.kdims(s.operand_dims(2))
         grouped = m + n
