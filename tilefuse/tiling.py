@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from xdsl.dialects.builtin import TensorType
 
 from tilefuse.cost.occupancy import occupancy
-from tilefuse.cost.opcost import elem_bytes
+from tilefuse.cost.opcost import elem_bytes, payload_library_calls
 from tilefuse.cost.target import Target
 from tilefuse.dataflow import CONTRACTION, FILL, REDUCE, Graph, SharedDims
 from tilefuse.diagnostics import CompileError, op_location
@@ -357,19 +357,30 @@ def _roles(graph: Graph, dims: SharedDims) -> _Roles:
     return _Roles(m, n, k, other_k, elem_bytes(node.s.inputs[0].type))
 
 
+def _epilogue_library_calls(graph: Graph) -> int:
+    """Library-code math ops (erf, pow, ...) per output element after the contraction."""
+    at = next(i for i, n in enumerate(graph.nodes) if n.kind == CONTRACTION)
+    return sum(payload_library_calls(n.s) for n in graph.nodes[at + 1 :])
+
+
 def _plan_contraction(graph: Graph, dims: SharedDims, target: Target, budget: int) -> TilePlan:
     roles = _roles(graph, dims)
     ext = {d.id: d.extent for d in dims.dims}
+    calls = _epilogue_library_calls(graph)
     best = None
     for bm in _mma_sizes(ext, roles.m):
         for bn in _mma_sizes(ext, roles.n):
-            cand = _contraction_candidate(target, budget, roles, ext, bm, bn)
+            cand = _contraction_candidate(target, budget, roles, ext, bm, bn, calls)
             if cand is not None and (best is None or cand[0] > best[0]):
                 best = cand
     if best is None:
         raise TilingRefused("cannot tile the contraction within the shared-memory budget",
                             op_location(graph.nodes[-1].op))  # fmt: skip
     _, blocks, warps, stages, ws, regs, occ = best
+    note = ""
+    if warps > _contraction_warps(blocks.get(roles.m, 1), blocks.get(roles.n, 1), 0):
+        note = (f"{warps} warps: {calls} library call(s) per element of the epilogue, "
+                f"at most {EPILOGUE_CALLS_PER_THREAD} inlined per thread")  # fmt: skip
     tiles = []
     for d in dims.dims:
         if d.id == roles.k or d.id in roles.other_k:
@@ -381,7 +392,7 @@ def _plan_contraction(graph: Graph, dims: SharedDims, target: Target, budget: in
         else:
             mode = GRID
         tiles.append(DimTile(d.id, d.extent, blocks[d.id], mode))
-    plan = TilePlan(tuple(tiles), warps, stages, ws, budget, regs, occ, True)
+    plan = TilePlan(tuple(tiles), warps, stages, ws, budget, regs, occ, True, schedule_note=note)
     return _choose_order(plan, roles, target)
 
 
@@ -403,11 +414,12 @@ def _choose_order(plan: TilePlan, roles: _Roles, target: Target) -> TilePlan:
     k = min(tk.extent, SIM_K_STEPS * tk.block)
     misses = _order_misses(tm.extent, tn.extent, k, tm.block, tn.block, tk.block,
                            roles.operand_bytes, target.l2_bytes, target.sm_count)  # fmt: skip
+    earlier = f"{plan.schedule_note}; " if plan.schedule_note else ""
     if misses["grouped"] >= misses["row"]:
-        return replace(plan, schedule_note=f"row order: L2 sim reads {misses['row'] / 2**20:.0f} MB "
-                       f"vs {misses['grouped'] / 2**20:.0f} MB grouped")  # fmt: skip
+        return replace(plan, schedule_note=f"{earlier}row order: L2 sim reads "
+                       f"{misses['row'] / 2**20:.0f} MB vs {misses['grouped'] / 2**20:.0f} MB grouped")  # fmt: skip
     swizzle = (grid_ids.index(roles.m), grid_ids.index(roles.n))
-    note = (f"grouped order (8 rows): L2 sim reads {misses['grouped'] / 2**20:.0f} MB "
+    note = (f"{earlier}grouped order (8 rows): L2 sim reads {misses['grouped'] / 2**20:.0f} MB "
             f"vs {misses['row'] / 2**20:.0f} MB row-major in the first {SIM_WAVES} waves")  # fmt: skip
     return replace(plan, swizzle=swizzle, group_m=8, schedule_note=note)
 
@@ -435,15 +447,34 @@ def _mma_sizes(ext: dict[int, int], dim: int | None) -> list[int]:
     return [b for b in MMA_BLOCKS if b <= cap]
 
 
-def _contraction_warps(bm: int, bn: int) -> int:
-    return 8 if bm * bn >= 128 * 128 else 4
+# Each library call of an epilogue (libdevice's erf, ...) is inlined once per
+# accumulator value a thread holds. The MLP's erf on a 256x128 tile at 8 warps
+# (128 values per thread) made a 327 KB cubin that took Triton 2.0 s to compile;
+# at 16 warps, 171 KB and 1.1 s, for 5% more kernel time (H200:
+# tools/experiments/gemm_warps.py). `--autotune` still tries the 8-warp plan.
+EPILOGUE_CALLS_PER_THREAD = 64
+MAX_GEMM_WARPS = 16
+# Registers of a wgmma program besides its accumulator (addresses, pipeline
+# state, epilogue temporaries): ptxas gave 186 for 128 accumulator values at
+# 8 warps and 108 for 64 at 16 warps (gpu_check, sm_90).
+GEMM_REG_BASE = 58
 
 
-def _contraction_candidate(target, budget, roles: _Roles, ext, bm: int, bn: int):
+def _contraction_warps(bm: int, bn: int, library_calls: int) -> int:
+    """4 warps for small tiles, 8 from 128x128; more when the epilogue's inlined
+    library code per thread would pass EPILOGUE_CALLS_PER_THREAD."""
+    warps = 8 if bm * bn >= 128 * 128 else 4
+    if library_calls:
+        need = math.ceil(bm * bn * library_calls / (EPILOGUE_CALLS_PER_THREAD * 32))
+        warps = max(warps, min(MAX_GEMM_WARPS, pow2(need)))
+    return warps
+
+
+def _contraction_candidate(target, budget, roles: _Roles, ext, bm: int, bn: int, calls: int = 0):
     """Score and budget numbers of one (BM, BN) choice, or None if it does not fit."""
     k = roles.k
     bk = min(max(16, pow2(ext[k])), 64 if roles.operand_bytes <= 2 else 32)
-    warps = _contraction_warps(bm, bn)
+    warps = _contraction_warps(bm, bn, calls)
     threads = warps * target.warp_size
     acc_regs = math.ceil(bm * bn / threads)
     if acc_regs > MAX_ACC_REGS:
@@ -454,7 +485,7 @@ def _contraction_candidate(target, budget, roles: _Roles, ext, bm: int, bn: int)
             break
     else:
         return None
-    regs = min(target.max_regs_per_thread, 2 * acc_regs + REG_OVERHEAD + 16)
+    regs = min(target.max_regs_per_thread, acc_regs + GEMM_REG_BASE)
     occ = occupancy(target, regs, threads, ws).occupancy
     if occ <= 0:
         return None

@@ -74,6 +74,18 @@ _SFU = (mathd.ExpOp, mathd.Exp2Op, mathd.LogOp, mathd.Log2Op, mathd.Log1pOp, mat
         arith.DivfOp)  # fmt: skip
 
 
+# Math ops printed as long, branchy library code (libdevice's erf, the prelude's
+# pow/log1p/expm1/sinh/cosh/tan, full-range sin/cos), inlined once per element a
+# thread holds: what makes a GEMM epilogue slow to compile.
+_LIBRARY_CALLS = (mathd.ErfOp, mathd.PowFOp, mathd.Log1pOp, mathd.ExpM1Op, mathd.TanOp,
+                  mathd.SinhOp, mathd.CoshOp, mathd.SinOp, mathd.CosOp)  # fmt: skip
+
+
+def payload_library_calls(s: StructuredOp) -> int:
+    """Ops per loop iteration printed as inlined library code (erf, pow, ...)."""
+    return sum(1 for op in s.payload.ops if isinstance(op, _LIBRARY_CALLS))
+
+
 def payload_sfu_ops(s: StructuredOp) -> int:
     """Transcendental ops (exp, tanh, rsqrt, divide, ...) per loop iteration."""
     return sum(1 for op in s.payload.ops if isinstance(op, _SFU))

@@ -22,7 +22,7 @@ import tilefuse.tiling
 cap, _, warps = sys.argv[2].partition(":")
 tilefuse.tiling.MAX_ACC_REGS = int(cap)
 if warps:
-    tilefuse.tiling._contraction_warps = lambda bm, bn: int(warps)
+    tilefuse.tiling._contraction_warps = lambda bm, bn, calls: int(warps)
 from bench import CASES, ROOT, make_inputs
 from tilefuse.bench import measured_kernels
 from tilefuse.program import load_program
