@@ -383,6 +383,32 @@ def roofline_png(results: list[Result], ceilings: dict[str, float], path: str) -
     plt.close(fig)
 
 
+def _num(x: float | None, fmt: str) -> str:
+    return "-" if x is None else format(x, fmt)
+
+
+def measure_case(case: Case, gpu: bool, args: argparse.Namespace) -> Result:
+    """One case in this process, then (GPU, unless --warm-compile-only) each
+    compiler's first call in a fresh process; a line on stderr when done."""
+    r = run_case(case, gpu, use_compile=gpu and not args.no_compile, seed=args.seed,
+                 tune=args.autotune)  # fmt: skip
+    if gpu and not args.warm_compile_only:
+        r.compile_ours_warm_s, r.compile_torch_warm_s = r.compile_ours_s, r.compile_torch_s
+        r.compile_ours_s = cold_first_call(case, "tilefuse")
+        if r.compile_torch_s is not None:
+            r.compile_torch_s = cold_first_call(case, "torch")
+    print(f"  done {case.name}: ours {_num(r.ours_ms, '.3f')} ms, torch.compile "
+          f"{_num(r.compiled_ms, '.3f')} ms; first call ours {_num(r.compile_ours_s, '.2f')} s, "
+          f"torch {_num(r.compile_torch_s, '.2f')} s", file=sys.stderr, flush=True)  # fmt: skip
+    return r
+
+
+def write_json(path: str, header: str, ceilings: dict, results: list) -> None:
+    Path(path).write_text(json.dumps(
+        {"header": header, "ceilings": ceilings, "results": [asdict(r) for r in results]},
+        indent=2, default=lambda o: None if isinstance(o, float) and math.isnan(o) else o))  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="tiny sizes (CPU, interpreter)")
@@ -402,31 +428,21 @@ def main(argv: list[str] | None = None) -> int:
         wanted = set(args.only.split(","))
         cases = [c for c in cases if c.name in wanted or c.sample in wanted]
     ceilings = measure_ceilings(gpu)
-    results = []
-    for case in cases:
-        r = run_case(case, gpu, use_compile=gpu and not args.no_compile, seed=args.seed,
-                     tune=args.autotune)  # fmt: skip
-        if gpu and not args.warm_compile_only:
-            r.compile_ours_warm_s, r.compile_torch_warm_s = r.compile_ours_s, r.compile_torch_s
-            r.compile_ours_s = cold_first_call(case, "tilefuse")
-            if r.compile_torch_s is not None:
-                r.compile_torch_s = cold_first_call(case, "torch")
-        results.append(r)
-        print(f"  done {case.name}", file=sys.stderr, flush=True)
-    by_name = {c.name: c for c in cases}
     header = (f"device: {torch.cuda.get_device_name() if gpu else 'CPU (Triton interpreter)'}; "
               f"torch {torch.__version__}; triton {__import__('triton').__version__}; "
               f"copy {ceilings['copy_Bps'] / 1e12:.2f} TB/s; bf16 GEMM {ceilings['matmul_flops'] / 1e12:.0f} TF/s")  # fmt: skip
+    results = []
+    for case in cases:
+        results.append(measure_case(case, gpu, args))
+        if args.json:  # after each case: a run cut short keeps what it measured
+            write_json(args.json, header, ceilings, results)
+    by_name = {c.name: c for c in cases}
     print(header)
     print(table(results, ceilings, by_name))
     for r in results:
         if r.sdpa_ms:
             print(f"{r.case}: scaled_dot_product_attention {r.sdpa_ms:.3f} ms; tilefuse is "
                   f"{r.sdpa_ms / r.ours_ms:.2f}x SDPA, {r.eager_ms / r.ours_ms:.2f}x unfused eager")  # fmt: skip
-    if args.json:
-        Path(args.json).write_text(json.dumps(
-            {"header": header, "ceilings": ceilings, "results": [asdict(r) for r in results]},
-            indent=2, default=lambda o: None if isinstance(o, float) and math.isnan(o) else o))  # fmt: skip
     if args.png and gpu:
         roofline_png(results, ceilings, args.png)
     bad = [r.case for r in results if not r.max_rel_error <= tolerance(by_name[r.case].dtype) * 4]
