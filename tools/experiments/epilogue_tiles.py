@@ -46,22 +46,27 @@ torch.save([o.cpu() for o in out], sys.argv[3])
 """
 
 
-def main() -> None:
+def compare_fresh_runs(child: str, name: str, settings: list[str], label: str) -> None:
+    """Run `child` once per setting in a fresh process (empty Triton and tilefuse
+    caches); then each setting's outputs against the first setting's."""
     import torch
 
-    name, caps = sys.argv[1], sys.argv[2:]
     outs = []
-    for cap in caps:
+    for setting in settings:
         env = dict(os.environ)
         for var in ("TRITON_CACHE_DIR", "TILEFUSE_CACHE"):
             env[var] = tempfile.mkdtemp()
         path = tempfile.mktemp(suffix=".pt")
-        subprocess.run([sys.executable, "-c", CHILD, name, cap, path], env=env, check=True)
+        subprocess.run([sys.executable, "-c", child, name, setting, path], env=env, check=True)
         outs.append(torch.load(path))
-    for cap, out in zip(caps[1:], outs[1:], strict=True):
+    for setting, out in zip(settings[1:], outs[1:], strict=True):
         err = max(float((a.float() - b.float()).norm() / b.float().norm())
                   for a, b in zip(out, outs[0], strict=True))  # fmt: skip
-        print(f"MAX_ACC_REGS[:warps]={cap} vs {caps[0]}: relative difference {err:.1e}")
+        print(f"{label}={setting} vs {settings[0]}: relative difference {err:.1e}")
+
+
+def main() -> None:
+    compare_fresh_runs(CHILD, sys.argv[1], sys.argv[2:], "MAX_ACC_REGS[:warps]")
 
 
 if __name__ == "__main__":

@@ -10,10 +10,7 @@ another on it), then each kernel's time from the torch profiler, and the
 outputs' relative difference from the first setting's.
 """
 
-import os
-import subprocess
 import sys
-import tempfile
 
 CHILD = r"""
 import re, sys, time
@@ -52,21 +49,9 @@ torch.save([o.cpu() for o in out], sys.argv[3])
 
 
 def main() -> None:
-    import torch
+    from epilogue_tiles import compare_fresh_runs  # same folder
 
-    name, settings = sys.argv[1], sys.argv[2:]
-    outs = []
-    for warps in settings:
-        env = dict(os.environ)
-        for var in ("TRITON_CACHE_DIR", "TILEFUSE_CACHE"):
-            env[var] = tempfile.mkdtemp()
-        path = tempfile.mktemp(suffix=".pt")
-        subprocess.run([sys.executable, "-c", CHILD, name, warps, path], env=env, check=True)
-        outs.append(torch.load(path))
-    for warps, out in zip(settings[1:], outs[1:], strict=True):
-        err = max(float((a.float() - b.float()).norm() / b.float().norm())
-                  for a, b in zip(out, outs[0], strict=True))  # fmt: skip
-        print(f"warps={warps} vs {settings[0]}: relative difference {err:.1e}")
+    compare_fresh_runs(CHILD, sys.argv[1], sys.argv[2:], "warps")
 
 
 if __name__ == "__main__":
