@@ -31,7 +31,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Operation, SSAValue
-from xdsl.ir.affine import AffineConstantExpr, AffineMap
+from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tilefuse.structured import reassociation
@@ -43,11 +43,7 @@ def fold_unit_dims(module: ModuleOp) -> None:
         if isinstance(op, linalg.GenericOp) and isinstance(op.parent_op(), func.FuncOp):
             maps = [m.data for m in op.indexing_maps.data]
             drops = [_dropped(m, v) for m, v in zip(maps, op.operands, strict=True)]
-            outs = zip(drops[len(op.inputs):], op.outputs, strict=True)
-            to_rank_0 = any(d and len(d) == len(v.type.get_shape()) for d, v in outs)
-            if any(drops) and all(d is not None for d in drops) and not to_rank_0:
-                # (a result with every dim constant would expand from rank 0,
-                # which xDSL's expand_shape refuses: left for the located error)
+            if any(drops) and all(d is not None for d in drops):
                 _rewrite(op, maps, drops)
 
 
@@ -95,13 +91,26 @@ def _collapse(value: SSAValue, drop: list[int], before: Operation) -> SSAValue:
 
 def _rewrite(op: linalg.GenericOp, maps: list[AffineMap], drops: list[list[int]]) -> None:
     n_in = len(op.inputs)
+    # A value with every dim constant (a keep-dim sum over all dims, 1x1) keeps its
+    # last one, indexed by a new parallel loop of extent 1: views of rank 0 are
+    # not expressible as xDSL's expand_shape.
+    whole = [bool(d) and len(d) == len(v.type.get_shape()) for v, d in zip(op.operands, drops, strict=True)]
+    unit = AffineDimExpr(maps[0].num_dims)
+    num_dims = maps[0].num_dims + any(whole)
+    new_maps = []
+    for i, (m, d) in enumerate(zip(maps, drops, strict=True)):
+        if whole[i]:
+            d[:] = d[:-1]
+        results = [unit if whole[i] and j not in d and isinstance(r, AffineConstantExpr) else r
+                   for j, r in enumerate(m.results) if j not in d]  # fmt: skip
+        new_maps.append(AffineMapAttr(AffineMap(num_dims, m.num_symbols, tuple(results))))
+    iterators = op.iterator_types
+    if any(whole):
+        iterators = ArrayAttr([*iterators.data, linalg.IteratorTypeAttr.parallel()])
     operands = [_collapse(v, d, op) if d else v for v, d in zip(op.operands, drops, strict=True)]
-    new_maps = [AffineMapAttr(AffineMap(m.num_dims, m.num_symbols,
-                                        tuple(r for i, r in enumerate(m.results) if i not in d)))
-                for m, d in zip(maps, drops, strict=True)]  # fmt: skip
     outs = operands[n_in:]
     body = op.body.clone()
-    new = linalg.GenericOp(operands[:n_in], outs, body, new_maps, op.iterator_types,
+    new = linalg.GenericOp(operands[:n_in], outs, body, new_maps, iterators,
                            [v.type for v in outs])  # fmt: skip
     new.location = op.location
     Rewriter.insert_op(new, InsertPoint.before(op))

@@ -74,3 +74,30 @@ func.func @cyclic(%x: tensor<5x3x4xf32>) -> tensor<3x4x5xf32> {
   %r = linalg.exp ins(%t : tensor<3x4x5xf32>) outs(%et : tensor<3x4x5xf32>) -> tensor<3x4x5xf32>
   func.return %r : tensor<3x4x5xf32>
 }
+
+// -----
+
+// A keep-dim sum over every dim: the 1x1 result keeps its last dim, indexed by a
+// new parallel loop of extent 1 (xDSL's expand_shape has no rank-0 source); its
+// reader indexes the [1] view by the same new loop.
+// CHECK-LABEL: func.func @keep_all
+// CHECK:       %[[S:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d2)>], iterator_types = ["reduction", "reduction", "parallel"]} ins(%x : tensor<8x16xf32>) outs(%{{.*}} : tensor<1xf32>)
+// CHECK:       %[[R:.*]] = tensor.expand_shape %[[S]] {{\[}}[0 : i64, 1 : i64]] output_shape [1, 1] : tensor<1xf32> into tensor<1x1xf32>
+// CHECK:       linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "parallel"]}{{.*}} ins(%x, %[[S]] : tensor<8x16xf32>, tensor<1xf32>)
+func.func @keep_all(%x: tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<1x1xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e1 = tensor.empty() : tensor<1x1xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e1 : tensor<1x1xf32>) -> tensor<1x1xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (0, 0)>], iterator_types = ["reduction", "reduction"]} ins(%x : tensor<8x16xf32>) outs(%z : tensor<1x1xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.addf %a, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<1x1xf32>
+  %e = tensor.empty() : tensor<8x16xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (0, 0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%x, %s : tensor<8x16xf32>, tensor<1x1xf32>) outs(%e : tensor<8x16xf32>) {
+  ^bb0(%a: f32, %t: f32, %o: f32):
+    %d = arith.subf %a, %t : f32
+    linalg.yield %d : f32
+  } -> tensor<8x16xf32>
+  func.return %y, %s : tensor<8x16xf32>, tensor<1x1xf32>
+}
