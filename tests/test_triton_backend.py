@@ -348,3 +348,24 @@ func.func @scale(%x: tensor<40xf32>, %s: tensor<f32>) -> tensor<40xf32> {
     x, s = torch.randn(40), torch.tensor(3.0)
     (y,) = tf_compile(src)(on_device(x), on_device(s))
     assert torch.allclose(y.cpu(), 3 * x)
+
+
+def test_a_reduction_reading_its_accumulator_twice_is_refused():
+    """r = (acc + x) + acc is not a sum (it doubles the running value): a located
+    refusal, not a kernel that sums."""
+    text = """
+func.func @f(%a: tensor<2x6xf32>) -> tensor<2xf32> {
+  %z = arith.constant 1.0 : f32
+  %e = tensor.empty() : tensor<2xf32>
+  %i = linalg.fill ins(%z : f32) outs(%e : tensor<2xf32>) -> tensor<2xf32>
+  %0 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]} ins(%a : tensor<2x6xf32>) outs(%i : tensor<2xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %s = arith.addf %acc, %x : f32
+    %r = arith.addf %s, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}"""
+    with pytest.raises(CompileError, match="which it reads nowhere else") as e:
+        compile(text)
+    assert "<input>:6:3:" in str(e.value), str(e.value)  # at the generic

@@ -3,8 +3,8 @@ Softmax structure in the dataflow graph: what online softmax and FlashAttention 
 
 `find_online_softmax(graph)` finds, for a max-reduction `m = max_j u` (init
 `-inf`), the exponential `e = exp(u - m)` and the additive reductions over the
-same dim `j` that are linear in `e`: `l = sum_j e` and contractions
-`o = sum_j e * w`. Such reductions can run in one pass over `j` with a running
+same dim `j` (and only `j`) that are linear in `e` and start from 0: `l = sum_j e`
+and contractions `o = sum_j e * w`. Such reductions can run in one pass over `j` with a running
 max (seed 003):
 
     m' = max(m, max_j u)      c = exp(m - m')
@@ -21,9 +21,18 @@ from dataclasses import dataclass
 
 from xdsl.dialects import arith
 from xdsl.dialects import math as mathd
+from xdsl.dialects.builtin import FloatAttr
 from xdsl.ir import Operation, SSAValue
 
-from tilefuse.dataflow import CONTRACTION, POINTWISE, REDUCE, Graph, Node, shared_dims
+from tilefuse.dataflow import (
+    CONTRACTION,
+    FILL,
+    POINTWISE,
+    REDUCE,
+    Graph,
+    Node,
+    shared_dims,
+)
 
 
 @dataclass(frozen=True)
@@ -85,9 +94,20 @@ def _is_exp_of_difference(node: Node, u: SSAValue, m: SSAValue) -> bool:
     return sub.lhs is arg[u] and sub.rhs is arg[m]
 
 
-def _linear_in(node: Node, e: SSAValue) -> bool:
-    """sum_j e, or a contraction with e as one factor."""
-    if e not in node.s.inputs:
+def _starts_at_zero(graph: Graph, node: Node) -> bool:
+    """Is the reduction's output a fill of 0? (A running sum is rescaled as the
+    max grows; a non-zero start would be rescaled with it.)"""
+    fill = graph.producer_of(node.s.outputs[0])
+    if fill is None or fill.kind != FILL or not fill.s.inputs:
+        return False
+    const = fill.s.inputs[0].owner
+    return (isinstance(const, arith.ConstantOp) and isinstance(const.value, FloatAttr)
+            and const.value.value.data == 0.0)  # fmt: skip
+
+
+def _linear_in(graph: Graph, node: Node, e: SSAValue) -> bool:
+    """sum_j e, or a contraction with e as one factor, starting from 0."""
+    if e not in node.s.inputs or not _starts_at_zero(graph, node):
         return False
     e_arg = node.s.payload.args[list(node.s.inputs).index(e)]
     found = _combiner(node)
@@ -111,7 +131,7 @@ def find_online_softmax(graph: Graph) -> list[OnlineSoftmax]:
                 continue
             linear = tuple(
                 r for r in e.consumers
-                if _linear_in(r, e.op.results[0]) and _same_reduced_dim(graph, a, [e], r)
+                if _linear_in(graph, r, e.op.results[0]) and _same_reduced_dim(graph, a, [e], r)
             )  # fmt: skip
             if linear:
                 found.append(OnlineSoftmax(a, e, linear))
@@ -119,14 +139,13 @@ def find_online_softmax(graph: Graph) -> list[OnlineSoftmax]:
 
 
 def _same_reduced_dim(graph: Graph, a: Node, chain: list[Node], r: Node) -> bool:
-    """Does `r` reduce over the dim `a` reduces (dims linked through `chain`)?"""
+    """Does `r` reduce over the dim `a` reduces, and only over it (dims linked
+    through `chain`)? A sum over j and the rows too mixes rows whose maxima
+    differ: no single rescale applies to it."""
     dims = shared_dims(graph, [a, *chain, r])
     (ja,) = a.s.reduction_dims
     reduced = {dims.of[(r.index, d)] for d in r.s.reduction_dims}
-    if r.kind == CONTRACTION:
-        # The contraction must reduce over j, and only over j.
-        return reduced == {dims.of[(a.index, ja)]}
-    return dims.of[(a.index, ja)] in reduced
+    return reduced == {dims.of[(a.index, ja)]}
 
 
 def _is_division_by(node: Node, e: SSAValue, row_sum: SSAValue) -> bool:
@@ -170,7 +189,7 @@ def find_attention(graph: Graph) -> list[Attention]:
                     continue
                 for o in p.consumers:
                     chain = [sm.exp_node, p]
-                    if o.kind == CONTRACTION and _linear_in(o, p.op.results[0]) and \
+                    if o.kind == CONTRACTION and _linear_in(graph, o, p.op.results[0]) and \
                             _same_reduced_dim(graph, sm.max_node, chain, o):  # fmt: skip
                         found.append(Attention(sm, scores, l_node, p, o))
     return found

@@ -112,10 +112,21 @@ def _erf(x: np.ndarray) -> np.ndarray:
     return np.frompyfunc(math.erf, 1, 1)(x).astype(np.float64)
 
 
-_CMPF = {
+def _unordered(cmp: Fn) -> Fn:
+    """`cmp`, or true where either operand is NaN (the `u` predicates)."""
+    return lambda a, b: cmp(a, b) | np.isnan(a) | np.isnan(b)
+
+
+# numpy's comparisons are false on NaN (ordered), except !=, which is true (une).
+_CMPF: dict[str, Fn] = {
     "oeq": np.equal, "ogt": np.greater, "oge": np.greater_equal, "olt": np.less,
-    "ole": np.less_equal, "one": np.not_equal, "ueq": np.equal, "ugt": np.greater,
-    "uge": np.greater_equal, "ult": np.less, "ule": np.less_equal, "une": np.not_equal,
+    "ole": np.less_equal, "one": lambda a, b: np.not_equal(a, b) & ~np.isnan(a) & ~np.isnan(b),
+    "ord": lambda a, b: ~np.isnan(a) & ~np.isnan(b), "ueq": _unordered(np.equal),
+    "ugt": _unordered(np.greater), "uge": _unordered(np.greater_equal),
+    "ult": _unordered(np.less), "ule": _unordered(np.less_equal), "une": np.not_equal,
+    "uno": lambda a, b: np.isnan(a) | np.isnan(b),
+    "true": lambda a, b: np.ones(np.broadcast(a, b).shape, bool),
+    "false": lambda a, b: np.zeros(np.broadcast(a, b).shape, bool),
 }  # fmt: skip
 _CMPI = {0: np.equal, 1: np.not_equal, 2: np.less, 3: np.less_equal, 4: np.greater,
          5: np.greater_equal, 6: np.less, 7: np.less_equal, 8: np.greater,

@@ -73,9 +73,11 @@ TL_DTYPE = {Float32Type: "tl.float32", Float16Type: "tl.float16",
             BFloat16Type: "tl.bfloat16", Float64Type: "tl.float64"}  # fmt: skip
 
 BINARY = {arith.AddfOp: "({} + {})", arith.SubfOp: "({} - {})", arith.MulfOp: "({} * {})",
-          arith.DivfOp: "({} / {})", arith.MaximumfOp: "tl.maximum({}, {})",
-          arith.MinimumfOp: "tl.minimum({}, {})", arith.MaxnumfOp: "tl.maximum({}, {})",
-          arith.MinnumfOp: "tl.minimum({}, {})", arith.AddiOp: "({} + {})",
+          arith.DivfOp: "({} / {})",
+          arith.MaximumfOp: "tl.maximum({}, {}, propagate_nan=tl.PropagateNan.ALL)",
+          arith.MinimumfOp: "tl.minimum({}, {}, propagate_nan=tl.PropagateNan.ALL)",
+          arith.MaxnumfOp: "tl.maximum({}, {})", arith.MinnumfOp: "tl.minimum({}, {})",
+          arith.AddiOp: "({} + {})",
           arith.SubiOp: "({} - {})", arith.MuliOp: "({} * {})", arith.AndIOp: "({} & {})",
           arith.DivSIOp: "({} // {})", arith.RemSIOp: "({} % {})",
           arith.OrIOp: "({} | {})", mathd.PowFOp: "_powf({}, {})"}  # fmt: skip
@@ -91,12 +93,16 @@ UNARY = {arith.NegfOp: "(-{})", mathd.ExpOp: "tl.exp({})", mathd.Exp2Op: "tl.exp
          mathd.SinhOp: "_sinh({})", mathd.CoshOp: "_cosh({})", mathd.TruncOp: "_trunc({})",
          arith.ExtFOp: "{}", arith.TruncFOp: "{}", arith.IndexCastOp: "{}",
          }  # fmt: skip
-CMP = {"oeq": "==", "ogt": ">", "oge": ">=", "olt": "<", "ole": "<=", "one": "!=",
-       "ueq": "==", "ugt": ">", "uge": ">=", "ult": "<", "ule": "<=", "une": "!="}  # fmt: skip
+# arith.cmpf: Python's comparisons are false on NaN (ordered), != true (une);
+# the other predicates add NaN tests (`x != x`) of the operands.
+CMP = {"oeq": "==", "ogt": ">", "oge": ">=", "olt": "<", "ole": "<=", "une": "!="}
+UNORDERED = {"ueq": "==", "ugt": ">", "uge": ">=", "ult": "<", "ule": "<="}
 CMPF_NAMES = ["false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord", "ueq", "ugt",
               "uge", "ult", "ule", "une", "uno", "true"]  # fmt: skip
 CMPI = {0: "==", 1: "!=", 2: "<", 3: "<=", 4: ">", 5: ">=", 6: "<", 7: "<=", 8: ">", 9: ">="}
-REDUCE = {arith.AddfOp: "tl.sum", arith.MaximumfOp: "tl.max", arith.MinimumfOp: "tl.min",
+# maximumf/minimumf are NaN if any element is (IEEE maximum, torch.max); tl.max
+# and tl.min skip NaNs, as maxnumf/minnumf do.
+REDUCE = {arith.AddfOp: "tl.sum", arith.MaximumfOp: "_max_nan", arith.MinimumfOp: "_min_nan",
           arith.MaxnumfOp: "tl.max", arith.MinnumfOp: "tl.min"}  # fmt: skip
 MIN_DOT = 16
 
@@ -194,6 +200,37 @@ def _tanh_bf16(x):
         y = _tanh(x)
     return y
 
+
+# Reductions by arith.maximumf/minimumf: NaN if any element is. On the GPU a
+# reduction whose combiner propagates NaN (max.NaN.f32); the interpreter runs a
+# custom combiner element by element, so there: tl.max, then the NaN test.
+@triton.jit
+def _max_nan_combine(a, b):
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+
+
+@triton.jit
+def _min_nan_combine(a, b):
+    return tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
+
+
+@triton.jit
+def _max_nan(x, axis: tl.constexpr):
+    if _ON_GPU:
+        r = tl.reduce(x, axis, _max_nan_combine)
+    else:
+        r = tl.where(tl.max((x != x).to(tl.int32), axis) > 0, float("nan"), tl.max(x, axis))
+    return r
+
+
+@triton.jit
+def _min_nan(x, axis: tl.constexpr):
+    if _ON_GPU:
+        r = tl.reduce(x, axis, _min_nan_combine)
+    else:
+        r = tl.where(tl.max((x != x).to(tl.int32), axis) > 0, float("nan"), tl.min(x, axis))
+    return r
+
 '''
 
 
@@ -218,7 +255,8 @@ def _literal(value: float) -> str:
 PYTHON_RESERVED = frozenset(keyword.kwlist) | frozenset(keyword.softkwlist) | frozenset(dir(builtins))
 MODULE_NAMES = ("torch", "triton", "tl", "os", "libdevice", "KERNELS", "device", "dot_dtype",
                 "DOT_DTYPE", "DOT_PRECISION", "_ON_GPU", "_tanh", "_tanh_bf16", "_powf", "_log1p",
-                "_expm1", "_sinh", "_cosh", "_tan", "_trunc", "_tanh_f64")  # fmt: skip
+                "_expm1", "_sinh", "_cosh", "_tan", "_trunc", "_tanh_f64", "_max_nan", "_min_nan",
+                "_max_nan_combine", "_min_nan_combine")  # fmt: skip
 
 
 class Names:
@@ -604,6 +642,18 @@ def _block_constant(v: SSAValue, text: str) -> str:
     return f"tl.full((), {text}, {dtype})"
 
 
+def _cmpf_expr(predicate: str, args: list[str]) -> str:
+    a, b = args
+    if predicate in CMP:
+        return f"({a} {CMP[predicate]} {b})"
+    nan = "(" + " | ".join(f"({x} != {x})" for x in args) + ")"
+    if predicate in UNORDERED:
+        return f"(({a} {UNORDERED[predicate]} {b}) | {nan})"
+    ordered = f"(({a} == {a}) & ({b} == {b}))"
+    return {"one": f"(({a} != {b}) & {ordered})", "ord": ordered, "uno": f"({nan})",
+            "true": f"({ordered} | {nan})", "false": f"({ordered} & {nan})"}[predicate]  # fmt: skip
+
+
 def scalar_expr(op: Operation, ref) -> str:
     """A scalar or elementwise block expression for an arith/math op."""
     args = [ref(v) for v in op.operands]
@@ -611,7 +661,7 @@ def scalar_expr(op: Operation, ref) -> str:
     if template.startswith("_") or isinstance(op, CONVERSIONS):
         args = [_block_constant(v, a) for v, a in zip(op.operands, args, strict=True)]
     if isinstance(op, arith.CmpfOp):
-        return f"({args[0]} {CMP[CMPF_NAMES[op.predicate.value.data]]} {args[1]})"
+        return _cmpf_expr(CMPF_NAMES[op.predicate.value.data], args)
     if isinstance(op, arith.CmpiOp):
         return f"({args[0]} {CMPI[op.predicate.value.data]} {args[1]})"
     if isinstance(op, arith.SelectOp):
@@ -772,10 +822,12 @@ class GenericPrinter:
         for j, value in enumerate(yield_op.operands):
             comb = value.owner
             acc = s.payload.args[len(s.inputs) + j]
-            if not isinstance(comb, Operation) or type(comb) not in REDUCE or acc not in comb.operands:
+            if (not isinstance(comb, Operation) or type(comb) not in REDUCE
+                    or acc not in comb.operands or len(list(acc.uses)) != 1):  # fmt: skip
                 raise CompileError.at(
                     s.op, "is a reduction the Triton backend cannot lower: its payload "
-                    "must end in addf/maximumf/minimumf of the accumulator")  # fmt: skip
+                    "must end in addf/maximumf/minimumf/maxnumf/minnumf of the accumulator, "
+                    "which it reads nowhere else")  # fmt: skip
             x = comb.operands[1] if comb.operands[0] is acc else comb.operands[0]
             expr, dims = self.run_payload(env, stop=x)[0]
             if dims != set(self.kept):

@@ -182,6 +182,16 @@ def _exp_of_difference(block: Block) -> SSAValue:
     return exp.result
 
 
+def _zero_if_neg_inf(block: Block) -> SSAValue:
+    x = block.args[0]
+    neg_inf = arith.ConstantOp(FloatAttr(float("-inf"), x.type))
+    zero = arith.ConstantOp(FloatAttr(0.0, x.type))
+    is_neg_inf = arith.CmpfOp(x, neg_inf.result, "oeq")
+    pick = arith.SelectOp(is_neg_inf.result, zero.result, x)
+    block.add_ops([neg_inf, zero, is_neg_inf, pick])
+    return pick.result
+
+
 def _product(block: Block) -> SSAValue:
     mul = arith.MulfOp(block.args[0], block.args[1])
     block.add_op(mul)
@@ -390,8 +400,12 @@ class TileProgramBuilder:
         m_gen = self._tiled_generic(a, inputs, [m_old], inner)
         body.add_op(m_gen)
         m_new = m_gen.results[0]
-        inner.memo[a.op.results[0]] = m_new
-        corr = self._pointwise(inner, [m_old, m_new], m_new.type, _exp_of_difference)
+        # While every element so far is -inf (a masked first chunk), the max is
+        # -inf and exp(-inf - -inf) would be NaN: the exponentials use 0 in its
+        # place (their terms and the rescale are then 0), the running max stays.
+        m_exp = self._pointwise(inner, [m_new], m_new.type, _zero_if_neg_inf)
+        inner.memo[a.op.results[0]] = m_exp
+        corr = self._pointwise(inner, [m_old, m_exp], m_new.type, _exp_of_difference)
         results = [m_new]
         for r, acc in zip(linear, accs, strict=True):
             scaled = self._rescale(inner, acc, corr, r, a)

@@ -9,7 +9,7 @@
 // CHECK-NEXT: @triton.jit
 // CHECK-NEXT: def fused_kernel_0(in0_ptr, in0_s0, in0_s1, out0_ptr, out0_s0, out0_s1, DOT_DTYPE: tl.constexpr, DOT_PRECISION: tl.constexpr):
 // CHECK:        tl.load(in0_ptr + {{.*}}, mask=({{.*}} < 37) & ({{.*}} < 300), other=0.0).to(tl.float32)
-// CHECK:        tl.max(
+// CHECK:        _max_nan(
 // CHECK:        tl.exp(
 // CHECK:        tl.sum(
 // CHECK:        tl.store(out0_ptr + {{.*}}, mask=({{.*}} < 37) & ({{.*}} < 300))

@@ -1,0 +1,132 @@
+"""NaN and infinity semantics through the kernels, against truth tables written
+from the MLIR spec here (not the reference evaluator, which is checked too)."""
+
+import numpy as np
+import pytest
+
+from tests.attention_programs import attention_mlir
+from tests.device import on_device
+from tests.test_flash_attention import numpy_attention
+from tilefuse.program import load_program, random_inputs, relative_error
+from tilefuse.reference import evaluate
+from tilefuse.runtime import compile
+
+NAN, INF = float("nan"), float("inf")
+A = np.array([1, 2, 3, NAN, 1, NAN, INF, -INF, INF, 0, -0.0, 5, -1, NAN, 2, INF], np.float32)
+B = np.array([1, 3, 2, 1, NAN, NAN, INF, -INF, -INF, -0.0, 0, 5, -2, INF, -INF, NAN], np.float32)
+
+
+def _spec(predicate: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """arith.cmpf, lane by lane: ordered predicates are false and unordered
+    ones true when either operand is NaN."""
+    import math
+    import operator
+
+    ops = {"eq": operator.eq, "gt": operator.gt, "ge": operator.ge, "lt": operator.lt,
+           "le": operator.le, "ne": operator.ne}  # fmt: skip
+    out = []
+    for x, y in zip(a.tolist(), b.tolist(), strict=True):
+        nan = math.isnan(x) or math.isnan(y)
+        if predicate in ("true", "false"):
+            out.append(predicate == "true")
+        elif predicate == "ord":
+            out.append(not nan)
+        elif predicate == "uno":
+            out.append(nan)
+        else:
+            out.append(nan if predicate[0] == "u" else not nan and ops[predicate[1:]](x, y))
+            if not nan and predicate[0] == "u":
+                out[-1] = ops[predicate[1:]](x, y)
+    return np.array(out, np.float32)
+
+
+PREDICATES = ["false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord", "ueq", "ugt", "uge",
+              "ult", "ule", "une", "uno", "true"]  # fmt: skip
+
+
+@pytest.mark.parametrize("predicate", PREDICATES)
+def test_cmpf_predicates_on_nan_and_infinities(predicate):
+    text = f"""
+func.func @cmp(%a: tensor<16xf32>, %b: tensor<16xf32>) -> tensor<16xf32> {{
+  %one = arith.constant 1.0 : f32
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<16xf32>
+  %r = linalg.generic {{indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}} ins(%a, %b : tensor<16xf32>, tensor<16xf32>) outs(%e : tensor<16xf32>) {{
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %c = arith.cmpf {predicate}, %x, %y : f32
+    %s = arith.select %c, %one, %zero : f32
+    linalg.yield %s : f32
+  }} -> tensor<16xf32>
+  return %r : tensor<16xf32>
+}}"""
+    expected = _spec(predicate, A, B)
+    (out,) = compile(text)(on_device(A), on_device(B))
+    np.testing.assert_array_equal(out.cpu().numpy(), expected)
+    (ref,) = evaluate(load_program(text), [A, B])
+    np.testing.assert_array_equal(ref, expected)
+
+
+def _minmax(op: str, kind: str) -> str:
+    if kind == "elementwise":
+        return f"""
+func.func @f(%a: tensor<16xf32>, %b: tensor<16xf32>) -> tensor<16xf32> {{
+  %e = tensor.empty() : tensor<16xf32>
+  %r = linalg.generic {{indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}} ins(%a, %b : tensor<16xf32>, tensor<16xf32>) outs(%e : tensor<16xf32>) {{
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %m = arith.{op} %x, %y : f32
+    linalg.yield %m : f32
+  }} -> tensor<16xf32>
+  return %r : tensor<16xf32>
+}}"""
+    init = "0x7F800000" if op.startswith("min") else "0xFF800000"
+    return f"""
+func.func @f(%a: tensor<4x300xf32>) -> tensor<4xf32> {{
+  %init = arith.constant {init} : f32
+  %e = tensor.empty() : tensor<4xf32>
+  %i = linalg.fill ins(%init : f32) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  %r = linalg.reduce ins(%a : tensor<4x300xf32>) outs(%i : tensor<4xf32>) dimensions = [1]
+    (%x: f32, %acc: f32) {{
+      %m = arith.{op} %x, %acc : f32
+      linalg.yield %m : f32
+    }}
+  return %r : tensor<4xf32>
+}}"""
+
+
+@pytest.mark.parametrize("op", ["maximumf", "minimumf", "maxnumf", "minnumf"])
+def test_min_max_propagate_or_skip_nan(op):
+    """maximumf/minimumf: NaN if an operand is; maxnumf/minnumf: the other operand."""
+    numpy_fn = {"maximumf": np.maximum, "minimumf": np.minimum, "maxnumf": np.fmax,
+                "minnumf": np.fmin}[op]  # fmt: skip
+    (out,) = compile(_minmax(op, "elementwise"))(on_device(A), on_device(B))
+    np.testing.assert_array_equal(out.cpu().numpy(), numpy_fn(A, B))
+    rows = np.random.default_rng(0).standard_normal((4, 300)).astype(np.float32)
+    rows[1, 7] = rows[3, 299] = NAN  # rows 0 and 2 have none
+    rows[2, :] = NAN
+    rows[2, 5] = 1.0
+    (out,) = compile(_minmax(op, "reduce"))(on_device(rows))
+    np.testing.assert_array_equal(out.cpu().numpy(), numpy_fn.reduce(rows, axis=1))
+
+
+def test_online_softmax_with_a_masked_first_chunk():
+    """Rows longer than the budget run online; a first chunk of -inf (a padding
+    mask) must not turn the running rescale into NaN."""
+    prog = compile("samples/softmax.mlir", dims={"M": 3, "N": 70000})
+    x = np.random.default_rng(1).standard_normal((3, 70000)).astype(np.float32)
+    x[0, :40000] = -INF
+    x[2, :] = -INF  # all masked: NaN, as torch's softmax gives
+    (out,) = prog(on_device(x))
+    e = np.exp(x[:2] - x[:2].max(1, keepdims=True))
+    expected = e / e.sum(1, keepdims=True)
+    assert relative_error(out.cpu().numpy()[:2], expected) < 1e-5
+    assert np.isnan(out.cpu().numpy()[2]).all()
+
+
+def test_flash_attention_with_a_fully_masked_first_key_tile():
+    text = attention_mlir(1, 1, 70, 300, 32, additive_mask=True)
+    module = load_program(text)
+    q, k, v, mask = random_inputs(module, seed=4)
+    mask[..., :200] = -INF  # every query's first key tiles masked out
+    (out,) = compile(text)(*map(on_device, (q, k, v, mask)))
+    expected = numpy_attention(*(x.astype(np.float64) for x in (q, k, v)), mask.astype(np.float64))
+    assert relative_error(out.cpu().numpy(), expected) < 1e-5
