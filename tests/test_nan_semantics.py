@@ -1,8 +1,11 @@
 """NaN and infinity semantics through the kernels, against truth tables written
 from the MLIR spec here (not the reference evaluator, which is checked too)."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
+import torch
 
 from tests.attention_programs import attention_mlir
 from tests.device import on_device
@@ -12,6 +15,7 @@ from tilefuse.reference import evaluate
 from tilefuse.runtime import compile
 
 NAN, INF = float("nan"), float("inf")
+PROGRAMS = Path(__file__).parent / "programs"
 A = np.array([1, 2, 3, NAN, 1, NAN, INF, -INF, INF, 0, -0.0, 5, -1, NAN, 2, INF], np.float32)
 B = np.array([1, 3, 2, 1, NAN, NAN, INF, -INF, -INF, -0.0, 0, 5, -2, INF, -INF, NAN], np.float32)
 
@@ -130,3 +134,16 @@ def test_flash_attention_with_a_fully_masked_first_key_tile():
     (out,) = compile(text)(*map(on_device, (q, k, v, mask)))
     expected = numpy_attention(*(x.astype(np.float64) for x in (q, k, v)), mask.astype(np.float64))
     assert relative_error(out.cpu().numpy(), expected) < 1e-5
+
+
+@pytest.mark.parametrize("narrow", ["bf16", "f16"])
+def test_truncf_rounds_to_nearest_even_like_torch(narrow):
+    text = (PROGRAMS / "truncf_rounds.mlir").read_text().replace("bf16", narrow)
+    x = np.random.default_rng(2).standard_normal((16, 64)).astype(np.float32)
+    x.ravel()[:6] = [INF, -INF, NAN, 3.4e38, -0.0, 1.0 + 2.0**-8]  # the last: a tie
+    (out,) = compile(text)(on_device(x))
+    t = torch.from_numpy(x)
+    dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[narrow]
+    with np.errstate(invalid="ignore"):
+        expected = (t - t.to(dtype).float()).numpy()
+    np.testing.assert_array_equal(out.cpu().numpy(), expected)

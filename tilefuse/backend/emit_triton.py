@@ -201,6 +201,19 @@ def _tanh_bf16(x):
     return y
 
 
+# fp32 -> bf16 rounded to nearest even, as the GPU converts; Triton's interpreter
+# truncates, so there the rounding is done on the bits (NaN kept).
+@triton.jit
+def _round_bf16(x):
+    if _ON_GPU:
+        r = x.to(tl.bfloat16)
+    else:
+        bits = x.to(tl.float32).to(tl.uint32, bitcast=True)
+        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+        r = tl.where(x != x, x, bits.to(tl.float32, bitcast=True)).to(tl.bfloat16)
+    return r
+
+
 # Reductions by arith.maximumf/minimumf: NaN if any element is. On the GPU a
 # reduction whose combiner propagates NaN (max.NaN.f32); the interpreter runs a
 # custom combiner element by element, so there: tl.max, then the NaN test.
@@ -256,7 +269,7 @@ PYTHON_RESERVED = frozenset(keyword.kwlist) | frozenset(keyword.softkwlist) | fr
 MODULE_NAMES = ("torch", "triton", "tl", "os", "libdevice", "KERNELS", "device", "dot_dtype",
                 "DOT_DTYPE", "DOT_PRECISION", "_ON_GPU", "_tanh", "_tanh_bf16", "_powf", "_log1p",
                 "_expm1", "_sinh", "_cosh", "_tan", "_trunc", "_tanh_f64", "_max_nan", "_min_nan",
-                "_max_nan_combine", "_min_nan_combine")  # fmt: skip
+                "_max_nan_combine", "_min_nan_combine", "_round_bf16")  # fmt: skip
 
 
 class Names:
@@ -662,6 +675,11 @@ def scalar_expr(op: Operation, ref) -> str:
         args = [_block_constant(v, a) for v, a in zip(op.operands, args, strict=True)]
     if isinstance(op, arith.CmpfOp):
         return _cmpf_expr(CMPF_NAMES[op.predicate.value.data], args)
+    if isinstance(op, arith.TruncFOp):
+        # Values are computed in a wide type; an explicit truncation still rounds.
+        narrow, wide = (TL_DTYPE[type(element_type(v.type))] for v in (op.result, op.operands[0]))
+        rounded = f"_round_bf16({args[0]})" if narrow == "tl.bfloat16" else f"{args[0]}.to({narrow})"
+        return f"{rounded}.to({wide})"
     if isinstance(op, arith.CmpiOp):
         return f"({args[0]} {CMPI[op.predicate.value.data]} {args[1]})"
     if isinstance(op, arith.SelectOp):
