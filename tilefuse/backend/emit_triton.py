@@ -960,14 +960,22 @@ class ModulePrinter:
         names = Names([g.sym_name.data for g, _, _ in kernels])  # kernels are module globals
         entry = names.fresh(f.sym_name.data)  # `@tl` or `@max` must not shadow a global
         args = [names(a) for a in f.body.block.args]
-        device = f"{args[0]}.device" if args else 'torch.device("cpu")'
+        # Without arguments, the kernels run where the runtime runs them.
+        device = f"{args[0]}.device" if args else 'torch.device("cuda" if _ON_GPU else "cpu")'
         lines = [f"KERNELS = {[g.sym_name.data for g, _, _ in kernels]!r}",
                  f"ENTRY = {entry!r}  # the host function of @{f.sym_name.data}\n",
-                 f"def {entry}({', '.join(args)}, *, dot_dtype=None):",
+                 f"def {entry}({', '.join([*args, '*', 'dot_dtype=None'])}):",
                  f'    """Run @{f.sym_name.data}: {len(kernels)} kernel launch(es)."""',
                  f"    device = {device}"]  # fmt: skip
         launched = {g: (grids, stacked) for g, grids, stacked in kernels}
         for op in f.body.block.ops:
+            for v in op.operands:
+                # A tensor.empty read on the host (returned, reshaped): its
+                # contents are undefined; NaN, as the reference evaluator has them.
+                if isinstance(v.owner, tensor.EmptyOp) and v not in names.of:
+                    t = v.type
+                    lines.append(f"    {names(v)} = torch.full({tuple(t.get_shape())}, float('nan'), "
+                                 f"dtype={torch_dtype(t)}, device=device)")  # fmt: skip
             if isinstance(op, GroupOp):
                 lines += self._launch(op, *launched[op], names)
             elif isinstance(op, func.ReturnOp):
