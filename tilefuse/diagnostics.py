@@ -48,5 +48,12 @@ def warn(op: Operation, message: str) -> None:
     print(f"{prefix}warning: '{op.name}' op {message}", file=sys.stderr)
 
 
+def os_error_message(e: OSError) -> str:
+    """One line for a file the tools cannot read or write (missing, a directory, ...)."""
+    if e.filename is None:
+        return f"error: {e.strerror or e}"
+    return f"error: cannot open '{e.filename}': {e.strerror}"
+
+
 class ArgumentError(TypeError):
     """A compiled program called with arguments that do not match its signature."""

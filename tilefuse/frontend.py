@@ -8,33 +8,65 @@ refusals by passes, backend errors) can point at the source line.
 
 from __future__ import annotations
 
+import math
+
 from xdsl.context import Context
 from xdsl.dialects import func, tensor
 from xdsl.dialects.builtin import (
     AnyFloat,
     FileLineColLoc,
+    IndexType,
     IntAttr,
+    IntegerType,
     ModuleOp,
     StringAttr,
     TensorType,
     UnknownLoc,
 )
-from xdsl.ir import Operation
-from xdsl.parser import Parser
-from xdsl.utils.exceptions import DiagnosticException, ParseError
+from xdsl.dialects.linalg import ops as linalg
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.parser import Parser, UnresolvedOperand
+from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
+from xdsl.utils.lexer import Span
 from xdsl.utils.mlir_lexer import MLIRTokenKind
 
 from tilefuse.diagnostics import CompileError, op_location
 
 
 class LocatingParser(Parser):
-    """An xDSL parser that records each op's source position as its location."""
+    """An xDSL parser that records each op's source position as its location,
+    and where each value is first used before its definition."""
 
     line_offset: int = 0
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.first_use: dict[str, Span] = {}
+
+    def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
+        """An empty file is an empty module (refused later: no function); xDSL
+        reports values never defined at the end of the file: point at a use."""
+        if self._current_token.kind == MLIRTokenKind.EOF:
+            return ModuleOp([])
+        try:
+            return super().parse_module(allow_implicit_module)
+        except ParseError as e:
+            undefined = [n for n in self.forward_ssa_references if n in self.first_use]
+            if not (e.msg.startswith("values used but not defined") and undefined):
+                raise
+            self.raise_error(f"use of undefined value %{undefined[0]}", self.first_use[undefined[0]])
+
+    def resolve_operand(self, operand: UnresolvedOperand, type):
+        if operand.operand_name not in self.ssa_values:
+            self.first_use.setdefault(operand.operand_name, operand.span)
+        return super().resolve_operand(operand, type)
+
     def parse_operation(self) -> Operation:
         start = self._current_token.span
-        op = super().parse_operation()
+        try:
+            op = super().parse_operation()
+        except VerifyException as e:  # a property checked while parsing
+            self.raise_error(str(e), start)
         if isinstance(op.location, UnknownLoc):
             loc = start.get_location()
             op.location = FileLineColLoc(
@@ -87,8 +119,26 @@ def parse_module(
         module = parser.parse_module()
     except ParseError as e:
         raise CompileError(parse_error_message(e), parse_error_location(e, line_offset)) from e
+    for f in module.ops:  # the module is a graph region: its ops come in any order
+        for region in f.regions:
+            for block in region.blocks:
+                _check_defined_before_use(block, set())
     verify(module)
+    _check_has_body(module, filename)
     return module
+
+
+def decode_source(data: bytes, filename: str, line_offset: int = 0) -> str:
+    """The text of an MLIR file, which must be UTF-8; else an error at the first
+    bad byte (its column counted in bytes)."""
+    try:
+        return data.decode()
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1 + line_offset
+        col = e.start - data.rfind(b"\n", 0, e.start)
+        raise CompileError(
+            f"byte 0x{data[e.start]:02x} is not UTF-8: MLIR source must be UTF-8 text",
+            f"{filename}:{line}:{col}") from e  # fmt: skip
 
 
 def parse_error_location(e: ParseError, line_offset: int = 0) -> str:
@@ -102,15 +152,47 @@ def parse_error_message(e: ParseError) -> str:
     return e.msg + "\n" + "\n".join(context[1:3])
 
 
+def _check_defined_before_use(block: Block, visible: set[SSAValue]) -> None:
+    """The parser resolves forward references; in a function body (an SSA
+    region) a value must be defined above its uses."""
+    visible = visible | set(block.args)
+    for op in block.ops:
+        for i, v in enumerate(op.operands):
+            if v not in visible:
+                name = f"%{v.name_hint}" if v.name_hint else f"operand {i}"
+                owner = v.owner
+                where = f" by '{owner.name}' at {op_location(owner)}" if isinstance(owner, Operation) else ""
+                raise CompileError.at(op, f"uses {name} before it is defined{where}")
+        for region in op.regions:
+            for inner in region.blocks:
+                _check_defined_before_use(inner, visible)
+        visible.update(op.results)
+
+
+def _check_has_body(module: ModuleOp, filename: str) -> None:
+    """Something to compile: a function with a body (an empty file has none)."""
+    funcs = [op for op in module.ops if isinstance(op, func.FuncOp)]
+    if not funcs:
+        raise CompileError(f"{filename} has no func.func: nothing to compile")
+    if not any(f.body.blocks for f in funcs):
+        raise CompileError.at(funcs[0], "is a declaration, and no function of the file "
+                              "has a body: nothing to compile")  # fmt: skip
+
+
 def verify(module: ModuleOp) -> None:
     """Verify op by op, so a failure names the innermost op that broke; and
     refuse dynamic shapes, which nothing after parsing handles."""
     for op in module.walk():
+        _check_dimension_lists(op)
         try:
             op.verify(verify_nested_ops=False)
         except DiagnosticException as e:
             raise CompileError(f"'{op.name}' op {e}", op_location(op)) from e
         _check_static(op)
+        if isinstance(op, tensor.CollapseShapeOp | tensor.ExpandShapeOp):
+            _check_reshape(op)
+        if isinstance(op, linalg.YieldOp):
+            _check_yield(op)
 
 
 def _check_static(op) -> None:
@@ -119,10 +201,15 @@ def _check_static(op) -> None:
         signature = [*op.function_type.inputs.data, *op.function_type.outputs.data]
         types += signature
         for t in signature:
-            if not isinstance(t, TensorType):
+            if isinstance(t, AnyFloat | IntegerType | IndexType):
                 raise CompileError(
                     f"'func.func' op takes or returns a scalar ({t}): kernels read and "
                     f"write tensors; use a 0-d tensor (tensor<{t}>)", op_location(op))  # fmt: skip
+            if not isinstance(t, TensorType):
+                raise CompileError(
+                    f"'func.func' op takes or returns {t}: memrefs and unranked tensors are "
+                    "not supported; tilefuse compiles tensors with static shapes",
+                    op_location(op))  # fmt: skip
             et = t.get_element_type()
             if not isinstance(et, AnyFloat):
                 raise CompileError(
@@ -137,6 +224,10 @@ def _check_static(op) -> None:
                 f"'{op.name}' op has a dynamic shape ({t}): tilefuse compiles static "
                 "shapes; give the sizes in the types (or a `// tilefuse.dims:` header "
                 "and --set-dim)", op_location(op))  # fmt: skip
+        if isinstance(t, TensorType) and 0 in t.get_shape():
+            raise CompileError(
+                f"'{op.name}' op has a zero-size dimension ({t}): tilefuse compiles "
+                "tensors with at least one element along every dimension", op_location(op))  # fmt: skip
 
 
 def _check_slice(op: tensor.ExtractSliceOp) -> None:
@@ -168,3 +259,56 @@ def _drops_unit_dims(sizes: list[int], result: list[int]) -> bool:
         elif n != 1:
             return False
     return j == len(result)
+
+
+def _check_dimension_lists(op: Operation) -> None:
+    """Dimension lists index the input's dims (xDSL's verifiers index without checking)."""
+    if isinstance(op, linalg.ReduceOp):
+        rank, dims = len(op.input.type.get_shape()), list(op.dimensions.get_values())
+        if len(set(dims)) != len(dims) or any(not 0 <= d < rank for d in dims):
+            raise CompileError.at(op, f"reduces dimensions {dims}, but its input has rank "
+                                  f"{rank}: each must be distinct, in [0, {rank})")  # fmt: skip
+    if isinstance(op, linalg.TransposeOp):
+        rank, perm = len(op.inputs[0].type.get_shape()), list(op.permutation.get_values())
+        if sorted(perm) != list(range(rank)):
+            raise CompileError.at(op, f"has permutation {perm}, which is not a permutation "
+                                  f"of the {rank} dimensions of its input")  # fmt: skip
+
+
+def _check_reshape(op: tensor.CollapseShapeOp | tensor.ExpandShapeOp) -> None:
+    """Each reassociation group of the larger shape multiplies to one dim of the
+    smaller; the groups cover the larger shape (the verifier checks contiguity only)."""
+    small, large = op.result.type.get_shape(), op.src.type.get_shape()
+    if isinstance(op, tensor.ExpandShapeOp):
+        small, large = large, small
+        output_shape = list(op.static_output_shape.get_values())
+        if output_shape != list(large):
+            raise CompileError.at(op, f"has output_shape {output_shape}, but its result "
+                                  f"type is {op.result.type}")  # fmt: skip
+    groups = [[i.value.data for i in g] for g in op.reassociation]
+    flat = [d for g in groups for d in g]
+    if len(groups) != len(small) or flat != list(range(len(large))):
+        raise CompileError.at(op, f"has reassociation {groups}: the {len(small)}-d shape "
+                              f"needs one group per dimension, covering all {len(large)} "
+                              "dimensions of the other in order")  # fmt: skip
+    for g, n in zip(groups, small, strict=True):
+        if (product := math.prod(large[d] for d in g)) != n:
+            raise CompileError.at(op, f"reshapes {op.src.type} into {op.result.type}: "
+                                  f"dimensions {g} hold {product} elements, not {n}")  # fmt: skip
+
+
+def _check_yield(op: linalg.YieldOp) -> None:
+    """A payload yields one value of each output's element type."""
+    parent = op.parent_op()
+    if isinstance(parent, linalg.GenericOp):
+        outputs = parent.outputs
+    elif isinstance(parent, linalg.ReduceOp):
+        outputs = [parent.init]
+    else:
+        return
+    expected = [v.type.get_element_type() if isinstance(v.type, TensorType) else v.type
+                for v in outputs]  # fmt: skip
+    got = [v.type for v in op.operands]
+    if got != expected:
+        raise CompileError.at(op, f"yields ({', '.join(map(str, got))}), but the outputs "
+                              f"of its '{parent.name}' hold ({', '.join(map(str, expected))})")  # fmt: skip

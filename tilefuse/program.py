@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp, TensorType
 
-from tilefuse.frontend import parse_module
+from tilefuse.frontend import decode_source, parse_module
 from tilefuse.reference import entry_function, numpy_dtype, round_to
 from tilefuse.specialize import specialize
 from tilefuse.structured import element_type
@@ -30,7 +30,7 @@ def load_program(
     """Parse a program from a path or MLIR text, re-specialised if asked."""
     if isinstance(source, Path) or (isinstance(source, str) and source.endswith(".mlir")):
         path = Path(source)
-        text, name = path.read_text(), str(path)
+        text, name = decode_source(path.read_bytes(), str(path)), str(path)
     else:
         text, name = source, "<input>"
     text = specialize(text, dict(dims or {}), dtype)

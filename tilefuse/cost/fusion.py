@@ -116,13 +116,13 @@ def plan_fusion(graph: Graph, target: Target, max_group_ops: int = 24) -> Fusion
     st = _State(graph, target, max_group_ops)
     _premerge_attention(st)
     for node in graph.nodes:
-        if node.kind == FILL and not node.external_uses:
+        if is_free_fill(node) and not node.external_uses:
             continue  # recomputed where read (_attach_fills); a returned fill is a kernel
         if node.index not in st.group_of:
             st.group_of[node.index] = node.index
             st.members[node.index] = [node.index]
         for p in node.producers:
-            if p.kind != FILL:
+            if not is_free_fill(p):
                 _try_merge(st, p, node)
     _attach_fills(st)
     _decide_multi_use(st)
@@ -416,10 +416,18 @@ def _group_path(st: _State, src: int, dst: int) -> bool:
     return False
 
 
+def is_free_fill(node: Node) -> bool:
+    """A fill that reads no computed tensor (a constant, a 0-d argument, or a
+    scalar op on those): free to recompute in every group that reads it. A
+    broadcast of a computed 0-d tensor is classified a fill too, but depends on
+    its producer's kernel: it is placed in a group like any other op."""
+    return node.kind == FILL and not node.producers
+
+
 def _attach_fills(st: _State) -> None:
     """Fills are free: recompute each in every group that reads it."""
     for node in st.graph.nodes:
-        if node.kind != FILL:
+        if not is_free_fill(node):
             continue
         for c in node.consumers:
             gid = st.group_of[c.index]
@@ -430,7 +438,7 @@ def _attach_fills(st: _State) -> None:
 def _decide_multi_use(st: _State) -> None:
     """A producer read by other groups: export it once, or recompute it there."""
     for node in st.graph.nodes:
-        if node.kind == FILL:
+        if is_free_fill(node):
             continue
         home = st.group_of[node.index]
         readers = []
@@ -510,7 +518,7 @@ def group_kind(nodes: Iterable[Node]) -> str:
 
 
 def group_label(nodes: Sequence[Node]) -> str:
-    labels = [n.label for n in nodes if n.kind != FILL]
+    labels = [n.label for n in nodes if not is_free_fill(n)]
     return " + ".join(labels) if len(labels) <= 3 else f"{labels[0]} ... {labels[-1]}"
 
 

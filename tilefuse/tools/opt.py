@@ -24,8 +24,8 @@ from xdsl.utils.exceptions import DiagnosticException, ParseError, PassFailedExc
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from tilefuse.cost.target import DEFAULT_TARGET, TargetError, get_target, target_names
-from tilefuse.diagnostics import CompileError
-from tilefuse.frontend import parse_module, verify
+from tilefuse.diagnostics import CompileError, os_error_message
+from tilefuse.frontend import decode_source, parse_module, verify
 from tilefuse.passes import get_all_passes
 from tilefuse.report import analyze_program, format_report, roofline_png
 from tilefuse.specialize import SpecializeError, specialize
@@ -126,7 +126,7 @@ class TilefuseOptMain(xDSLOptMain):
     def parse_chunk(
         self, chunk: IO[bytes], file_extension: str, start_offset: int = 0
     ) -> ModuleOp | None:
-        text = chunk.read().decode()
+        text = decode_source(chunk.read(), self.get_input_name(), start_offset)
         dims = parse_dim_options(self.args.set_dim)
         text = specialize(text, dims, self.args.set_dtype)
         return parse_module(self.ctx, text, self.get_input_name(), start_offset)
@@ -146,6 +146,8 @@ def parse_dim_options(options: Sequence[str]) -> dict[str, int]:
         name, _, value = item.partition("=")
         if not value.isdigit():
             raise SpecializeError(f"--set-dim expects NAME=SIZE, got '{item}'.")
+        if int(value) < 1:
+            raise SpecializeError(f"--set-dim {item}: a dimension needs at least one element.")
         dims[name] = int(value)
     return dims
 
@@ -181,8 +183,8 @@ def run_reporting_errors(main: type[xDSLOptMain], argv: Sequence[str] | None) ->
             raise
         print(f"error: {e}", file=sys.stderr)
         return 1
-    except FileNotFoundError as e:
-        print(f"error: cannot open '{e.filename}': {e.strerror}", file=sys.stderr)
+    except OSError as e:
+        print(os_error_message(e), file=sys.stderr)
         return 1
     return 0
 

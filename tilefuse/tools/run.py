@@ -20,12 +20,14 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+import zipfile
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
 from tilefuse.cost.target import DEFAULT_TARGET, TargetError
-from tilefuse.diagnostics import ArgumentError, CompileError
+from tilefuse.diagnostics import ArgumentError, CompileError, os_error_message
 from tilefuse.specialize import SpecializeError
 from tilefuse.tools.opt import parse_dim_options
 
@@ -34,7 +36,7 @@ TORCH_OF = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16"}
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tilefuse-run", description=__doc__.split("\n\n")[0])
-    p.add_argument("file", help="an MLIR file")
+    p.add_argument("file", type=Path, help="an MLIR file")
     p.add_argument("--target", default=DEFAULT_TARGET, help="GPU to compile for")
     p.add_argument("--inputs", metavar="IN.npz", help="arrays arg0, arg1, ...")
     p.add_argument("--save-outputs", metavar="OUT.npz", help="write out0, out1, ...")
@@ -56,12 +58,22 @@ def load_inputs(args: argparse.Namespace, module) -> list[np.ndarray]:
     if args.inputs is None:
         return random_inputs(module, args.seed)
     f = entry_function(module)
-    with np.load(args.inputs) as data:
+    not_npz = f"--inputs {args.inputs} is not an .npz archive of arrays arg0, arg1, ... (numpy.savez)"
+    try:
+        data = np.load(args.inputs)
+    except (ValueError, EOFError, zipfile.BadZipFile) as e:
+        raise CompileError(not_npz) from e
+    if not isinstance(data, np.lib.npyio.NpzFile):
+        raise CompileError(f"{not_npz}: it holds one array (numpy.save)")
+    with data:
         n = len(f.function_type.inputs.data)
         missing = [f"arg{i}" for i in range(n) if f"arg{i}" not in data]
         if missing:
             raise CompileError(f"{args.inputs} lacks {', '.join(missing)}")
-        return [np.asarray(data[f"arg{i}"]) for i in range(n)]
+        try:
+            return [np.asarray(data[f"arg{i}"]) for i in range(n)]
+        except (ValueError, zipfile.BadZipFile) as e:
+            raise CompileError(f"--inputs {args.inputs}: {e}") from e
 
 
 def to_torch(arrays: Sequence[np.ndarray], module, device: str):
@@ -125,6 +137,7 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from tilefuse.program import load_program
+    from tilefuse.reference import entry_function
     from tilefuse.runtime import compile, gpu_available
 
     dims = parse_dim_options(args.set_dim)
@@ -149,6 +162,10 @@ def run(args: argparse.Namespace) -> int:
     mode = "GPU" if device == "cuda" else "CPU (Triton interpreter)"
     print(f"{args.file}: {len(prog.kernels)} kernel(s) on {mode}; compile "
           f"{prog.compile_seconds:.2f} s, first run {elapsed * 1e3:.1f} ms")  # fmt: skip
+    if not entry_function(module).function_type.outputs.data:
+        outputs = ()  # the generated function returns None
+        if args.check:
+            print("  the function returns no results: nothing to check")
     status = check_outputs(args, dims, module, inputs, outputs) if args.check else 0
     if args.save_outputs:
         np.savez(args.save_outputs, **{f"out{i}": o.float().cpu().numpy() for i, o in enumerate(outputs)})
@@ -173,8 +190,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(text if text.startswith(("error", "/")) or ": error:" in text else f"error: {text}",
               file=sys.stderr)  # fmt: skip
         return 1
-    except FileNotFoundError as e:
-        print(f"error: cannot open '{e.filename}': {e.strerror}", file=sys.stderr)
+    except OSError as e:
+        print(os_error_message(e), file=sys.stderr)
         return 1
 
 

@@ -1,0 +1,3 @@
+func.func @f(%a: memref<4xf32>) -> memref<4xf32> {
+  func.return %a : memref<4xf32>
+}

@@ -1,0 +1,70 @@
+"""Bad input to the tools: one clean line on stderr and exit status 1, never a traceback.
+
+The located refusals of malformed programs are golden tests
+(`tests/filecheck/errors/*.mlir`); these are the cases a checked-in file cannot
+hold (bytes that are not UTF-8) or that need input arrays.
+"""
+
+import numpy as np
+import pytest
+
+from tilefuse.tools import opt, run
+
+NO_RESULTS = "func.func @f(%a: tensor<4xf32>) {\n  func.return\n}\n"
+IDENTITY = "func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {\n  func.return %a : tensor<4xf32>\n}\n"
+
+
+@pytest.mark.parametrize("tool", [run.main, opt.main], ids=["run", "opt"])
+def test_bytes_that_are_not_utf8_are_located(tool, tmp_path, capsys):
+    path = tmp_path / "latin1.mlir"
+    path.write_bytes(b"// caf\xe9\n" + IDENTITY.encode())
+    assert tool([str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err == f"{path}:1:7: error: byte 0xe9 is not UTF-8: MLIR source must be UTF-8 text\n"
+
+
+def test_a_function_without_results_runs_with_nothing_to_check(tmp_path, capsys):
+    path = tmp_path / "no_results.mlir"
+    path.write_text(NO_RESULTS)
+    assert run.main([str(path), "--check", "--save-outputs", str(tmp_path / "out.npz")]) == 0
+    assert "the function returns no results: nothing to check" in capsys.readouterr().out
+
+
+def test_a_program_needing_a_located_property_check_while_parsing(tmp_path, capsys):
+    path = tmp_path / "reassociation.mlir"
+    path.write_text("func.func @f(%a: tensor<4x6xf32>) -> tensor<24xf32> {\n"
+                    "  %c = tensor.collapse_shape %a [[1, 0]] : tensor<4x6xf32> into tensor<24xf32>\n"
+                    "  func.return %c : tensor<24xf32>\n}\n")  # fmt: skip
+    assert opt.main([str(path)]) == 1
+    assert capsys.readouterr().err.startswith(f"{path}:2:3: error: All inner arrays must be contiguous")
+
+
+def _save_npy(path):
+    np.save(path, np.zeros(4, np.float32))
+
+
+def _save_text(path):
+    path.write_text("arg0 = [1, 2, 3, 4]")
+
+
+def _save_empty(path):
+    path.write_bytes(b"")
+
+
+def _save_object_array(path):
+    np.savez(path, arg0=np.array([object()], dtype=object))
+
+
+@pytest.mark.parametrize(("name", "save", "message"), [
+    ("in.npy", _save_npy, "is not an .npz archive of arrays arg0, arg1, ... (numpy.savez): it holds one array"),
+    ("in.npz", _save_text, "is not an .npz archive of arrays arg0, arg1, ... (numpy.savez)"),
+    ("in.npz", _save_empty, "is not an .npz archive of arrays arg0, arg1, ... (numpy.savez)"),
+    ("in.npz", _save_object_array, "Object arrays cannot be loaded when allow_pickle=False"),
+])  # fmt: skip
+def test_inputs_that_are_not_an_npz_of_arrays(name, save, message, tmp_path, capsys):
+    program, inputs = tmp_path / "f.mlir", tmp_path / name
+    program.write_text(IDENTITY)
+    save(inputs)
+    assert run.main([str(program), "--inputs", str(inputs)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: --inputs {inputs}") and message in err and len(err.splitlines()) == 1
