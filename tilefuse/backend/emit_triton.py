@@ -247,10 +247,13 @@ def _min_nan(x, axis: tl.constexpr):
 '''
 
 
-def torch_dtype(t: Attribute) -> str:
+def torch_dtype(t: Attribute, at: Operation | None = None) -> str:
+    """The torch dtype of a tensor the host allocates (`at`: the op it comes from,
+    for the error's location)."""
     et = element_type(t)
     if type(et) not in TORCH_DTYPE:
-        raise CompileError(f"the Triton backend does not support element type {et}")
+        message = f"the Triton backend does not support tensors of element type {et} between kernels"
+        raise CompileError.at(at, message) if at is not None else CompileError(message)
     return TORCH_DTYPE[type(et)]
 
 
@@ -580,7 +583,7 @@ def _host_constant(op: arith.ConstantOp) -> str:
 
     values = constant_value(op)
     shape = tuple(op.result.type.get_shape())
-    dtype = torch_dtype(op.result.type)
+    dtype = torch_dtype(op.result.type, op)
     flat = values.reshape(-1)
     if flat.size and (flat == flat[0]).all():
         return f"torch.full({shape}, {_literal(float(flat[0]))}, dtype={dtype}, device=device)"
@@ -811,6 +814,9 @@ class GenericPrinter:
             if isinstance(op, arith.ConstantOp):
                 env[op.result] = (self.k._constant(op), set())
                 continue
+            if op.dialect_name() not in ("arith", "math"):
+                raise CompileError.at(op, "is not supported in a payload by the Triton backend "
+                                      "(arith and math ops, linalg.index)")  # fmt: skip
             operands = [self._operand(v, env) for v in op.operands]
             text = scalar_expr(op, lambda v, ops=operands, o=op: ops[list(o.operands).index(v)])
             dims = set().union(*(env[v][1] for v in op.operands if v in env))
@@ -946,7 +952,9 @@ class ModulePrinter:
         for g in groups:
             grids = [o for o in g.entry.ops if isinstance(o, TileGridOp)]
             if not grids:
-                raise CompileError.at(g, "was not tiled: run tile-and-fuse before emitting Triton")
+                why = g.attributes.get("tilefuse.untiled")
+                raise CompileError.at(g, f"was not tiled: {why.data}" if why is not None
+                                      else "was not tiled: run tile-and-fuse before emitting Triton")  # fmt: skip
             stacked = stacked_tensors(grids)
             kernels.append((g, grids, stacked))
             out.write(f"\n# {g.sym_name.data}: {g.reason.data if g.reason else ''}\n")
@@ -1002,7 +1010,7 @@ class ModulePrinter:
             call.append(names(v) if arg in bare else f"{names(v)}, *{names(v)}.stride()")
         for d, r in zip(dests, g.results, strict=True):
             shape = tuple(r.type.get_shape())
-            lines.append(f"    {names(r)} = torch.empty({shape}, dtype={torch_dtype(r.type)}, device=device)")
+            lines.append(f"    {names(r)} = torch.empty({shape}, dtype={torch_dtype(r.type, g)}, device=device)")
             call.append(names(r) if d in bare else f"{names(r)}, *{names(r)}.stride()")
         programs = sum(math.prod(gr.grid_shape) for gr in grids)
         dtype = self._dot_dtype(g)

@@ -87,6 +87,9 @@ from tilefuse.tiling import (
     tile_candidates,
 )
 
+UNTILED = "tilefuse.untiled"
+"""Why tile-and-fuse left a group untiled (set on the group)."""
+
 
 @dataclass(frozen=True)
 class TileAndFusePass(ModulePass):
@@ -107,8 +110,10 @@ class TileAndFusePass(ModulePass):
             try:
                 tile_group(group, target, budget)
             except TilingRefused as e:
-                # The group stays as it was: correct, but not a kernel yet.
+                # The group stays as it was: correct, but not a kernel yet; the
+                # reason stays with it for whoever needs a kernel (the emitter).
                 warn(group, f"left untiled: {e.message}")
+                group.attributes[UNTILED] = StringAttr(e.message)
 
 
 def tile_group(group: GroupOp, target, budget: int | None) -> TilePlan:
