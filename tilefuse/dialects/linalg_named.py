@@ -22,16 +22,18 @@ from xdsl.dialects.builtin import (
     AffineMapAttr,
     AnyFloat,
     ArrayAttr,
+    DenseArrayBase,
     FloatAttr,
     IntegerAttr,
     TensorType,
     i64,
 )
 from xdsl.dialects.linalg import Linalg
+from xdsl.dialects.linalg import ops as linalg_ops
 from xdsl.dialects.linalg.abstract_ops import ElementwiseOperation, NamedOperation
 from xdsl.dialects.linalg.attrs import IteratorTypeAttr
 from xdsl.dialects.linalg.ops import YieldOp
-from xdsl.ir import Attribute, BlockArgument, Dialect, Region, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Dialect, Region, SSAValue
 from xdsl.ir.affine import AffineMap
 from xdsl.irdl import (
     IRDLOperation,
@@ -43,6 +45,7 @@ from xdsl.irdl import (
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.lexer import Span
 
 
 class _HiddenRegion(NamedOperation):
@@ -283,10 +286,112 @@ class SoftmaxOp(IRDLOperation):
         return cls(operands[0], operands[1], dimension)
 
 
-XDSL_OPS = [op for op in Linalg.operations if op.name != "linalg.matmul"]  # ours replaces it
+# ---------------------------------------------------------------------------
+# Upstream's short form of a one-op payload: `linalg.reduce { arith.addf } ...`,
+# `linalg.map { arith.mulf } ...` (what mlir-opt prints whenever it can).
+# ---------------------------------------------------------------------------
+
+
+def _parse_short_payload(parser: Parser) -> tuple[str, dict[str, Attribute], Span] | None:
+    """`{ dialect.op {attrs}? }`, or None when the op has no short payload."""
+    if parser.parse_optional_punctuation("{") is None:
+        return None
+    start = parser._current_token.span
+    name = parser.parse_identifier()
+    attrs = parser.parse_optional_attr_dict()
+    parser.parse_punctuation("}")
+    return name, attrs, start
+
+
+def _short_payload(parser: Parser, short, arg_types: list[Attribute], result: Attribute,
+                   operands: int) -> Region:  # fmt: skip
+    """A block with `arg_types` arguments applying the named op to the first
+    `operands` of them and yielding its result."""
+    name, attrs, span = short
+    op_type = parser.ctx.get_optional_op(name)
+    if op_type is None:
+        parser.raise_error(f"unknown operation '{name}' in a short-form payload", span)
+    block = Block(arg_types=arg_types)
+    props = op_type.get_irdl_definition().properties if hasattr(op_type, "get_irdl_definition") else {}
+    op = op_type.create(operands=list(block.args[:operands]), result_types=[result],
+                        properties={k: v for k, v in attrs.items() if k in props},
+                        attributes={k: v for k, v in attrs.items() if k not in props})  # fmt: skip
+    block.add_ops([op, YieldOp(op.results[0])])
+    return Region(block)
+
+
+def _parse_operands(parser: Parser, keyword: str) -> list[SSAValue]:
+    """`keyword(%a, %b : T, U)`."""
+    parser.parse_characters(keyword)
+    parser.parse_punctuation("(")
+    names = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_unresolved_operand)
+    parser.parse_punctuation(":")
+    types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+    parser.parse_punctuation(")")
+    if len(names) != len(types):
+        parser.raise_error(f"{keyword}: {len(names)} operands but {len(types)} types")
+    return [parser.resolve_operand(n, t) for n, t in zip(names, types, strict=True)]
+
+
+def _element(t: Attribute) -> Attribute:
+    return t.get_element_type() if isinstance(t, TensorType) else t
+
+
+class ReduceOp(linalg_ops.ReduceOp):
+    """xDSL's `linalg.reduce`, also read in upstream's short form:
+    `linalg.reduce { arith.addf } ins(%x : T) outs(%init : U) dimensions = [1]`."""
+
+    @classmethod
+    def parse(cls, parser: Parser) -> linalg_ops.ReduceOp:
+        short = _parse_short_payload(parser)
+        if short is None:
+            return super().parse(parser)
+        (x,) = _parse_operands(parser, "ins")
+        (init,) = _parse_operands(parser, "outs")
+        parser.parse_keyword("dimensions")
+        parser.parse_punctuation("=")
+        dims = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_integer)
+        et = _element(init.type)
+        region = _short_payload(parser, short, [_element(x.type), et], et, 2)
+        return cls(x, init, DenseArrayBase.from_list(i64, dims), region)
+
+
+@irdl_op_definition
+class MapOp(IRDLOperation):
+    """
+    Upstream's `linalg.map`: `linalg.map { arith.addf } ins(%a, %b : T, T)
+    outs(%init : T)` or with a region whose arguments are the inputs' elements.
+    An elementwise `linalg.generic` over the init's shape: it is read as one
+    (identity maps, parallel loops, the init's element appended to the block).
+    """
+
+    name = "linalg.map"
+
+    @classmethod
+    def parse(cls, parser: Parser) -> linalg_ops.GenericOp:
+        short = _parse_short_payload(parser)
+        inputs = _parse_operands(parser, "ins")
+        (init,) = _parse_operands(parser, "outs")
+        et = _element(init.type)
+        if short is not None:
+            region = _short_payload(parser, short, [*(_element(v.type) for v in inputs), et], et,
+                                    len(inputs))  # fmt: skip
+        else:
+            args = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_argument)
+            region = parser.parse_region(args)
+            region.block.insert_arg(et, len(region.block.args))
+        parser.parse_optional_attr_dict()
+        rank = len(init.type.get_shape())
+        identity = AffineMapAttr(AffineMap.identity(rank))
+        return linalg_ops.GenericOp(inputs, [init], region, [identity] * (len(inputs) + 1),
+                                    [IteratorTypeAttr.parallel()] * rank, [init.type])  # fmt: skip
+
+
+# ours replace xDSL's matmul and reduce
+XDSL_OPS = [op for op in Linalg.operations if op.name not in ("linalg.matmul", "linalg.reduce")]
 LINALG = Dialect(
     "linalg",
-    [*XDSL_OPS, *ELEMENTWISE, *CONTRACTIONS, SoftmaxOp],
+    [*XDSL_OPS, ReduceOp, MapOp, *ELEMENTWISE, *CONTRACTIONS, SoftmaxOp],
     [*Linalg.attributes],
 )
 
