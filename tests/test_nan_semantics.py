@@ -147,3 +147,21 @@ def test_truncf_rounds_to_nearest_even_like_torch(narrow):
     with np.errstate(invalid="ignore"):
         expected = (t - t.to(dtype).float()).numpy()
     np.testing.assert_array_equal(out.cpu().numpy(), expected)
+
+
+def test_rounding_signs_and_cube_roots_at_the_edges():
+    """Ties, the float just below 0.5 (x + 0.5 rounds up to 1.0), signed zeros,
+    infinities, NaN, integers past 2**23: against numpy, written here."""
+    text = (PROGRAMS / "rounding_and_signs.mlir").read_text().replace("%h = arith.constant 2.5", "%h = arith.constant 1.0")
+    x = np.zeros((8, 33), np.float32)
+    special = [0.5, 1.5, 2.5, -0.5, -2.5, 0.49999997, -0.49999997, -0.0, 0.0, INF, -INF, NAN,
+               8388609.0, -8388609.0, 3.0e9, 1e-30, -27.0, 8.0, 2.4999998]  # fmt: skip
+    x.ravel()[: len(special)] = special
+    y = np.where(np.arange(x.size).reshape(x.shape) % 2 == 0, -0.0, 1.0).astype(np.float32)
+    outs = [o.cpu().numpy() for o in compile(text)(on_device(x), on_device(y))]
+    away = np.copysign(np.floor(np.abs(x.astype(np.float64)) + 0.5), x).astype(np.float32)
+    with np.errstate(invalid="ignore"):
+        for got, want in zip(outs, [np.rint(x), away, np.copysign(x, y), np.cbrt(x)], strict=True):
+            np.testing.assert_allclose(got, want, rtol=2e-7, atol=0)
+            # signed zeros and NaNs where numpy has them
+            np.testing.assert_array_equal(np.signbit(got[want == 0]), np.signbit(want[want == 0]))

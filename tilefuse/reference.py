@@ -151,7 +151,9 @@ ELEMENTWISE: dict[type[Operation], Fn] = {
     mathd.SinOp: np.sin, mathd.CosOp: np.cos, mathd.FloorOp: np.floor,
     mathd.CeilOp: np.ceil, mathd.AbsIOp: np.abs, mathd.ExpM1Op: np.expm1,
     mathd.Log10Op: np.log10, mathd.TanOp: np.tan, mathd.SinhOp: np.sinh,
-    mathd.CoshOp: np.cosh, mathd.TruncOp: np.trunc,
+    mathd.CoshOp: np.cosh, mathd.TruncOp: np.trunc, mathd.RoundEvenOp: np.rint,
+    mathd.RoundOp: lambda a: np.copysign(np.floor(np.abs(a)) + (np.abs(a) % 1.0 >= 0.5), a),
+    mathd.CopySignOp: np.copysign, mathd.CbrtOp: np.cbrt,
 }  # fmt: skip
 
 # Combiners a reduction payload may end in, and the numpy reduction they become.

@@ -80,7 +80,8 @@ BINARY = {arith.AddfOp: "({} + {})", arith.SubfOp: "({} - {})", arith.MulfOp: "(
           arith.AddiOp: "({} + {})",
           arith.SubiOp: "({} - {})", arith.MuliOp: "({} * {})", arith.AndIOp: "({} & {})",
           arith.DivSIOp: "({} // {})", arith.RemSIOp: "({} % {})",
-          arith.OrIOp: "({} | {})", mathd.PowFOp: "_powf({}, {})"}  # fmt: skip
+          arith.OrIOp: "({} | {})", mathd.PowFOp: "_powf({}, {})",
+          mathd.CopySignOp: "_copysign({}, {})"}  # fmt: skip
 UNARY = {arith.NegfOp: "(-{})", mathd.ExpOp: "tl.exp({})", mathd.Exp2Op: "tl.exp2({})",
          mathd.LogOp: "tl.log({})", mathd.Log2Op: "tl.log2({})",
          mathd.Log1pOp: "_log1p({})", mathd.ExpM1Op: "_expm1({})",
@@ -91,6 +92,8 @@ UNARY = {arith.NegfOp: "(-{})", mathd.ExpOp: "tl.exp({})", mathd.Exp2Op: "tl.exp
          mathd.FloorOp: "tl.floor({})", mathd.CeilOp: "tl.ceil({})",
          mathd.SinOp: "tl.sin({})", mathd.CosOp: "tl.cos({})", mathd.TanOp: "_tan({})",
          mathd.SinhOp: "_sinh({})", mathd.CoshOp: "_cosh({})", mathd.TruncOp: "_trunc({})",
+         mathd.RoundEvenOp: "_roundeven({})", mathd.RoundOp: "_round({})",
+         mathd.CbrtOp: "_cbrt({})",
          arith.ExtFOp: "{}", arith.TruncFOp: "{}", arith.IndexCastOp: "{}",
          }  # fmt: skip
 # arith.cmpf: Python's comparisons are false on NaN (ordered), != true (une);
@@ -165,6 +168,45 @@ def _tan(x):
 @triton.jit
 def _trunc(x):
     return tl.where(x < 0.0, tl.ceil(x), tl.floor(x))
+
+
+# math.roundeven (torch.round): floor, then the fraction decides; a tie goes to
+# the even neighbour. Exact: no x + 0.5 (0.49999997 + 0.5 rounds up to 1.0).
+@triton.jit
+def _roundeven(x):
+    f = tl.floor(x)
+    d = x - f
+    odd = f - 2.0 * tl.floor(f * 0.5)
+    r = tl.where(d > 0.5, f + 1.0, tl.where(d < 0.5, f, f + odd))
+    r = tl.where(r == 0.0, x * 0.0, r)  # -0.5 rounds to -0.0
+    return tl.where(tl.abs(x) == float("inf"), x, r)
+
+
+# math.round: halves away from zero; the sign of -0.0 kept.
+@triton.jit
+def _round(x):
+    a = tl.abs(x)
+    f = tl.floor(a)
+    r = tl.where(a - f >= 0.5, f + 1.0, f)
+    r = tl.where(a == float("inf"), a, r)
+    return tl.where(x == 0.0, x, tl.where(x < 0.0, -r, r))
+
+
+# math.copysign: |a| with the sign of b (-0.0 counts as negative; a NaN b as positive).
+@triton.jit
+def _copysign(a, b):
+    negative = (b < 0.0) | ((b == 0.0) & (1.0 / b < 0.0))
+    return tl.where(negative, -tl.abs(a), tl.abs(a))
+
+
+# math.cbrt: exp2(log2|x| / 3), one Newton step, the sign of x; 0, inf, NaN kept.
+@triton.jit
+def _cbrt(x):
+    a = tl.abs(x)
+    y = tl.exp2(tl.log2(a) * 0.3333333333333333)
+    y = y - (y - a / (y * y)) * 0.3333333333333333
+    y = tl.where((a == 0.0) | (a == float("inf")), a, y)
+    return tl.where(x == 0.0, x, tl.where(x < 0.0, -y, y))
 
 
 # tanh of an f64 op: _tanh's short series is only good to fp32 precision.
@@ -272,7 +314,8 @@ PYTHON_RESERVED = frozenset(keyword.kwlist) | frozenset(keyword.softkwlist) | fr
 MODULE_NAMES = ("torch", "triton", "tl", "os", "libdevice", "KERNELS", "device", "dot_dtype",
                 "DOT_DTYPE", "DOT_PRECISION", "_ON_GPU", "_tanh", "_tanh_bf16", "_powf", "_log1p",
                 "_expm1", "_sinh", "_cosh", "_tan", "_trunc", "_tanh_f64", "_max_nan", "_min_nan",
-                "_max_nan_combine", "_min_nan_combine", "_round_bf16")  # fmt: skip
+                "_max_nan_combine", "_min_nan_combine", "_round_bf16", "_roundeven", "_round",
+                "_copysign", "_cbrt")  # fmt: skip
 
 
 class Names:
