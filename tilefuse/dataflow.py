@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, func, tensor
+from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Block, Operation, SSAValue
 
 from tilefuse.structured import REDUCTION, StructuredOp, as_structured
@@ -133,13 +134,18 @@ def build_graph(f: func.FuncOp | Block) -> Graph:
                 p.consumers.append(node)
         for result in node.op.results:
             node.external_uses += sum(1 for use in result.uses if use.operation not in by_op)
-    for node in nodes:
-        for value in node.s.operands:
-            p = _through_reshapes(graph, value)
-            if p is not None and p not in node.view_producers:
-                node.view_producers.append(p)
-                p.view_consumers.append(node)
+    _link_views(graph)
     return graph
+
+
+def _link_views(graph: Graph) -> None:
+    """Edges through host-side views and copies: they order kernels, never fuse them."""
+    for node in graph.nodes:
+        for value in node.s.operands:
+            for p in _through_reshapes(graph, value):
+                if p not in node.view_producers:
+                    node.view_producers.append(p)
+                    p.view_consumers.append(node)
 
 
 VIEW_OPS = (tensor.ExpandShapeOp, tensor.CollapseShapeOp, tensor.ExtractSliceOp)
@@ -159,10 +165,26 @@ def reshape_root(value: SSAValue) -> SSAValue:
     return value
 
 
-def _through_reshapes(graph: Graph, value: SSAValue) -> Node | None:
-    """The node whose result `value` views through one or more reshapes, if any."""
-    root = reshape_root(value)
-    return graph.producer_of(root) if root is not value else None
+HOST_COPIES = (tensor.ConcatOp, tensor.InsertSliceOp)
+"""Ops the host runs as torch copies between kernels (`torch.cat`, a slice assignment)."""
+
+
+def host_sources(value: SSAValue) -> list[SSAValue]:
+    """The values `value` is made of through host-side views and copies (itself
+    if it is none of them)."""
+    owner = value.owner
+    if isinstance(owner, VIEW_OPS):
+        return host_sources(view_source(owner))
+    if isinstance(owner, HOST_COPIES):
+        return [r for v in owner.operands if isinstance(v.type, TensorType) for r in host_sources(v)]
+    return [value]
+
+
+def _through_reshapes(graph: Graph, value: SSAValue) -> list[Node]:
+    """The nodes whose results `value` views or copies on the host, if any."""
+    if not isinstance(value.owner, VIEW_OPS + HOST_COPIES):
+        return []
+    return [p for v in host_sources(value) if (p := graph.producer_of(v)) is not None]
 
 
 # ---------------------------------------------------------------------------

@@ -475,6 +475,8 @@ def _eval_softmax(op, env: Env) -> None:
 _HANDLERS = {
     tensor.EmptyOp: lambda op, env: env.__setitem__(op.tensor, np.full(_result_shape(op), np.nan)),
     tensor.ExtractSliceOp: _eval_extract_slice,
+    tensor.ConcatOp: lambda op, env: env.__setitem__(
+        op.result, np.concatenate([env[v] for v in op.inputs], axis=op.dim.value.data)),
     tensor.CastOp: lambda op, env: env.__setitem__(op.dest, env[op.source]),
     tensor.InsertSliceOp: _eval_insert_slice,
     scf.ForOp: lambda op, env: _eval_for(op, env),

@@ -663,17 +663,63 @@ def pointer_only(stacked: list[list[SSAValue]] | None) -> set[SSAValue]:
     return {v for column in stacked for v in column[1:] if v not in firsts}
 
 
+def _slice_spans(op: tensor.ExtractSliceOp | tensor.InsertSliceOp) -> str:
+    """`o:o+n` (or `o:end:st`) per dim of a static slice."""
+    return ", ".join(f"{o}:{o + (n - 1) * st + 1}:{st}" if st != 1 else f"{o}:{o + n}"
+                     for o, n, st in zip(op.static_offsets.get_values(), op.static_sizes.get_values(),
+                                         op.static_strides.get_values(), strict=True))  # fmt: skip
+
+
 def _host_slice(op: tensor.ExtractSliceOp, names) -> str:
     """A static `tensor.extract_slice` as a torch view (strided; unit dims the
     slice drops squeezed by a reshape, which views)."""
-    spans = [f"{o}:{o + (n - 1) * st + 1}:{st}" if st != 1 else f"{o}:{o + n}"
-             for o, n, st in zip(op.static_offsets.get_values(), op.static_sizes.get_values(),
-                                 op.static_strides.get_values(), strict=True)]  # fmt: skip
-    view = f"{names(op.source)}[{', '.join(spans)}]"
+    view = f"{names(op.source)}[{_slice_spans(op)}]"
     shape = tuple(op.result.type.get_shape())
-    if len(shape) != len(spans):
+    if len(shape) != len(op.static_sizes.get_values()):
         view += f".reshape({shape})"
     return view
+
+
+def _host_empties(op: Operation, names) -> list[str]:
+    """A `tensor.empty` read on the host (returned, reshaped, copied into): its
+    contents are undefined; NaN, as the reference evaluator has them."""
+    lines = []
+    for v in op.operands:
+        if isinstance(v.owner, tensor.EmptyOp) and v not in names.of:
+            t = v.type
+            lines.append(f"    {names(v)} = torch.full({tuple(t.get_shape())}, float('nan'), "
+                         f"dtype={torch_dtype(t)}, device=device)")  # fmt: skip
+    return lines
+
+
+def _host_op(op: Operation, names) -> list[str]:
+    """The host function's line(s) for a function-level op other than a kernel."""
+    if isinstance(op, func.ReturnOp):
+        return [f"    return {', '.join(names(v) for v in op.operands)}"]
+    if isinstance(op, arith.ConstantOp) and isinstance(op.result.type, TensorType):
+        return [f"    {names(op.result)} = {_host_constant(op)}"]
+    if isinstance(op, tensor.ExpandShapeOp | tensor.CollapseShapeOp):
+        return [f"    {names(op.result)} = {names(op.src)}.reshape({tuple(op.result.type.get_shape())})"]
+    if isinstance(op, tensor.ExtractSliceOp):
+        return [f"    {names(op.result)} = {_host_slice(op, names)}"]
+    if isinstance(op, tensor.ConcatOp | tensor.InsertSliceOp):
+        return _host_copy(op, names)
+    if not isinstance(op, arith.ConstantOp | tensor.EmptyOp):
+        raise CompileError.at(op, "cannot run on the host between kernels")
+    return []
+
+
+def _host_copy(op: tensor.ConcatOp | tensor.InsertSliceOp, names) -> list[str]:
+    """`tensor.concat` as `torch.cat`; a static `tensor.insert_slice` as a copy of
+    the destination with the source assigned into the slice (a new tensor: the
+    destination may be read elsewhere)."""
+    r = names(op.result)
+    if isinstance(op, tensor.ConcatOp):
+        parts = ", ".join(names(v) for v in op.inputs)
+        return [f"    {r} = torch.cat([{parts}], dim={op.dim.value.data})"]
+    sizes = tuple(op.static_sizes.get_values())
+    return [f"    {r} = {names(op.dest)}.clone()",
+            f"    {r}[{_slice_spans(op)}] = {names(op.source)}.reshape({sizes})"]  # fmt: skip
 
 
 def compute_type(group: GroupOp) -> str:
@@ -1020,27 +1066,11 @@ class ModulePrinter:
                  f"    device = {device}"]  # fmt: skip
         launched = {g: (grids, stacked) for g, grids, stacked in kernels}
         for op in f.body.block.ops:
-            for v in op.operands:
-                # A tensor.empty read on the host (returned, reshaped): its
-                # contents are undefined; NaN, as the reference evaluator has them.
-                if isinstance(v.owner, tensor.EmptyOp) and v not in names.of:
-                    t = v.type
-                    lines.append(f"    {names(v)} = torch.full({tuple(t.get_shape())}, float('nan'), "
-                                 f"dtype={torch_dtype(t)}, device=device)")  # fmt: skip
+            lines += _host_empties(op, names)
             if isinstance(op, GroupOp):
                 lines += self._launch(op, *launched[op], names)
-            elif isinstance(op, func.ReturnOp):
-                results = ", ".join(names(v) for v in op.operands)
-                lines.append(f"    return {results}")
-            elif isinstance(op, arith.ConstantOp) and isinstance(op.result.type, TensorType):
-                lines.append(f"    {names(op.result)} = {_host_constant(op)}")
-            elif isinstance(op, tensor.ExpandShapeOp | tensor.CollapseShapeOp):
-                shape = tuple(op.result.type.get_shape())
-                lines.append(f"    {names(op.result)} = {names(op.src)}.reshape({shape})")
-            elif isinstance(op, tensor.ExtractSliceOp):
-                lines.append(f"    {names(op.result)} = {_host_slice(op, names)}")
-            elif not isinstance(op, arith.ConstantOp | tensor.EmptyOp):
-                raise CompileError.at(op, "cannot run on the host between kernels")
+            else:
+                lines += _host_op(op, names)
         return "\n".join(lines) + "\n"
 
     def _launch(self, g: GroupOp, grids: list[TileGridOp], stacked, names: Names) -> list[str]:

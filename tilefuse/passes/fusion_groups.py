@@ -32,6 +32,7 @@ from tilefuse.cost.fusion import FusionGroup, FusionPlan, group_kind, plan_fusio
 from tilefuse.cost.target import get_target
 from tilefuse.dataflow import (
     FILL,
+    HOST_COPIES,
     VIEW_OPS,
     Graph,
     build_graph,
@@ -132,10 +133,19 @@ def is_host_reshape(op: Operation) -> bool:
     return s is not None and classify(s) != FILL
 
 
+def is_host_copy(op: Operation) -> bool:
+    """A `tensor.concat` or static `tensor.insert_slice` at function level: the
+    host builds the result with torch (`torch.cat`, a slice assignment) between
+    the kernels that make its operands and those that read it."""
+    if not isinstance(op, HOST_COPIES) or not isinstance(op.parent_op(), func.FuncOp):
+        return False
+    return not (isinstance(op, tensor.InsertSliceOp) and (op.offsets or op.sizes or op.strides))
+
+
 def _check_supported(block: Block, structured: set[Operation]) -> None:
     for op in block.ops:
         if (op in structured or _is_free(op) or isinstance(op, func.ReturnOp)
-                or is_host_reshape(op) or is_tensor_constant(op)):  # fmt: skip
+                or is_host_reshape(op) or is_tensor_constant(op) or is_host_copy(op)):  # fmt: skip
             continue
         if isinstance(op, tensor.ExtractSliceOp) and (op.offsets or op.sizes or op.strides):
             raise CompileError.at(op, "has dynamic offsets, sizes or strides: tilefuse "
@@ -146,8 +156,9 @@ def _check_supported(block: Block, structured: set[Operation]) -> None:
                 "create the tensor in the viewed shape instead")  # fmt: skip
         raise CompileError.at(
             op, "cannot be placed among fusion groups (only linalg, constants, "
-            "tensor.empty, reshapes and static slices of arguments and results, and "
-            "func.return are supported at function level)"
+            "tensor.empty, reshapes and static slices of arguments and results, "
+            "tensor.concat, static tensor.insert_slice and func.return are supported "
+            "at function level)"
         )  # fmt: skip
 
 

@@ -38,7 +38,7 @@ from xdsl.traits import IsTerminator
 from tilefuse.cost.horizontal import HorizontalPlan, KernelInfo, plan_horizontal
 from tilefuse.cost.roofline import roofline_mixed
 from tilefuse.cost.target import Target, get_target
-from tilefuse.dataflow import is_contraction, reshape_root
+from tilefuse.dataflow import host_sources, is_contraction
 from tilefuse.dialects.tilefuse import GroupOp, TileGridOp, YieldOp, same_tile_program
 from tilefuse.structured import as_structured, element_type
 
@@ -86,8 +86,8 @@ def _kernel_infos(groups: list[GroupOp], target: Target) -> list[KernelInfo]:
     out = []
     for g in groups:
         deps = frozenset(
-            owner.sym_name.data for v in g.inputs
-            if isinstance(owner := reshape_root(v).owner, GroupOp)
+            owner.sym_name.data for v in g.inputs for root in host_sources(v)
+            if isinstance(owner := root.owner, GroupOp)
         )
         gs = grids(g)
         if len(gs) != 1 or not all(k in g.attributes for k in COST_KEYS):
