@@ -165,3 +165,18 @@ def test_rounding_signs_and_cube_roots_at_the_edges():
             np.testing.assert_allclose(got, want, rtol=2e-7, atol=0)
             # signed zeros and NaNs where numpy has them
             np.testing.assert_array_equal(np.signbit(got[want == 0]), np.signbit(want[want == 0]))
+
+
+def test_flash_attention_in_one_key_block_with_very_negative_scores():
+    """20 keys in one 32-wide block: the padded columns' exp(0 - max) is inf when
+    a row's scores are all below -88.7; P must be 0 there before P @ V (0 * inf
+    was NaN). Row 5: every score -113, softmax uniform."""
+    text = attention_mlir(1, 1, 20, 20, 8)
+    module = load_program(text)
+    q, k, v = random_inputs(module, seed=6)
+    k[:] = 1.0
+    q[..., 5, :] = -40.0  # scores -40 * 8 / sqrt(8) = -113
+    (out,) = compile(text)(*map(on_device, (q, k, v)))
+    expected = numpy_attention(*(x.astype(np.float64) for x in (q, k, v)))
+    assert np.isfinite(out.cpu().numpy()).all()
+    assert relative_error(out.cpu().numpy(), expected) < 1e-5

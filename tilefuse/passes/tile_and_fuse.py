@@ -68,6 +68,7 @@ from xdsl.passes import ModulePass
 from tilefuse.cost.target import get_target
 from tilefuse.dataflow import (
     CONTRACTION,
+    FILL,
     Graph,
     Node,
     SharedDims,
@@ -223,9 +224,28 @@ class TileProgramBuilder:
         self.loop_set = {t.dim for t in self.loops}
         self.done: set[Node] = set()
         self.online = self._online_patterns()
-        self.masked_exp = {sm.exp_node for sm in self.online}
+        self.zero_padding = self._zero_padding()
         self.outer_offsets: dict[int, SSAValue] = {}
         self.scalars: dict[SSAValue, SSAValue] = {}
+
+    def _zero_padding(self) -> dict[Node, set[int]]:
+        """Per node, the shared dims past whose end its outputs must be 0: those a
+        contraction (or the online reductions) sums its values over. Loads pad
+        with 0, but a value computed from padding need not be finite (exp(0 - max)
+        is inf for a max below -88.7), and inf * 0 is NaN."""
+        zero: dict[Node, set[int]] = {}
+        for sm in self.online:
+            zero.setdefault(sm.exp_node, set()).update(self.loop_set)
+        members = set(self.graph.nodes)
+        for c in self.graph.nodes:
+            if c.kind != CONTRACTION:
+                continue
+            reduced = {self.dims.of[(c.index, d)] for d in c.s.reduction_dims}
+            for v in c.s.inputs:
+                p = self.graph.producer_of(v)
+                if p is not None and p in members and p.kind != FILL:
+                    zero.setdefault(p, set()).update(reduced)
+        return zero
 
     # -- structure ----------------------------------------------------------
 
@@ -558,7 +578,7 @@ class TileProgramBuilder:
         self._offset_indices(node, body.block, scope)
         if node.kind != CONTRACTION:
             self._mask_partial_reductions(node, body.block, scope)
-        if node in self.masked_exp:
+        if node in self.zero_padding:
             self._mask_partial_outputs(node, body.block, scope)
         maps, iterators = node.op.indexing_maps, node.op.iterator_types
         result_types = [self.tile_type(r, scope) for r in node.op.results]
@@ -602,10 +622,11 @@ class TileProgramBuilder:
             comb.operands = [sel if o is x else o for o in comb.operands]
 
     def _mask_partial_outputs(self, node: Node, block: Block, scope: _Scope) -> None:
-        """exp(u - max) feeding the online reductions: zero past the tensor's end."""
+        """Outputs summed over by a contraction or the online reductions: zero past
+        the tensor's end (`_zero_padding`)."""
         partial = [
             d for d in node.s.parallel_dims
-            if self.dims.of[(node.index, d)] in self.loop_set and self._is_partial(node, d)
+            if self.dims.of[(node.index, d)] in self.zero_padding[node] and self._is_partial(node, d)
         ]  # fmt: skip
         if not partial:
             return
