@@ -180,3 +180,27 @@ def test_flash_attention_in_one_key_block_with_very_negative_scores():
     expected = numpy_attention(*(x.astype(np.float64) for x in (q, k, v)))
     assert np.isfinite(out.cpu().numpy()).all()
     assert relative_error(out.cpu().numpy(), expected) < 1e-5
+
+
+def test_copysign_reads_the_sign_bit_of_nan():
+    text = (PROGRAMS / "rounding_and_signs.mlir").read_text()
+    x = np.full((8, 33), 1.5, np.float32)
+    y = np.full((8, 33), NAN, np.float32)
+    y[::2] = -y[::2]  # negative NaNs (sign bit set)
+    outs = compile(text)(on_device(x), on_device(y))
+    np.testing.assert_array_equal(outs[2].cpu().numpy(), np.copysign(x * 2.5, y))
+
+
+def test_short_form_reduce_applies_its_op_to_init_then_input():
+    """Upstream's `linalg.reduce { arith.subf }` means subf(init, in)."""
+    from tilefuse.program import load_program as load
+
+    text = """
+func.func @f(%x: tensor<4x8xf32>, %z: tensor<4xf32>) -> tensor<4xf32> {
+  %r = linalg.reduce { arith.subf } ins(%x : tensor<4x8xf32>) outs(%z : tensor<4xf32>) dimensions = [1]
+  return %r : tensor<4xf32>
+}"""
+    x = np.random.default_rng(3).standard_normal((4, 8)).astype(np.float32)
+    z = np.ones(4, np.float32)
+    (ref,) = evaluate(load(text), [x, z])
+    np.testing.assert_allclose(ref, z - x.sum(1), rtol=1e-6)

@@ -287,6 +287,8 @@ def _check_reshape(op: tensor.CollapseShapeOp | tensor.ExpandShapeOp) -> None:
                                   f"type is {op.result.type}")  # fmt: skip
     groups = [[i.value.data for i in g] for g in op.reassociation]
     flat = [d for g in groups for d in g]
+    if not small and not groups and math.prod(large) == 1:
+        return  # a collapse of unit dims to rank 0 (no groups), as upstream allows
     if len(groups) != len(small) or flat != list(range(len(large))):
         raise CompileError.at(op, f"has reassociation {groups}: the {len(small)}-d shape "
                               f"needs one group per dimension, covering all {len(large)} "

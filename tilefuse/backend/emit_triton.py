@@ -97,9 +97,9 @@ UNARY = {arith.NegfOp: "(-{})", mathd.ExpOp: "tl.exp({})", mathd.Exp2Op: "tl.exp
          arith.ExtFOp: "{}", arith.TruncFOp: "{}", arith.IndexCastOp: "{}",
          }  # fmt: skip
 # arith.cmpf: Python's comparisons are false on NaN (ordered), != true (une);
-# the other predicates add NaN tests (`x != x`) of the operands.
+# an unordered u<op> is the negation of the ordered opposite comparison.
 CMP = {"oeq": "==", "ogt": ">", "oge": ">=", "olt": "<", "ole": "<=", "une": "!="}
-UNORDERED = {"ueq": "==", "ugt": ">", "uge": ">=", "ult": "<", "ule": "<="}
+UNORDERED = {"ugt": "<=", "uge": "<", "ult": ">=", "ule": ">"}
 CMPF_NAMES = ["false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord", "ueq", "ugt",
               "uge", "ult", "ule", "une", "uno", "true"]  # fmt: skip
 CMPI = {0: "==", 1: "!=", 2: "<", 3: "<=", 4: ">", 5: ">=", 6: "<", 7: "<=", 8: ">", 9: ">="}
@@ -192,11 +192,15 @@ def _round(x):
     return tl.where(x == 0.0, x, tl.where(x < 0.0, -r, r))
 
 
-# math.copysign: |a| with the sign of b (-0.0 counts as negative; a NaN b as positive).
+# math.copysign: |a| with the sign bit of b (-0.0 and negative NaNs included).
 @triton.jit
 def _copysign(a, b):
-    negative = (b < 0.0) | ((b == 0.0) & (1.0 / b < 0.0))
-    return tl.where(negative, -tl.abs(a), tl.abs(a))
+    return tl.where(b.to(tl.int32, bitcast=True) < 0, -tl.abs(a), tl.abs(a))
+
+
+@triton.jit
+def _copysign_f64(a, b):
+    return tl.where(b.to(tl.int64, bitcast=True) < 0, -tl.abs(a), tl.abs(a))
 
 
 # math.cbrt: exp2(log2|x| / 3), one Newton step, the sign of x; 0, inf, NaN kept.
@@ -243,16 +247,17 @@ def _tanh_bf16(x):
     return y
 
 
-# fp32 -> bf16 rounded to nearest even, as the GPU converts; Triton's interpreter
-# truncates, so there the rounding is done on the bits (NaN kept).
+# fp32 rounded to the nearest even bf16 value (returned as fp32), as the GPU
+# converts; Triton's interpreter truncates, so there the rounding is done on the
+# bits (NaN kept).
 @triton.jit
 def _round_bf16(x):
     if _ON_GPU:
-        r = x.to(tl.bfloat16)
-    else:
+        r = x.to(tl.bfloat16).to(tl.float32)
+    else:  # (the result stays f32: the interpreter's converter also flushes subnormals)
         bits = x.to(tl.float32).to(tl.uint32, bitcast=True)
         bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
-        r = tl.where(x != x, x, bits.to(tl.float32, bitcast=True)).to(tl.bfloat16)
+        r = tl.where(x != x, x, bits.to(tl.float32, bitcast=True))
     return r
 
 
@@ -315,7 +320,7 @@ MODULE_NAMES = ("torch", "triton", "tl", "os", "libdevice", "KERNELS", "device",
                 "DOT_DTYPE", "DOT_PRECISION", "_ON_GPU", "_tanh", "_tanh_bf16", "_powf", "_log1p",
                 "_expm1", "_sinh", "_cosh", "_tan", "_trunc", "_tanh_f64", "_max_nan", "_min_nan",
                 "_max_nan_combine", "_min_nan_combine", "_round_bf16", "_roundeven", "_round",
-                "_copysign", "_cbrt")  # fmt: skip
+                "_copysign", "_copysign_f64", "_cbrt")  # fmt: skip
 
 
 class Names:
@@ -748,15 +753,35 @@ def _block_constant(v: SSAValue, text: str) -> str:
 
 
 def _cmpf_expr(predicate: str, args: list[str]) -> str:
+    """`arith.cmpf`: ordered predicates are false and unordered ones true where an
+    operand is NaN. Built from comparisons of both operands only, so a 0-d operand
+    broadcasts (the interpreter cannot combine 0-d and n-d booleans)."""
     a, b = args
     if predicate in CMP:
         return f"({a} {CMP[predicate]} {b})"
-    nan = "(" + " | ".join(f"({x} != {x})" for x in args) + ")"
-    if predicate in UNORDERED:
-        return f"(({a} {UNORDERED[predicate]} {b}) | {nan})"
-    ordered = f"(({a} == {a}) & ({b} == {b}))"
-    return {"one": f"(({a} != {b}) & {ordered})", "ord": ordered, "uno": f"({nan})",
-            "true": f"({ordered} | {nan})", "false": f"({ordered} & {nan})"}[predicate]  # fmt: skip
+    if predicate in UNORDERED:  # not the opposite ordered comparison: true on NaN
+        return f"(({a} {UNORDERED[predicate]} {b}) == 0)"
+    one = f"(({a} < {b}) | ({a} > {b}))"
+    ordered = f"(({a} <= {b}) | ({a} > {b}))"
+    return {"one": one, "ueq": f"({one} == 0)", "ord": ordered, "uno": f"({ordered} == 0)",
+            "true": f"({ordered} | ({a} != {b}))", "false": f"(({a} < {b}) & ({a} > {b}))"}[predicate]  # fmt: skip
+
+
+def _typed_expr(op: Operation, args: list[str]) -> str | None:
+    """Ops whose text depends on their element types (None for the others)."""
+    if isinstance(op, arith.TruncFOp):
+        # Values are computed in a wide type; an explicit truncation still rounds.
+        narrow, wide = (TL_DTYPE[type(element_type(v.type))] for v in (op.result, op.operands[0]))
+        x = _block_constant(op.operands[0], args[0])
+        rounded = f"_round_bf16({x})" if narrow == "tl.bfloat16" else f"({x}).to({narrow})"
+        return f"({rounded}).to({wide})"
+    et = type(element_type(op.results[0].type)) if op.results else None
+    if isinstance(op, mathd.CopySignOp) and et is Float64Type:
+        return "_copysign_f64({}, {})".format(*args)
+    if isinstance(op, mathd.TanhOp):
+        return {BFloat16Type: "_tanh_bf16({})", Float64Type: "_tanh_f64({})"}.get(
+            et, UNARY[mathd.TanhOp]).format(args[0])  # fmt: skip
+    return None
 
 
 def scalar_expr(op: Operation, ref) -> str:
@@ -767,21 +792,14 @@ def scalar_expr(op: Operation, ref) -> str:
         args = [_block_constant(v, a) for v, a in zip(op.operands, args, strict=True)]
     if isinstance(op, arith.CmpfOp):
         return _cmpf_expr(CMPF_NAMES[op.predicate.value.data], args)
-    if isinstance(op, arith.TruncFOp):
-        # Values are computed in a wide type; an explicit truncation still rounds.
-        narrow, wide = (TL_DTYPE[type(element_type(v.type))] for v in (op.result, op.operands[0]))
-        rounded = f"_round_bf16({args[0]})" if narrow == "tl.bfloat16" else f"{args[0]}.to({narrow})"
-        return f"{rounded}.to({wide})"
+    if (typed := _typed_expr(op, args)) is not None:
+        return typed
     if isinstance(op, arith.CmpiOp):
         return f"({args[0]} {CMPI[op.predicate.value.data]} {args[1]})"
     if isinstance(op, arith.SelectOp):
         return f"tl.where({args[0]}, {args[1]}, {args[2]})"
     if type(op) in BINARY:
         return BINARY[type(op)].format(*args)
-    if isinstance(op, mathd.TanhOp):
-        et = type(element_type(op.result.type))
-        return {BFloat16Type: "_tanh_bf16({})", Float64Type: "_tanh_f64({})"}.get(
-            et, UNARY[mathd.TanhOp]).format(args[0])  # fmt: skip
     if type(op) in UNARY:
         return UNARY[type(op)].format(*args)
     if isinstance(op, mathd.FmaOp):

@@ -304,25 +304,28 @@ def _parse_short_payload(parser: Parser) -> tuple[str, dict[str, Attribute], Spa
 
 
 def _short_payload(parser: Parser, short, arg_types: list[Attribute], result: Attribute,
-                   operands: int) -> Region:  # fmt: skip
-    """A block with `arg_types` arguments applying the named op to the first
-    `operands` of them and yielding its result."""
+                   operands: list[int]) -> Region:  # fmt: skip
+    """A block with `arg_types` arguments applying the named op to those at
+    positions `operands` and yielding its result."""
     name, attrs, span = short
     op_type = parser.ctx.get_optional_op(name)
     if op_type is None:
         parser.raise_error(f"unknown operation '{name}' in a short-form payload", span)
     block = Block(arg_types=arg_types)
     props = op_type.get_irdl_definition().properties if hasattr(op_type, "get_irdl_definition") else {}
-    op = op_type.create(operands=list(block.args[:operands]), result_types=[result],
+    op = op_type.create(operands=[block.args[i] for i in operands], result_types=[result],
                         properties={k: v for k, v in attrs.items() if k in props},
                         attributes={k: v for k, v in attrs.items() if k not in props})  # fmt: skip
     block.add_ops([op, YieldOp(op.results[0])])
     return Region(block)
 
 
-def _parse_operands(parser: Parser, keyword: str) -> list[SSAValue]:
-    """`keyword(%a, %b : T, U)`."""
-    parser.parse_characters(keyword)
+def _parse_operands(parser: Parser, keyword: str, optional: bool = False) -> list[SSAValue]:
+    """`keyword(%a, %b : T, U)` (none when `optional` and the keyword is absent)."""
+    if optional and parser.parse_optional_characters(keyword) is None:
+        return []
+    if not optional:
+        parser.parse_characters(keyword)
     parser.parse_punctuation("(")
     names = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_unresolved_operand)
     parser.parse_punctuation(":")
@@ -346,13 +349,17 @@ class ReduceOp(linalg_ops.ReduceOp):
         short = _parse_short_payload(parser)
         if short is None:
             return super().parse(parser)
-        (x,) = _parse_operands(parser, "ins")
-        (init,) = _parse_operands(parser, "outs")
+        ins, outs = _parse_operands(parser, "ins"), _parse_operands(parser, "outs")
+        if len(ins) != 1 or len(outs) != 1:
+            parser.raise_error("tilefuse reads linalg.reduce with one input and one init")
+        (x,), (init,) = ins, outs
         parser.parse_keyword("dimensions")
         parser.parse_punctuation("=")
         dims = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_integer)
+        parser.parse_optional_attr_dict()
         et = _element(init.type)
-        region = _short_payload(parser, short, [_element(x.type), et], et, 2)
+        # upstream applies the op as `op(init, in)`
+        region = _short_payload(parser, short, [_element(x.type), et], et, [1, 0])
         return cls(x, init, DenseArrayBase.from_list(i64, dims), region)
 
 
@@ -370,17 +377,20 @@ class MapOp(IRDLOperation):
     @classmethod
     def parse(cls, parser: Parser) -> linalg_ops.GenericOp:
         short = _parse_short_payload(parser)
-        inputs = _parse_operands(parser, "ins")
-        (init,) = _parse_operands(parser, "outs")
+        inputs = _parse_operands(parser, "ins", optional=True)
+        outs = _parse_operands(parser, "outs")
+        if len(outs) != 1:
+            parser.raise_error("linalg.map has one init")
+        (init,) = outs
+        parser.parse_optional_attr_dict()
         et = _element(init.type)
         if short is not None:
             region = _short_payload(parser, short, [*(_element(v.type) for v in inputs), et], et,
-                                    len(inputs))  # fmt: skip
+                                    list(range(len(inputs))))  # fmt: skip
         else:
             args = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_argument)
             region = parser.parse_region(args)
             region.block.insert_arg(et, len(region.block.args))
-        parser.parse_optional_attr_dict()
         rank = len(init.type.get_shape())
         identity = AffineMapAttr(AffineMap.identity(rank))
         return linalg_ops.GenericOp(inputs, [init], region, [identity] * (len(inputs) + 1),

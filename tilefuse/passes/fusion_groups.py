@@ -125,7 +125,7 @@ def is_host_reshape(op: Operation) -> bool:
     if isinstance(op, tensor.ExtractSliceOp) and (op.offsets or op.sizes or op.strides):
         return False  # dynamic offsets, sizes or strides
     root = reshape_root(view_source(op))
-    if isinstance(root, BlockArgument):
+    if isinstance(root, BlockArgument) or isinstance(root.owner, HOST_COPIES):
         return True
     if is_tensor_constant(root.owner):
         return True
