@@ -358,7 +358,9 @@ def _roles(graph: Graph, dims: SharedDims) -> _Roles:
 
 
 def _epilogue_library_calls(graph: Graph) -> int:
-    """Library-code math ops (erf, pow, ...) per output element after the contraction."""
+    """Library-code math ops (erf, pow, ...) of the ops after the first contraction:
+    the epilogue, applied per accumulator value (a heuristic: a second contraction
+    or a sibling after it counts too)."""
     at = next(i for i, n in enumerate(graph.nodes) if n.kind == CONTRACTION)
     return sum(payload_library_calls(n.s) for n in graph.nodes[at + 1 :])
 

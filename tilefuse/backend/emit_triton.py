@@ -693,7 +693,7 @@ def _host_empties(op: Operation, names) -> list[str]:
         if isinstance(v.owner, tensor.EmptyOp) and v not in names.of:
             t = v.type
             lines.append(f"    {names(v)} = torch.full({tuple(t.get_shape())}, float('nan'), "
-                         f"dtype={torch_dtype(t)}, device=device)")  # fmt: skip
+                         f"dtype={torch_dtype(t, v.owner)}, device=device)")  # fmt: skip
     return lines
 
 

@@ -95,12 +95,11 @@ def _rewrite(op: linalg.GenericOp, maps: list[AffineMap], drops: list[list[int]]
     # last one, indexed by a new parallel loop of extent 1: views of rank 0 are
     # not expressible as xDSL's expand_shape.
     whole = [bool(d) and len(d) == len(v.type.get_shape()) for v, d in zip(op.operands, drops, strict=True)]
+    drops = [d[:-1] if w else d for d, w in zip(drops, whole, strict=True)]
     unit = AffineDimExpr(maps[0].num_dims)
     num_dims = maps[0].num_dims + any(whole)
     new_maps = []
     for i, (m, d) in enumerate(zip(maps, drops, strict=True)):
-        if whole[i]:
-            d[:] = d[:-1]
         results = [unit if whole[i] and j not in d and isinstance(r, AffineConstantExpr) else r
                    for j, r in enumerate(m.results) if j not in d]  # fmt: skip
         new_maps.append(AffineMapAttr(AffineMap(num_dims, m.num_symbols, tuple(results))))
