@@ -211,11 +211,11 @@ def _check_static(op) -> None:
                     "not supported; tilefuse compiles tensors with static shapes",
                     op_location(op))  # fmt: skip
             et = t.get_element_type()
-            if not isinstance(et, AnyFloat):
+            integer = isinstance(et, IntegerType) and et.width.data in (1, 8, 16, 32, 64)
+            if not isinstance(et, AnyFloat) and not integer:
                 raise CompileError(
                     f"'func.func' op takes or returns {t}: kernels read and write "
-                    "floating-point tensors (f16, bf16, f32, f64); integer and boolean "
-                    "values can only live inside the program", op_location(op))  # fmt: skip
+                    "tensors of f16, bf16, f32, f64, i1 (bool), i8, i16, i32 or i64", op_location(op))  # fmt: skip
     if isinstance(op, tensor.ExtractSliceOp):
         _check_slice(op)
     for t in types:

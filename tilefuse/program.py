@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import IntegerType, ModuleOp, TensorType
 
 from tilefuse.frontend import decode_source, parse_module
 from tilefuse.reference import entry_function, numpy_dtype, round_to
@@ -45,6 +45,10 @@ def random_inputs(module: ModuleOp, seed: int = 0, name: str | None = None) -> l
     for t in f.function_type.inputs.data:
         shape = tuple(t.get_shape()) if isinstance(t, TensorType) else ()
         et = element_type(t)
+        if isinstance(et, IntegerType):  # masks (mostly true) and small integers
+            x = rng.random(shape) < 0.8 if et.width.data == 1 else rng.integers(-8, 8, shape)
+            inputs.append(np.asarray(x))
+            continue
         x = round_to(rng.standard_normal(shape), et)
         inputs.append(np.asarray(x).astype(numpy_dtype(et)))
     return inputs

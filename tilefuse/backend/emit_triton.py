@@ -47,6 +47,7 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IndexType,
     IntegerAttr,
+    IntegerType,
     ModuleOp,
     TensorType,
 )
@@ -294,10 +295,26 @@ def _min_nan(x, axis: tl.constexpr):
 '''
 
 
+INT_WIDTHS = {1: "bool", 8: "int8", 16: "int16", 32: "int32", 64: "int64"}
+"""Integer tensors the host hands over: i1 as torch.bool (Triton's int1 pointers)."""
+
+
+def tl_dtype(t: Attribute) -> str:
+    """The Triton type of a tensor's elements (floats, or signless integers)."""
+    et = element_type(t)
+    if isinstance(et, IntegerType) and et.width.data in INT_WIDTHS:
+        return f"tl.int{et.width.data}"
+    if type(et) not in TL_DTYPE:
+        raise CompileError(f"the Triton backend does not support tensors of element type {et}")
+    return TL_DTYPE[type(et)]
+
+
 def torch_dtype(t: Attribute, at: Operation | None = None) -> str:
     """The torch dtype of a tensor the host allocates (`at`: the op it comes from,
     for the error's location)."""
     et = element_type(t)
+    if isinstance(et, IntegerType) and et.width.data in INT_WIDTHS:
+        return f"torch.{INT_WIDTHS[et.width.data]}"
     if type(et) not in TORCH_DTYPE:
         message = f"the Triton backend does not support tensors of element type {et} between kernels"
         raise CompileError.at(at, message) if at is not None else CompileError(message)
@@ -556,7 +573,8 @@ class KernelPrinter:
         masked = f", mask={mask}, other=0.0" if mask else ""
         # Tiles only multiplied by tl.dot stay in their storage type.
         dot = self._only_dot_operand(op.result)
-        upcast = "" if dot else f".to({self.compute})"
+        integer = isinstance(element_type(op.result.type), IntegerType)  # i1 masks, indices
+        upcast = "" if dot or integer else f".to({self.compute})"
         if not dot and op in self.hints:
             masked += f', eviction_policy="{self.hints[op]}"'
         self.bind(op.result, f"tl.load({ptr}{masked}){upcast}", kept_shape(op.result.type))
@@ -575,7 +593,7 @@ class KernelPrinter:
     def print_store(self, op: StoreOp) -> None:
         tile = tuple(op.value.type.get_shape())
         ptr, mask = self._addressing(op.dest, op.offsets, tile)
-        dtype = TL_DTYPE[type(element_type(op.dest.type))]
+        dtype = tl_dtype(op.dest.type)
         masked = f", mask={mask}" if mask else ""
         self.emit(f"tl.store({ptr}, {self.ref(op.value)}.to({dtype}){masked})")
 

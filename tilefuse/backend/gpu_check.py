@@ -59,7 +59,8 @@ __all__ = [
     "parse_tile_summary",
 ]
 
-POINTER_TYPE = {"f32": "*fp32", "f16": "*fp16", "bf16": "*bf16", "f64": "*fp64"}
+POINTER_TYPE = {"f32": "*fp32", "f16": "*fp16", "bf16": "*bf16", "f64": "*fp64", "i1": "*i1",
+                "i8": "*i8", "i16": "*i16", "i32": "*i32", "i64": "*i64"}
 I32_MAX = 2**31 - 1
 
 

@@ -86,6 +86,9 @@ def to_torch(arrays: Sequence[np.ndarray], module, device: str):
     out = []
     for x, t in zip(arrays, f.function_type.inputs.data, strict=True):
         dtype = getattr(torch, torch_dtype(t).split(".")[1])
+        if not dtype.is_floating_point:  # bool masks, integers
+            out.append(torch.from_numpy(np.array(x, order="C")).to(device=device, dtype=dtype))
+            continue
         host = np.float64 if dtype == torch.float64 else np.float32  # bf16 has no numpy type
         out.append(torch.from_numpy(np.array(x, host, order="C")).to(device=device, dtype=dtype))
     return out

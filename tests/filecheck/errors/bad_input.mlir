@@ -36,7 +36,7 @@
 // DYNAMIC-NOT: Traceback
 
 // RUN: not tilefuse-opt %S/Inputs/integer_argument.mlir 2>&1 | filecheck %s --check-prefix=INTEGER
-// INTEGER: integer_argument.mlir:1:1: error: 'func.func' op takes or returns tensor<8x16xi32>: kernels read and write floating-point tensors
+// INTEGER: integer_argument.mlir:1:1: error: 'func.func' op takes or returns tensor<8x16xi4>: kernels read and write tensors of f16, bf16, f32, f64, i1 (bool), i8, i16, i32 or i64
 // INTEGER-NOT: Traceback
 
 // RUN: not tilefuse-opt %S/Inputs/recursive_call.mlir -p inline-calls 2>&1 | filecheck %s --check-prefix=RECURSION
