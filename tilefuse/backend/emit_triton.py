@@ -20,7 +20,7 @@ One handler per op, as xDSL's WGSL printer does it:
 - `scf.for`: a Python `for` carrying blocks.
 
 Everything is computed in fp32 (fp64 in a kernel with an fp64 tensor:
-`compute_type`); loads upcast and stores cast to the destination's type. Under Triton's interpreter, `tl.dot` gets fp32 operands
+`compute_type`); float loads upcast (integer and i1 loads keep their type) and stores cast to the destination's type. Under Triton's interpreter, `tl.dot` gets fp32 operands
 (Triton 3.9's interpreter computes bf16 dots wrongly), chosen by the
 `DOT_DTYPE` constexpr the runtime passes.
 """
