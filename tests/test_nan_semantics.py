@@ -204,3 +204,21 @@ func.func @f(%x: tensor<4x8xf32>, %z: tensor<4xf32>) -> tensor<4xf32> {
     z = np.ones(4, np.float32)
     (ref,) = evaluate(load(text), [x, z])
     np.testing.assert_allclose(ref, z - x.sum(1), rtol=1e-6)
+
+
+def test_signless_integers_read_signed_or_unsigned_as_the_op_says():
+    a = np.array([-7, 7, -7, 7, -1, 5, 50000, -100], np.int32)
+    b = np.array([2, 2, -2, -2, 1, -1, 7, 3], np.int32)
+    k = np.array([0, 1, 0, 1, 1, 0, 1, 0], bool)
+    h = np.array([20000, -20000, 1, -1, 0, 16384, 32767, -32768], np.int16)
+    text = (PROGRAMS / "integer_semantics.mlir").read_text()
+    outs = [o.cpu().numpy() for o in compile(text)(*map(on_device, (a, b, k, h)))]
+    ua, ub = a.astype(np.uint32), b.astype(np.uint32)
+    with np.errstate(over="ignore"):
+        expected = [ua < ub, a >= b, ua.astype(np.float32), a.astype(np.float32), a * a,
+                    (h + h).astype(np.int16), np.where(k, -1.0, 0.0), ~k, a << 3]  # fmt: skip
+    for got, want in zip(outs, expected, strict=True):
+        np.testing.assert_array_equal(got, want)
+    refs = evaluate(load_program(text), [a, b, k, h])
+    for ref, want in zip(refs, expected, strict=True):
+        np.testing.assert_array_equal(np.asarray(ref).astype(np.asarray(want).dtype), want)

@@ -141,6 +141,7 @@ ELEMENTWISE: dict[type[Operation], Fn] = {
     arith.DivSIOp: lambda a, b: np.trunc(a / b).astype(np.int64),
     arith.RemSIOp: np.fmod, arith.AndIOp: np.bitwise_and, arith.OrIOp: np.bitwise_or,
     arith.XOrIOp: np.bitwise_xor, arith.MaxSIOp: np.maximum, arith.MinSIOp: np.minimum,
+    arith.ShLIOp: np.left_shift, arith.ShRSIOp: np.right_shift,
     arith.SelectOp: np.where,
     arith.ExtFOp: np.asarray, arith.TruncFOp: np.asarray, arith.SIToFPOp: np.asarray,
     arith.UIToFPOp: np.asarray, arith.FPToSIOp: np.trunc, arith.IndexCastOp: np.asarray,
@@ -185,7 +186,11 @@ def eval_scalar_op(op: Operation, env: Env) -> None:
     if isinstance(op, arith.ConstantOp):
         env[op.result] = constant_value(op)
         return
-    args = [env[o] for o in op.operands]
+    # Integers as signed values of their width (a true i1 is -1); the unsigned
+    # ops read them modulo 2^width.
+    unsigned = isinstance(op, arith.UIToFPOp) or (isinstance(op, arith.CmpiOp)
+                                                  and op.predicate.value.data >= 6)  # fmt: skip
+    args = [_int_view(env[o], o.type, unsigned) for o in op.operands]
     if isinstance(op, arith.CmpfOp):
         value = _CMPF[_cmpf_name(op)](*args)
     elif isinstance(op, arith.CmpiOp):
@@ -195,7 +200,25 @@ def eval_scalar_op(op: Operation, env: Env) -> None:
             value = fn(*args)
     else:
         raise CompileError.at(op, "is not supported by the reference evaluator")
-    env[op.results[0]] = round_to(value, element_type(op.results[0].type))
+    et = element_type(op.results[0].type)
+    if isinstance(et, IntegerType):  # wrap to the width (i1 kept as a bool)
+        value = _int_view(value, et, False)
+        value = value != 0 if et.width.data == 1 else value
+    env[op.results[0]] = round_to(value, et)
+
+
+def _int_view(x, t: Attribute, unsigned: bool):
+    """An integer value of type `t` as int64 (signed, or modulo 2^width); other
+    values unchanged."""
+    et = element_type(t)
+    if not isinstance(et, IntegerType):
+        return x
+    w = et.width.data
+    x = np.asarray(x).astype(np.int64) if w < 64 else np.asarray(x)
+    if w >= 64:
+        return x.astype(np.uint64) if unsigned else x
+    x = np.bitwise_and(x, (1 << w) - 1)
+    return x if unsigned else np.where(x >= 1 << (w - 1), x - (1 << w), x)
 
 
 def _cmpf_name(op: arith.CmpfOp) -> str:

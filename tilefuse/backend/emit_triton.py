@@ -82,7 +82,9 @@ BINARY = {arith.AddfOp: "({} + {})", arith.SubfOp: "({} - {})", arith.MulfOp: "(
           arith.SubiOp: "({} - {})", arith.MuliOp: "({} * {})", arith.AndIOp: "({} & {})",
           arith.DivSIOp: "({} // {})", arith.RemSIOp: "({} % {})",
           arith.OrIOp: "({} | {})", mathd.PowFOp: "_powf({}, {})",
-          mathd.CopySignOp: "_copysign({}, {})"}  # fmt: skip
+          mathd.CopySignOp: "_copysign({}, {})", arith.XOrIOp: "({} ^ {})",
+          arith.ShLIOp: "({} << {})", arith.ShRSIOp: "({} >> {})",
+          arith.MaxSIOp: "tl.maximum({}, {})", arith.MinSIOp: "tl.minimum({}, {})"}  # fmt: skip
 UNARY = {arith.NegfOp: "(-{})", mathd.ExpOp: "tl.exp({})", mathd.Exp2Op: "tl.exp2({})",
          mathd.LogOp: "tl.log({})", mathd.Log2Op: "tl.log2({})",
          mathd.Log1pOp: "_log1p({})", mathd.ExpM1Op: "_expm1({})",
@@ -262,6 +264,18 @@ def _round_bf16(x):
     return r
 
 
+
+# A stored bf16 value: the GPU's conversion rounds to nearest even; the
+# interpreter's truncates, so there the bits are rounded first.
+@triton.jit
+def _to_bf16(x):
+    if _ON_GPU:
+        r = x.to(tl.bfloat16)
+    else:
+        r = _round_bf16(x).to(tl.bfloat16)
+    return r
+
+
 # Reductions by arith.maximumf/minimumf: NaN if any element is. On the GPU a
 # reduction whose combiner propagates NaN (max.NaN.f32); the interpreter runs a
 # custom combiner element by element, so there: tl.max, then the NaN test.
@@ -337,7 +351,7 @@ MODULE_NAMES = ("torch", "triton", "tl", "os", "libdevice", "KERNELS", "device",
                 "DOT_DTYPE", "DOT_PRECISION", "_ON_GPU", "_tanh", "_tanh_bf16", "_powf", "_log1p",
                 "_expm1", "_sinh", "_cosh", "_tan", "_trunc", "_tanh_f64", "_max_nan", "_min_nan",
                 "_max_nan_combine", "_min_nan_combine", "_round_bf16", "_roundeven", "_round",
-                "_copysign", "_copysign_f64", "_cbrt")  # fmt: skip
+                "_copysign", "_copysign_f64", "_cbrt", "_to_bf16")  # fmt: skip
 
 
 class Names:
@@ -595,7 +609,8 @@ class KernelPrinter:
         ptr, mask = self._addressing(op.dest, op.offsets, tile)
         dtype = tl_dtype(op.dest.type)
         masked = f", mask={mask}" if mask else ""
-        self.emit(f"tl.store({ptr}, {self.ref(op.value)}.to({dtype}){masked})")
+        value = f"_to_bf16({self.ref(op.value)})" if dtype == "tl.bfloat16" else f"{self.ref(op.value)}.to({dtype})"
+        self.emit(f"tl.store({ptr}, {value}{masked})")
 
     # -- loops -----------------------------------------------------------------
 
@@ -765,6 +780,8 @@ def _block_constant(v: SSAValue, text: str) -> str:
         dtype = "tl.float64"
     elif isinstance(t, AnyFloat):
         dtype = "tl.float32"
+    elif isinstance(t, IntegerType) and t.width.data in INT_WIDTHS:
+        dtype = f"tl.int{t.width.data}"  # its own width: unsigned views bitcast it
     else:
         dtype = "tl.int64" if isinstance(t, IndexType) or t.width.data > 32 else "tl.int32"
     return f"tl.full((), {text}, {dtype})"
@@ -813,7 +830,7 @@ def scalar_expr(op: Operation, ref) -> str:
     if (typed := _typed_expr(op, args)) is not None:
         return typed
     if isinstance(op, arith.CmpiOp):
-        return f"({args[0]} {CMPI[op.predicate.value.data]} {args[1]})"
+        return _cmpi_expr(op, args)
     if isinstance(op, arith.SelectOp):
         return f"tl.where({args[0]}, {args[1]}, {args[2]})"
     if type(op) in BINARY:
@@ -828,11 +845,42 @@ def scalar_expr(op: Operation, ref) -> str:
 CONVERSIONS = (arith.SIToFPOp, arith.UIToFPOp, arith.FPToSIOp)
 
 
+def _int_width(v: SSAValue) -> int:
+    t = element_type(v.type)
+    return t.width.data if isinstance(t, IntegerType) else 64  # index: i64
+
+
+def _signed(v: SSAValue, x: str) -> str:
+    """`x` read as a signed integer: Triton's int1 is 0/1, a signed i1 is 0/-1."""
+    return f"(-({_block_constant(v, x)}).to(tl.int32))" if _int_width(v) == 1 else x
+
+
+def _unsigned(v: SSAValue, x: str) -> str:
+    """`x` read as an unsigned integer (i1 is already 0/1; index values are
+    positions in a tile, never negative, and their width in a kernel varies)."""
+    if not isinstance(element_type(v.type), IntegerType):
+        return x
+    w = _int_width(v)
+    return x if w == 1 else f"({_block_constant(v, x)}).to(tl.uint{w}, bitcast=True)"
+
+
+def _cmpi_expr(op: arith.CmpiOp, args: list[str]) -> str:
+    """`arith.cmpi`: predicates 2-5 compare signed values, 6-9 unsigned ones."""
+    predicate = op.predicate.value.data
+    if predicate in (0, 1):
+        a, b = args
+    else:
+        view = _signed if predicate < 6 else _unsigned
+        a, b = (view(v, x) for v, x in zip(op.operands, args, strict=True))
+    return f"({a} {CMPI[predicate]} {b})"
+
+
 def _conversion(op: Operation, args: list[str]) -> str:
     """Integer <-> float conversions in a payload."""
     if isinstance(op, arith.SIToFPOp | arith.UIToFPOp):
         wide = isinstance(element_type(op.result.type), Float64Type)
-        return f"({args[0]}).to({'tl.float64' if wide else 'tl.float32'})"
+        view = _signed if isinstance(op, arith.SIToFPOp) else _unsigned
+        return f"({view(op.operands[0], args[0])}).to({'tl.float64' if wide else 'tl.float32'})"
     if isinstance(op, arith.FPToSIOp):  # truncation toward zero, as C casts
         width = getattr(op.result.type, "width", None)
         bits = width.data if width is not None else 32

@@ -108,6 +108,11 @@ def check_outputs(args: argparse.Namespace, dims, module, inputs, outputs) -> in
     refs, exact = evaluate(module, inputs), None
     status = 0
     for i, (out, ref) in enumerate(zip(outputs, refs, strict=True)):
+        if not out.dtype.is_floating_point:  # integers and booleans: exactly
+            wrong = int((out.cpu().numpy().astype(np.int64) != np.asarray(ref).astype(np.int64)).sum())
+            status |= wrong > 0
+            print(f"  out{i}: {wrong} of {out.numel()} elements differ (exact) {'MISMATCH' if wrong else 'ok'}")
+            continue
         dt = {"float64": "f64", "float16": "f16", "bfloat16": "bf16"}.get(
             str(out.dtype).removeprefix("torch."), "f32")  # fmt: skip
         err = relative_error(out.double().cpu().numpy(), ref)
@@ -171,7 +176,8 @@ def run(args: argparse.Namespace) -> int:
             print("  the function returns no results: nothing to check")
     status = check_outputs(args, dims, module, inputs, outputs) if args.check else 0
     if args.save_outputs:
-        np.savez(args.save_outputs, **{f"out{i}": o.float().cpu().numpy() for i, o in enumerate(outputs)})
+        np.savez(args.save_outputs, **{f"out{i}": (o.float() if o.dtype.is_floating_point else o).cpu().numpy()
+                                       for i, o in enumerate(outputs)})  # fmt: skip
     if args.bench:
         if device != "cuda":
             print("  --bench needs a GPU: skipped")
