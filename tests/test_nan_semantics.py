@@ -222,3 +222,17 @@ def test_signless_integers_read_signed_or_unsigned_as_the_op_says():
     refs = evaluate(load_program(text), [a, b, k, h])
     for ref, want in zip(refs, expected, strict=True):
         np.testing.assert_array_equal(np.asarray(ref).astype(np.asarray(want).dtype), want)
+
+
+def test_integer_casts_extend_and_truncate_as_specified():
+    k = np.array([0, 1, 1, 0, 1, 0, 0, 1], bool)
+    b = np.array([-1, 127, -128, 5, 0, -5, 64, -64], np.int8)
+    w = np.array([2, 3, 263, -1, 0, -2, 1 << 20, 255], np.int32)
+    x = np.array([3.7, -2.2, 1e9, 0.0, 0.99, -7.5, 65535.9, 12.0], np.float32)
+    text = (PROGRAMS / "integer_casts.mlir").read_text()
+    outs = [o.cpu().numpy() for o in compile(text)(*map(on_device, (k, b, w, x)))]
+    expected = [k.astype(np.int64), -k.astype(np.int32), b.astype(np.uint8).astype(np.int32),
+                b.astype(np.int32), (w & 1) != 0, w.astype(np.int8),
+                np.trunc(np.abs(x)).astype(np.int64).astype(np.int32)]  # fmt: skip
+    for got, want in zip(outs, expected, strict=True):
+        np.testing.assert_array_equal(got, want)

@@ -141,7 +141,8 @@ ELEMENTWISE: dict[type[Operation], Fn] = {
     arith.DivSIOp: lambda a, b: np.trunc(a / b).astype(np.int64),
     arith.RemSIOp: np.fmod, arith.AndIOp: np.bitwise_and, arith.OrIOp: np.bitwise_or,
     arith.XOrIOp: np.bitwise_xor, arith.MaxSIOp: np.maximum, arith.MinSIOp: np.minimum,
-    arith.ShLIOp: np.left_shift, arith.ShRSIOp: np.right_shift,
+    arith.ShLIOp: np.left_shift, arith.ShRSIOp: np.right_shift, arith.ExtUIOp: np.asarray,
+    arith.ExtSIOp: np.asarray, arith.TruncIOp: np.asarray, arith.FPToUIOp: np.trunc,
     arith.SelectOp: np.where,
     arith.ExtFOp: np.asarray, arith.TruncFOp: np.asarray, arith.SIToFPOp: np.asarray,
     arith.UIToFPOp: np.asarray, arith.FPToSIOp: np.trunc, arith.IndexCastOp: np.asarray,
@@ -188,8 +189,8 @@ def eval_scalar_op(op: Operation, env: Env) -> None:
         return
     # Integers as signed values of their width (a true i1 is -1); the unsigned
     # ops read them modulo 2^width.
-    unsigned = isinstance(op, arith.UIToFPOp) or (isinstance(op, arith.CmpiOp)
-                                                  and op.predicate.value.data >= 6)  # fmt: skip
+    unsigned = isinstance(op, arith.UIToFPOp | arith.ExtUIOp) or (
+        isinstance(op, arith.CmpiOp) and op.predicate.value.data >= 6)  # fmt: skip
     args = [_int_view(env[o], o.type, unsigned) for o in op.operands]
     if isinstance(op, arith.CmpfOp):
         value = _CMPF[_cmpf_name(op)](*args)

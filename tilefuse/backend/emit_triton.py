@@ -842,7 +842,8 @@ def scalar_expr(op: Operation, ref) -> str:
     return _conversion(op, args)
 
 
-CONVERSIONS = (arith.SIToFPOp, arith.UIToFPOp, arith.FPToSIOp)
+CONVERSIONS = (arith.SIToFPOp, arith.UIToFPOp, arith.FPToSIOp, arith.FPToUIOp, arith.ExtUIOp,
+               arith.ExtSIOp, arith.TruncIOp)
 
 
 def _int_width(v: SSAValue) -> int:
@@ -885,6 +886,15 @@ def _conversion(op: Operation, args: list[str]) -> str:
         width = getattr(op.result.type, "width", None)
         bits = width.data if width is not None else 32
         return f"({args[0]}).to(tl.int{64 if bits > 32 else 32})"
+    out = _int_width(op.results[0]) if op.results else 0
+    x = _block_constant(op.operands[0], args[0]) if op.operands else ""
+    if isinstance(op, arith.FPToUIOp):  # in range: the low bits of a wide integer
+        return f"({x}).to(tl.int64).to(tl.int{out})"
+    if isinstance(op, arith.ExtUIOp | arith.ExtSIOp):
+        view = _unsigned if isinstance(op, arith.ExtUIOp) else _signed
+        return f"({view(op.operands[0], x)}).to(tl.int{out})"
+    if isinstance(op, arith.TruncIOp):  # the low bits
+        return f"((({x}) & 1) != 0)" if out == 1 else f"({x}).to(tl.int{out})"
     raise CompileError.at(op, "is not supported by the Triton backend")
 
 
