@@ -24,7 +24,9 @@ from xdsl.dialects.builtin import (
     AffineMapAttr,
     ArrayAttr,
     FloatAttr,
+    IndexType,
     IntegerAttr,
+    IntegerType,
     ShapedType,
     TensorType,
     i64,
@@ -175,9 +177,16 @@ def _build(
 IDENTITY = {
     arith.AddfOp: 0.0, arith.MulfOp: 1.0, arith.MaximumfOp: float("-inf"),
     arith.MinimumfOp: float("inf"), arith.MaxnumfOp: float("-inf"),
-    arith.MinnumfOp: float("inf"),
+    arith.MinnumfOp: float("inf"), arith.AddiOp: 0,
 }  # fmt: skip
 """Reduction combiners and their identities."""
+
+
+def constant_of(value: float, t: Attribute) -> arith.ConstantOp:
+    """An `arith.constant` of `value` in the scalar type `t` (integers too)."""
+    if isinstance(t, IntegerType | IndexType):
+        return arith.ConstantOp(IntegerAttr(int(value), t))
+    return arith.ConstantOp(FloatAttr(value, t))
 
 
 def reduction_combiner(s: StructuredOp) -> type | None:
@@ -198,7 +207,7 @@ def filled(t: TensorType, value: float) -> tuple[SSAValue, list[Operation]]:
     """`t` filled with the scalar `value`, as the generic `linalg.fill` becomes:
     the tensor and the ops making it (constant, empty, generic)."""
     et = t.get_element_type()
-    const = arith.ConstantOp(FloatAttr(value, et))
+    const = constant_of(value, et)
     empty = tensor.EmptyOp([], t)
     rank = len(t.get_shape())
     block = Block(arg_types=[et, et])

@@ -109,7 +109,7 @@ CMPI = {0: "==", 1: "!=", 2: "<", 3: "<=", 4: ">", 5: ">=", 6: "<", 7: "<=", 8: 
 # maximumf/minimumf are NaN if any element is (IEEE maximum, torch.max); tl.max
 # and tl.min skip NaNs, as maxnumf/minnumf do.
 REDUCE = {arith.AddfOp: "tl.sum", arith.MaximumfOp: "_max_nan", arith.MinimumfOp: "_min_nan",
-          arith.MaxnumfOp: "tl.max", arith.MinnumfOp: "tl.min"}  # fmt: skip
+          arith.MaxnumfOp: "tl.max", arith.MinnumfOp: "tl.min", arith.AddiOp: "tl.sum"}  # fmt: skip
 MIN_DOT = 16
 
 

@@ -78,7 +78,7 @@ from tilefuse.dataflow import (
 from tilefuse.diagnostics import CompileError, op_location, warn
 from tilefuse.dialects.tilefuse import GroupOp, LoadOp, StoreOp, TileGridOp, YieldOp
 from tilefuse.patterns import OnlineSoftmax, find_online_softmax
-from tilefuse.structured import IDENTITY, reduction_combiner
+from tilefuse.structured import IDENTITY, constant_of, reduction_combiner
 from tilefuse.tiling import (
     GRID,
     WHOLE,
@@ -491,7 +491,7 @@ class TileProgramBuilder:
         et = node.s.outputs[0].type.get_element_type()
         lane_dims = [self.dims.of[(node.index, d)] for d in range(n)]
         lane_type = TensorType(et, [self._block_of(d, outer) for d in lane_dims])
-        identity = arith.ConstantOp(FloatAttr(IDENTITY[combiner], et))
+        identity = constant_of(IDENTITY[combiner], et)
         outer.block.add_op(identity)
         lanes = self._pointwise(outer, [identity.result], lane_type, lambda b: b.args[0],
                                 [[]], list(range(n)))  # fmt: skip
@@ -661,7 +661,7 @@ class TileProgramBuilder:
                 cond = both.result
             else:
                 cond = cmp.result
-        ident = arith.ConstantOp(FloatAttr(identity, x.type))
+        ident = constant_of(identity, x.type)
         sel = arith.SelectOp(cond, x, ident.result)
         ops += [ident, sel]
         return ops, sel.result
