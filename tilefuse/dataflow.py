@@ -142,7 +142,7 @@ def _link_views(graph: Graph) -> None:
     """Edges through host-side views and copies: they order kernels, never fuse them."""
     for node in graph.nodes:
         for value in node.s.operands:
-            for p in _through_reshapes(graph, value):
+            for p in _through_host_ops(graph, value):
                 if p not in node.view_producers:
                     node.view_producers.append(p)
                     p.view_consumers.append(node)
@@ -180,7 +180,7 @@ def host_sources(value: SSAValue) -> list[SSAValue]:
     return [value]
 
 
-def _through_reshapes(graph: Graph, value: SSAValue) -> list[Node]:
+def _through_host_ops(graph: Graph, value: SSAValue) -> list[Node]:
     """The nodes whose results `value` views or copies on the host, if any."""
     if not isinstance(value.owner, VIEW_OPS + HOST_COPIES):
         return []

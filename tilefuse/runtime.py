@@ -204,6 +204,8 @@ class CompiledProgram:
 
     checked: Any = None
     """(shape, dtype, device) of each argument of the last call that passed the check."""
+    on_gpu: bool = field(default_factory=gpu_available)
+    """Where the kernels run, decided once (Triton fixes the interpreter at import)."""
 
     def check_arguments(self, args: tuple[Any, ...]) -> None:
         """Raise `ArgumentError` unless `args` are tensors of the entry function's
@@ -240,7 +242,7 @@ class CompiledProgram:
         if len(devices) > 1:
             raise ArgumentError(f"the arguments of @{self.function} are on several devices: "
                                 f"{sorted(map(str, devices))}")  # fmt: skip
-        if devices and gpu_available() and next(iter(devices)).type != "cuda":
+        if devices and self.on_gpu and next(iter(devices)).type != "cuda":
             raise ArgumentError(f"@{self.function} runs its kernels on the GPU: pass CUDA "
                                 f"tensors, not {next(iter(devices))} ones")  # fmt: skip
 
@@ -250,7 +252,7 @@ class CompiledProgram:
         self.check_arguments(args)
         fn = getattr(self.python, self.function)
         args = tuple(a.contiguous() if isinstance(a, torch.Tensor) else a for a in args)
-        if gpu_available():
+        if self.on_gpu:
             if not self.warmed:
                 compile_in_parallel(self.python, fn, args)
                 fast_launches(self.python)
