@@ -322,5 +322,12 @@ def test_low_precision_programs_through_triton_kernels(text):
     from tilefuse.specialize import read_header
 
     tol = tolerance(read_header(text).dtype or "f32")
-    for out, ref in _through_kernels(text, seed=5):
+    pairs = _through_kernels(text, seed=5)
+    if all(relative_error(out, ref) <= 4 * tol for out, ref in pairs):
+        return
+    # The reference rounds op by op; an ill-conditioned program (x - tanh(x) of
+    # small x) is judged against its f64 evaluation instead, as tilefuse-run does.
+    inputs = [x.astype(np.float64) for x in random_inputs(load_program(text), 5)]
+    exact = evaluate(load_program(text, dtype="f64"), inputs)
+    for (out, _), ref in zip(pairs, exact, strict=True):
         assert relative_error(out, ref) <= 4 * tol, text
