@@ -47,7 +47,13 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from tilefuse.diagnostics import CompileError
 from tilefuse.dialects import tilefuse as tf
 from tilefuse.dialects.linalg_named import SoftmaxOp
-from tilefuse.structured import REDUCTION, StructuredOp, as_structured, element_type
+from tilefuse.structured import (
+    REDUCTION,
+    StructuredOp,
+    as_structured,
+    cmpf_predicate,
+    element_type,
+)
 
 Env = dict[SSAValue, np.ndarray]
 
@@ -193,7 +199,7 @@ def eval_scalar_op(op: Operation, env: Env) -> None:
         isinstance(op, arith.CmpiOp) and op.predicate.value.data >= 6)  # fmt: skip
     args = [_int_view(env[o], o.type, unsigned) for o in op.operands]
     if isinstance(op, arith.CmpfOp):
-        value = _CMPF[_cmpf_name(op)](*args)
+        value = _CMPF[cmpf_predicate(op)](*args)
     elif isinstance(op, arith.CmpiOp):
         value = _CMPI[op.predicate.value.data](*args)
     elif (fn := ELEMENTWISE.get(type(op))) is not None:
@@ -220,12 +226,6 @@ def _int_view(x, t: Attribute, unsigned: bool):
         return x.astype(np.uint64) if unsigned else x
     x = np.bitwise_and(x, (1 << w) - 1)
     return x if unsigned else np.where(x >= 1 << (w - 1), x - (1 << w), x)
-
-
-def _cmpf_name(op: arith.CmpfOp) -> str:
-    names = ["false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord", "ueq", "ugt",
-             "uge", "ult", "ule", "une", "uno", "true"]  # fmt: skip
-    return names[op.predicate.value.data]
 
 
 # ---------------------------------------------------------------------------

@@ -182,6 +182,15 @@ IDENTITY = {
 """Reduction combiners and their identities."""
 
 
+CMPF_PREDICATES = ("false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord", "ueq", "ugt",
+                   "uge", "ult", "ule", "une", "uno", "true")  # fmt: skip
+
+
+def cmpf_predicate(op: arith.CmpfOp) -> str:
+    """The name of an `arith.cmpf`'s predicate (`oeq`, `ult`, ...)."""
+    return CMPF_PREDICATES[op.predicate.value.data]
+
+
 def constant_of(value: float, t: Attribute) -> arith.ConstantOp:
     """An `arith.constant` of `value` in the scalar type `t` (integers too)."""
     if isinstance(t, IntegerType | IndexType):

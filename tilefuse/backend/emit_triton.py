@@ -66,7 +66,13 @@ from tilefuse.dialects.tilefuse import (
     same_tile_program,
 )
 from tilefuse.reference import entry_function
-from tilefuse.structured import REDUCTION, StructuredOp, as_structured, element_type
+from tilefuse.structured import (
+    REDUCTION,
+    StructuredOp,
+    as_structured,
+    cmpf_predicate,
+    element_type,
+)
 
 TORCH_DTYPE = {Float32Type: "torch.float32", Float16Type: "torch.float16",
                BFloat16Type: "torch.bfloat16", Float64Type: "torch.float64"}  # fmt: skip
@@ -103,8 +109,6 @@ UNARY = {arith.NegfOp: "(-{})", mathd.ExpOp: "tl.exp({})", mathd.Exp2Op: "tl.exp
 # an unordered u<op> is the negation of the ordered opposite comparison.
 CMP = {"oeq": "==", "ogt": ">", "oge": ">=", "olt": "<", "ole": "<=", "une": "!="}
 UNORDERED = {"ugt": "<=", "uge": "<", "ult": ">=", "ule": ">"}
-CMPF_NAMES = ["false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord", "ueq", "ugt",
-              "uge", "ult", "ule", "une", "uno", "true"]  # fmt: skip
 CMPI = {0: "==", 1: "!=", 2: "<", 3: "<=", 4: ">", 5: ">=", 6: "<", 7: "<=", 8: ">", 9: ">="}
 # maximumf/minimumf are NaN if any element is (IEEE maximum, torch.max); tl.max
 # and tl.min skip NaNs, as maxnumf/minnumf do.
@@ -826,7 +830,7 @@ def scalar_expr(op: Operation, ref) -> str:
     if template.startswith("_") or isinstance(op, CONVERSIONS):
         args = [_block_constant(v, a) for v, a in zip(op.operands, args, strict=True)]
     if isinstance(op, arith.CmpfOp):
-        return _cmpf_expr(CMPF_NAMES[op.predicate.value.data], args)
+        return _cmpf_expr(cmpf_predicate(op), args)
     if (typed := _typed_expr(op, args)) is not None:
         return typed
     if isinstance(op, arith.CmpiOp):
