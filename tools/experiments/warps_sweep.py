@@ -4,7 +4,10 @@ Sweep num_warps of the kernels tilefuse generates, for memory-bound samples.
     python tools/experiments/warps_sweep.py softmax:M=4096:N=8192:bf16 layernorm:M=16384:N=4096:f32
 
 For each case: the generated program as is, then with every launch's num_warps
-replaced, timed with do_bench (median) against torch.compile, in one process.
+replaced, timed with do_bench (median) against torch.compile, in one process. A
+device copy of the same number of bytes (read half, write half) is timed next to
+them: the ceiling at this size, fixed costs included. Ours and torch.compile are
+timed three times, interleaved, to show how much each moves between calls.
 """
 
 import re
@@ -43,9 +46,15 @@ def main():
         model = MODELS[name]
         compiled = torch.compile(lambda *a, model=model, alldims=alldims: model(*a, dims=alldims))
         compiled(*args)
-        tc = triton.testing.do_bench(lambda c=compiled, a=args: c(*a), return_mode="median")
-        base = triton.testing.do_bench(lambda p=prog, a=args: p(*a), return_mode="median")
-        print(f"{spec}: generated {base:.4f} ms ({nbytes / base / 1e6:.0f} GB/s), torch.compile {tc:.4f} ms")
+        src_buf = torch.randn(nbytes // 8, device="cuda")
+        dst_buf = torch.empty_like(src_buf)
+        copy = triton.testing.do_bench(lambda d=dst_buf, s=src_buf: d.copy_(s), return_mode="median")
+        print(f"{spec}: copy of the same bytes {copy:.4f} ms ({nbytes / copy / 1e6:.0f} GB/s)")
+        for _ in range(3):
+            tc = triton.testing.do_bench(lambda c=compiled, a=args: c(*a), return_mode="median")
+            base = triton.testing.do_bench(lambda p=prog, a=args: p(*a), return_mode="median")
+            print(f"    generated {base:.4f} ms ({nbytes / base / 1e6:.0f} GB/s, {copy / base:.1%} of copy), "
+                  f"torch.compile {tc:.4f} ms: {tc / base:.2f}x")
         fn = prog.function
         for w in (2, 4, 8, 16, 32):
             src = re.sub(r"num_warps=\d+", f"num_warps={w}", prog.source)
