@@ -169,9 +169,29 @@ row kernels: 8 KB tiles with 4 warps run 1-3% faster than with 8
 (tools/experiments/warps_sweep.py, docs/PERF.md)."""
 
 
-def _warps_for(elements: int, storage_bytes: int = COMPUTE_BYTES) -> int:
-    per_warp = BYTES_PER_THREAD * 32
+POINTWISE_TILE_ELEMS = 1024
+POINTWISE_BYTES_PER_THREAD = 16
+"""A pointwise group (no reduced dim) launches smaller programs: 1024
+elements, one 16-byte vector of each tensor per thread (f32 8 warps, bf16 4).
+H200, 8192x8192, against 4096 elements at 64 bytes per thread: bias+GELU bf16
+0.0693 -> 0.0680 ms, relu_add f32 0.1907 -> 0.1896, chain bf16 0.0986 ->
+0.0981, relu_add bf16 within 0.5% either way
+(tools/experiments/elementwise_tiles.py, docs/PERF.md). Row groups keep
+TARGET_TILE_ELEMS and BYTES_PER_THREAD."""
+
+
+def _warps_for(elements: int, storage_bytes: int = COMPUTE_BYTES, per_thread: int = 0) -> int:
+    per_warp = (per_thread or BYTES_PER_THREAD) * 32
     return max(2, min(16, pow2(max(1, elements * storage_bytes // per_warp))))
+
+
+def _is_pointwise(dims: SharedDims) -> bool:
+    return all(d.is_grid for d in dims.dims)
+
+
+def _launch_bytes(dims: SharedDims) -> int:
+    """Bytes of each tensor a thread moves (see POINTWISE_BYTES_PER_THREAD)."""
+    return POINTWISE_BYTES_PER_THREAD if _is_pointwise(dims) else BYTES_PER_THREAD
 
 
 def _storage_bytes(graph: Graph) -> int:
@@ -187,12 +207,14 @@ def _fit(
     blocks: dict[int, int],
     budget: int,
     storage_bytes: int = COMPUTE_BYTES,
+    per_thread: int = 0,
 ) -> tuple[bool, int, int, float]:
     """Does a block assignment fit? -> (fits, warps, regs, occupancy), with
-    warps for tensors of `storage_bytes` elements (see BYTES_PER_THREAD)."""
+    warps for tensors of `storage_bytes` elements, `per_thread` bytes of each
+    per thread (default BYTES_PER_THREAD)."""
     ws = _working_set(values, blocks)
     elements = math.prod(blocks.values())
-    warps = _warps_for(elements, storage_bytes)
+    warps = _warps_for(elements, storage_bytes, per_thread)
     regs = math.ceil(ws / COMPUTE_BYTES / (warps * target.warp_size)) + REG_OVERHEAD
     occ = occupancy(target, min(regs, target.max_regs_per_thread), warps * target.warp_size, 0)
     fits = ws <= budget and regs <= target.max_regs_per_thread and occ.occupancy >= MIN_OCCUPANCY
@@ -207,15 +229,17 @@ def _plan_memory_bound(graph: Graph, dims: SharedDims, target: Target, budget: i
         _loop_longest_inner(graph, dims, target, values, blocks, modes, budget)
     elif (streamed := _streamed_row(graph, dims)) is not None:
         return _plan_streamed(graph, dims, target, budget, values, streamed)
+    per_thread = _launch_bytes(dims)
+    tile_elems = POINTWISE_TILE_ELEMS if _is_pointwise(dims) else TARGET_TILE_ELEMS
     for d in _grid_growth_order(graph, dims):
-        while blocks[d.id] < pow2(d.extent) and math.prod(blocks.values()) < TARGET_TILE_ELEMS:
+        while blocks[d.id] < pow2(d.extent) and math.prod(blocks.values()) < tile_elems:
             trial = {**blocks, d.id: blocks[d.id] * 2}
-            if not _fit(target, values, trial, budget)[0]:
+            if not _fit(target, values, trial, budget, per_thread=per_thread)[0]:
                 break
             blocks = trial
-    # The tile is sized at 16 elements per thread; it launches with 64 bytes of
-    # each tensor per thread (fewer warps for 16-bit storage).
-    _, warps, regs, occ = _fit(target, values, blocks, budget, _storage_bytes(graph))
+    # The tile is sized as f32; it launches with `per_thread` bytes of each
+    # tensor per thread (fewer warps for 16-bit storage).
+    _, warps, regs, occ = _fit(target, values, blocks, budget, _storage_bytes(graph), per_thread)
     tiles = tuple(DimTile(d.id, d.extent, blocks[d.id], modes[d.id]) for d in dims.dims)
     return TilePlan(tiles, warps, 1, _working_set(values, blocks), budget, regs, occ, False)
 
@@ -637,10 +661,12 @@ def _block_neighbours(graph: Graph, dims: SharedDims, target: Target, base: Tile
         if not 1 <= block <= pow2(first.extent):
             continue
         blocks = {t.dim: (block if t.dim == first.dim else t.block) for t in base.dims}
-        fits, _, regs, occ = _fit(target, values, blocks, base.smem_budget)
+        per_thread = _launch_bytes(dims)
+        fits, _, regs, occ = _fit(target, values, blocks, base.smem_budget, per_thread=per_thread)
         if fits:
             # Launched as the model's own plans are (see _plan_memory_bound).
-            _, warps, regs, occ = _fit(target, values, blocks, base.smem_budget, _storage_bytes(graph))
+            _, warps, regs, occ = _fit(target, values, blocks, base.smem_budget,
+                                       _storage_bytes(graph), per_thread)  # fmt: skip
             tiles = tuple(replace(t, block=blocks[t.dim]) for t in base.dims)
             yield replace(base, dims=tiles, num_warps=warps, regs_per_thread=regs,
                           occupancy=occ, working_set=_working_set(values, blocks))  # fmt: skip

@@ -29,6 +29,11 @@ from tilefuse.specialize import read_header
 DT = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
 
 
+def alldims_of(name: str, dims: dict[str, int]) -> dict[str, int]:
+    """The sample's header dims, overridden by `dims`."""
+    return {**read_header(Path(f"samples/{name}.mlir").read_text()).dims, **dims}
+
+
 def main():
     for spec in sys.argv[1:]:
         name, *rest = spec.split(":")
@@ -42,7 +47,7 @@ def main():
                 for t in entry_function(module).function_type.inputs.data]
         nbytes = sum(a.numel() * a.element_size() for a in args) + sum(
             o.numel() * o.element_size() for o in prog(*args))
-        alldims = {**read_header(Path(f"samples/{name}.mlir").read_text()).dims, **dims}
+        alldims = alldims_of(name, dims)
         model = MODELS[name]
         compiled = torch.compile(lambda *a, model=model, alldims=alldims: model(*a, dims=alldims))
         compiled(*args)

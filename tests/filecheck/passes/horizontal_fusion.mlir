@@ -3,7 +3,7 @@
 // tanh(x) and tanh(y) share nothing: one launch, both grids in one group,
 // yielding both results (the same tile program: the printer shares its body).
 // CHECK-LABEL: func.func @two_tanh
-// CHECK:      %[[A0:[a-z0-9_]+]], %[[B0:[a-z0-9_]+]] = tilefuse.group "fused_kernel_0" ins(%x, %y : tensor<64x32xf32>, tensor<64x32xf32>) reason "horizontal fusion of fused_kernel_0 + fused_kernel_1 (independent, same tile program: 2 grids in one launch of 2 programs
+// CHECK:      %[[A0:[a-z0-9_]+]], %[[B0:[a-z0-9_]+]] = tilefuse.group "fused_kernel_0" ins(%x, %y : tensor<64x32xf32>, tensor<64x32xf32>) reason "horizontal fusion of fused_kernel_0 + fused_kernel_1 (independent, same tile program: 2 grids in one launch of 4 programs
 // CHECK:        %[[A:.*]] = tilefuse.tile_grid
 // CHECK:          math.tanh
 // CHECK:        %[[B:.*]] = tilefuse.tile_grid
