@@ -51,8 +51,8 @@ func.func @dependent(%x: tensor<64x32xf32>, %w: tensor<32x16xf32>) -> tensor<64x
 // a = tanh(x) and b = sum_j(y): different tile programs, both far below the
 // launch overhead, so they become branches of one launch.
 // CHECK-LABEL: func.func @branches
-// CHECK:      %[[A1:[a-z0-9_]+]], %[[B1:[a-z0-9_]+]] = tilefuse.group "fused_kernel_0" {{.*}} reason "horizontal fusion of fused_kernel_0 + fused_kernel_1 (independent, 2 tile programs as branches of one launch of 2 programs
-// CHECK:        tilefuse.tile_grid [1, 1]
+// CHECK:      %[[A1:[a-z0-9_]+]], %[[B1:[a-z0-9_]+]] = tilefuse.group "fused_kernel_0" {{.*}} reason "horizontal fusion of fused_kernel_0 + fused_kernel_1 (independent, 2 tile programs as branches of one launch of 3 programs
+// CHECK:        tilefuse.tile_grid [2, 1]
 // CHECK:        tilefuse.tile_grid [1]
 // CHECK:      func.return %[[A1]], %[[B1]]
 func.func @branches(%x: tensor<64x32xf32>, %y: tensor<64x32xf32>) -> (tensor<64x32xf32>, tensor<64xf32>) {
