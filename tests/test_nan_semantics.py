@@ -167,6 +167,40 @@ def test_rounding_signs_and_cube_roots_at_the_edges():
             np.testing.assert_array_equal(np.signbit(got[want == 0]), np.signbit(want[want == 0]))
 
 
+NEGATIONS = """
+#m = affine_map<(d0) -> (d0)>
+func.func @negations(%x: tensor<9xT>) -> (tensor<9xT>, tensor<9xT>, tensor<9xT>, tensor<9xT>) {
+  %one = arith.constant 1.0 : T
+  %three = arith.constant 3.0 : T
+  %e = tensor.empty() : tensor<9xT>
+  %r:4 = linalg.generic {indexing_maps = [#m, #m, #m, #m, #m], iterator_types = ["parallel"]} ins(%x : tensor<9xT>) outs(%e, %e, %e, %e : tensor<9xT>, tensor<9xT>, tensor<9xT>, tensor<9xT>) {
+  ^bb0(%a: T, %o0: T, %o1: T, %o2: T, %o3: T):
+    %n = arith.negf %a : T
+    %i = arith.divf %one, %n : T
+    %p = math.powf %a, %three : T
+    %h = math.sinh %a : T
+    linalg.yield %n, %i, %p, %h : T, T, T, T
+  } -> (tensor<9xT>, tensor<9xT>, tensor<9xT>, tensor<9xT>)
+  return %r#0, %r#1, %r#2, %r#3 : tensor<9xT>, tensor<9xT>, tensor<9xT>, tensor<9xT>
+}
+"""
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_negation_flips_the_sign_of_zero(dtype):
+    """negf(+0) is -0 (so 1 / negf(+0) is -inf), powf(-0, 3) is -0, sinh(-0) is
+    -0. Triton 3.6 lowers unary minus on floats to 0 - x, which is +0 for +0:
+    the H200 run of the suite found it (math.round of -0.49999997 gave +0)."""
+    np_type = {"f32": np.float32, "f64": np.float64}[dtype]
+    x = np.array([0.0, -0.0, 1.0, -2.0, INF, -INF, NAN, 1e-30, -1e-30], np_type)
+    outs = [o.cpu().numpy() for o in compile(NEGATIONS.replace("T", dtype))(on_device(x))]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        wants = [-x, 1 / -x, x**3, np.sinh(x)]
+    for got, want in zip(outs, wants, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=0)
+        np.testing.assert_array_equal(np.signbit(got[want == 0]), np.signbit(want[want == 0]))
+
+
 def test_flash_attention_in_one_key_block_with_very_negative_scores():
     """20 keys in one 32-wide block: the padded columns' exp(0 - max) is inf when
     a row's scores are all below -88.7; P must be 0 there before P @ V (0 * inf

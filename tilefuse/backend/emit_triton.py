@@ -91,7 +91,7 @@ BINARY = {arith.AddfOp: "({} + {})", arith.SubfOp: "({} - {})", arith.MulfOp: "(
           mathd.CopySignOp: "_copysign({}, {})", arith.XOrIOp: "({} ^ {})",
           arith.ShLIOp: "({} << {})", arith.ShRSIOp: "({} >> {})",
           arith.MaxSIOp: "tl.maximum({}, {})", arith.MinSIOp: "tl.minimum({}, {})"}  # fmt: skip
-UNARY = {arith.NegfOp: "(-{})", mathd.ExpOp: "tl.exp({})", mathd.Exp2Op: "tl.exp2({})",
+UNARY = {arith.NegfOp: "_neg({})", mathd.ExpOp: "tl.exp({})", mathd.Exp2Op: "tl.exp2({})",
          mathd.LogOp: "tl.log({})", mathd.Log2Op: "tl.log2({})",
          mathd.Log1pOp: "_log1p({})", mathd.ExpM1Op: "_expm1({})",
          mathd.Log10Op: "(tl.log({}) * 0.4342944819032518)", mathd.SqrtOp: "tl.sqrt({})",
@@ -118,6 +118,14 @@ MIN_DOT = 16
 
 
 PRELUDE = '''
+# A float's negation: its sign bit flipped, -0.0 for 0.0. Triton 3.6 lowers
+# unary minus on floats to 0 - x, which is +0.0 for x = +0.0; a product with
+# -1 is exact and flips the sign of zeros, infinities and NaNs alike.
+@triton.jit
+def _neg(x):
+    return x * -1.0
+
+
 # libm's powf: exp(y log|x|), negated for a negative base (-0.0 included) and
 # an odd integral exponent, NaN for a negative base and a non-integral one;
 # pow(1, y) = pow(x, 0) = pow(-1, +-inf) = 1.
@@ -130,7 +138,7 @@ def _powf(x, y):
     ax = tl.abs(x)
     r = tl.exp(y * tl.log(ax))
     odd = (tl.floor(y) == y) & (tl.floor(y * 0.5) * 2.0 != y)
-    r = tl.where(((x < 0.0) | (1.0 / x < 0.0)) & odd, -r, r)
+    r = tl.where(((x < 0.0) | (1.0 / x < 0.0)) & odd, _neg(r), r)
     r = tl.where((x < 0.0) & (tl.floor(y) != y), float("nan"), r)
     r = tl.where((ax == 1.0) & (tl.abs(y) == float("inf")), 1.0, r)
     return tl.where((x == 1.0) | (y == 0.0), 1.0, r)
@@ -158,7 +166,7 @@ def _expm1(x):
 @triton.jit
 def _sinh(x):
     big = tl.where(x < 0.0, -1.0, 1.0) * tl.exp(tl.abs(x) - 0.6931471805599453)
-    return tl.where(tl.abs(x) > 20.0, big, 0.5 * (_expm1(x) - _expm1(-x)))
+    return tl.where(tl.abs(x) > 20.0, big, 0.5 * (_expm1(x) - _expm1(_neg(x))))
 
 
 @triton.jit
@@ -196,18 +204,18 @@ def _round(x):
     f = tl.floor(a)
     r = tl.where(a - f >= 0.5, f + 1.0, f)
     r = tl.where(a == float("inf"), a, r)
-    return tl.where(x == 0.0, x, tl.where(x < 0.0, -r, r))
+    return tl.where(x == 0.0, x, tl.where(x < 0.0, _neg(r), r))
 
 
 # math.copysign: |a| with the sign bit of b (-0.0 and negative NaNs included).
 @triton.jit
 def _copysign(a, b):
-    return tl.where(b.to(tl.int32, bitcast=True) < 0, -tl.abs(a), tl.abs(a))
+    return tl.where(b.to(tl.int32, bitcast=True) < 0, _neg(tl.abs(a)), tl.abs(a))
 
 
 @triton.jit
 def _copysign_f64(a, b):
-    return tl.where(b.to(tl.int64, bitcast=True) < 0, -tl.abs(a), tl.abs(a))
+    return tl.where(b.to(tl.int64, bitcast=True) < 0, _neg(tl.abs(a)), tl.abs(a))
 
 
 # math.cbrt: exp2(log2|x| / 3), one Newton step, the sign of x; 0, inf, NaN kept.
@@ -217,7 +225,7 @@ def _cbrt(x):
     y = tl.exp2(tl.log2(a) * 0.3333333333333333)
     y = y - (y - a / (y * y)) * 0.3333333333333333
     y = tl.where((a == 0.0) | (a == float("inf")), a, y)
-    return tl.where(x == 0.0, x, tl.where(x < 0.0, -y, y))
+    return tl.where(x == 0.0, x, tl.where(x < 0.0, _neg(y), y))
 
 
 # tanh of an f64 op: _tanh's short series is only good to fp32 precision.
@@ -352,7 +360,7 @@ def _literal(value: float) -> str:
 # and host-side names. No SSA name may become one of them.
 PYTHON_RESERVED = frozenset(keyword.kwlist) | frozenset(keyword.softkwlist) | frozenset(dir(builtins))
 MODULE_NAMES = ("torch", "triton", "tl", "os", "libdevice", "KERNELS", "device", "dot_dtype",
-                "DOT_DTYPE", "DOT_PRECISION", "_ON_GPU", "_tanh", "_tanh_bf16", "_powf", "_log1p",
+                "DOT_DTYPE", "DOT_PRECISION", "_ON_GPU", "_neg", "_tanh", "_tanh_bf16", "_powf", "_log1p",
                 "_expm1", "_sinh", "_cosh", "_tan", "_trunc", "_tanh_f64", "_max_nan", "_min_nan",
                 "_max_nan_combine", "_min_nan_combine", "_round_bf16", "_roundeven", "_round",
                 "_copysign", "_copysign_f64", "_cbrt", "_to_bf16")  # fmt: skip
