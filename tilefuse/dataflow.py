@@ -19,6 +19,7 @@ from xdsl.dialects import arith, func, tensor
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Block, Operation, SSAValue
 
+from tilefuse.dialects.tilefuse import WindowOp
 from tilefuse.structured import REDUCTION, StructuredOp, as_structured
 
 FILL, POINTWISE, REDUCE, CONTRACTION = "fill", "pointwise", "reduction", "contraction"
@@ -148,13 +149,13 @@ def _link_views(graph: Graph) -> None:
                     p.view_consumers.append(node)
 
 
-VIEW_OPS = (tensor.ExpandShapeOp, tensor.CollapseShapeOp, tensor.ExtractSliceOp)
+VIEW_OPS = (tensor.ExpandShapeOp, tensor.CollapseShapeOp, tensor.ExtractSliceOp, WindowOp)
 """Ops the host runs as tensor views between kernels (at function level)."""
 
 
 def view_source(op: Operation) -> SSAValue:
     """The tensor a view op views."""
-    return op.source if isinstance(op, tensor.ExtractSliceOp) else op.src
+    return op.source if isinstance(op, tensor.ExtractSliceOp | WindowOp) else op.src
 
 
 def reshape_root(value: SSAValue) -> SSAValue:

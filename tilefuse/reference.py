@@ -44,6 +44,7 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
+from tilefuse.affine import window_terms
 from tilefuse.diagnostics import CompileError
 from tilefuse.dialects import tilefuse as tf
 from tilefuse.dialects.linalg_named import SoftmaxOp
@@ -53,6 +54,7 @@ from tilefuse.structured import (
     as_structured,
     cmpf_predicate,
     element_type,
+    is_window_map,
 )
 
 Env = dict[SSAValue, np.ndarray]
@@ -280,7 +282,7 @@ def eval_structured(s: StructuredOp, env: Env) -> list[np.ndarray]:
         np.arange(r).reshape([r if d == k else 1 for k in range(n)])
         for d, r in enumerate(s.loop_ranges)
     ]
-    ins = [to_loop_space(env[v], s.operand_dims(i), n) for i, v in enumerate(s.inputs)]
+    ins = [_input_in_loop_space(s, i, env[v], index) for i, v in enumerate(s.inputs)]
     inits = [
         to_loop_space(env[v], s.operand_dims(len(s.inputs) + i), n)
         for i, v in enumerate(s.outputs)
@@ -296,6 +298,26 @@ def eval_structured(s: StructuredOp, env: Env) -> list[np.ndarray]:
         )
         for i, r in enumerate(results)
     ]
+
+
+def _input_in_loop_space(
+    s: StructuredOp, i: int, array: np.ndarray, index: list[np.ndarray]
+) -> np.ndarray:
+    """Input `i` over the loop space; a windowed read (a convolution's `oh + kh`)
+    gathers its elements by computing each index from the loop indices."""
+    if not is_window_map(s.maps[i]):
+        return to_loop_space(array, s.operand_dims(i), s.num_loops)
+    base = np.zeros([1] * s.num_loops, np.int64)
+    idx = tuple(base + const + sum((c * index[d] for d, c in coeffs.items()), base)
+                for coeffs, const in (window_terms(r) for r in s.maps[i].results))  # fmt: skip
+    return np.asarray(array)[idx]
+
+
+def _loop_dims(s: StructuredOp, i: int) -> tuple[int, ...]:
+    """The loop dims operand `i` varies along (a window's: every dim it sums)."""
+    if not is_window_map(s.maps[i]):
+        return s.operand_dims(i)
+    return tuple(sorted({d for r in s.maps[i].results for d in window_terms(r)[0]}))
 
 
 def _combiner(s: StructuredOp, i: int) -> tuple[Operation, SSAValue] | None:
@@ -388,7 +410,7 @@ def _einsum_contraction(
         return None
     letters = "abcdefghijklmnopqrstuvwxyz"
     positions = [args.index(o) for o in mul.operands]
-    dims = [s.operand_dims(i) for i in positions]
+    dims = [_loop_dims(s, i) for i in positions]
     present = set(dims[0]) | set(dims[1])
     if any(d not in present for d in s.parallel_dims):
         return None
@@ -516,8 +538,19 @@ _HANDLERS = {
     SoftmaxOp: _eval_softmax,
     tensor.ExpandShapeOp: lambda op, env: env.__setitem__(op.result, np.reshape(env[op.src], _result_shape(op))),
     tensor.CollapseShapeOp: lambda op, env: env.__setitem__(op.result, np.reshape(env[op.src], _result_shape(op))),
+    tf.WindowOp: lambda op, env: _eval_window(op, env),
 }  # fmt: skip
 """Ops other than structured, terminators and scalars: one evaluator each."""
+
+
+def _eval_window(op: tf.WindowOp, env: Env) -> None:
+    shape = _result_shape(op)
+    index = [np.arange(r).reshape([r if d == k else 1 for k in range(len(shape))])
+             for d, r in enumerate(shape)]  # fmt: skip
+    base = np.zeros(shape, np.int64)
+    idx = tuple(base + const + sum((c * index[d] for d, c in coeffs.items()), base)
+                for coeffs, const in op.terms())  # fmt: skip
+    env[op.result] = np.asarray(env[op.source])[idx]
 
 
 def _tile_window(offsets: Sequence[int], tile: Sequence[int], full: Sequence[int]):

@@ -37,6 +37,7 @@ from xdsl.dialects.linalg.attrs import IteratorType, IteratorTypeAttr
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineMap
 
+from tilefuse.affine import last_index, window_terms
 from tilefuse.diagnostics import CompileError
 
 PARALLEL = "parallel"
@@ -80,8 +81,13 @@ class StructuredOp:
         return tuple(d for d, it in enumerate(self.iterators) if it == PARALLEL)
 
     def operand_dims(self, index: int) -> tuple[int, ...]:
-        """The loop dim read by each index of operand `index` (projected maps)."""
-        return map_dims(self.maps[index])
+        """The loop dim read by each index of operand `index` (projected maps;
+        `passes/windows.py` views windowed reads before anything asks)."""
+        try:
+            return map_dims(self.maps[index])
+        except ValueError as e:
+            raise CompileError.at(self.op, f"reads an operand through a window ({e}); "
+                                           "linalg-generalize views it first") from e  # fmt: skip
 
 
 def map_dims(amap: AffineMap) -> tuple[int, ...]:
@@ -92,6 +98,32 @@ def map_dims(amap: AffineMap) -> tuple[int, ...]:
             raise ValueError(f"indexing map {amap} is not a projected permutation")
         dims.append(expr.position)
     return tuple(dims)
+
+
+def _window(op: Operation, amap: AffineMap, error: ValueError, is_input: bool):
+    """The terms of an input map that reads a window (`oh + kh`: a convolution);
+    a located error for any other map that is not a projected permutation."""
+    try:
+        if not is_input:
+            raise error
+        return [window_terms(r) for r in amap.results]
+    except ValueError as e:
+        raise CompileError.at(op, f"has an unsupported {error}") from e
+
+
+def _check_windows(op: Operation, windows: list, ranges: list[int]) -> None:
+    """Every index a window reads is inside its operand."""
+    for value, terms in windows:
+        for d, t in enumerate(terms):
+            last = last_index(t, ranges)
+            if last >= shape_of(value)[d]:
+                raise CompileError.at(op, f"reads index {last} of dim {d} of an operand of "
+                                          f"type {value.type}")  # fmt: skip
+
+
+def is_window_map(amap: AffineMap) -> bool:
+    """Does the map read through sums of dims (a window), not a projection?"""
+    return not all(isinstance(r, AffineDimExpr) for r in amap.results)
 
 
 def shape_of(value: SSAValue) -> tuple[int, ...]:
@@ -153,11 +185,13 @@ def _build(
     payload: Block,
 ) -> StructuredOp:
     ranges: list[int | None] = [None] * len(iterators)
-    for value, amap in zip(inputs + outputs, maps, strict=True):
+    windows = []
+    for i, (value, amap) in enumerate(zip(inputs + outputs, maps, strict=True)):
         try:
             dims = map_dims(amap)
         except ValueError as e:
-            raise CompileError.at(op, f"has an unsupported {e}") from e
+            windows.append((value, _window(op, amap, e, i < len(inputs))))
+            continue
         for size, d in zip(shape_of(value), dims, strict=True):
             if ranges[d] is not None and ranges[d] != size:
                 raise CompileError.at(
@@ -169,6 +203,7 @@ def _build(
             raise CompileError.at(op, "indexes an output with a reduction loop")
     if any(r is None for r in ranges):
         raise CompileError.at(op, "has a loop that no operand's shape bounds")
+    _check_windows(op, windows, [r or 0 for r in ranges])
     return StructuredOp(
         op, inputs, outputs, maps, iterators, payload, tuple(r or 0 for r in ranges)
     )

@@ -62,6 +62,7 @@ from tilefuse.dialects.tilefuse import (
     LoadOp,
     StoreOp,
     TileGridOp,
+    WindowOp,
     grid_inputs,
     same_tile_program,
 )
@@ -730,6 +731,25 @@ def _host_slice(op: tensor.ExtractSliceOp, names) -> str:
     return view
 
 
+def _host_window(op: WindowOp, names) -> str:
+    """A `tilefuse.window` as `torch.as_strided` over its source (any layout):
+    view dim j steps sum_r coeff[r][j] * source.stride(r); the constants move
+    the storage offset."""
+    x = names(op.source)
+    terms = op.terms()
+
+    def combine(pairs: list[tuple[int, int]]) -> str:
+        parts = [f"{x}.stride({r})" if c == 1 else f"{c} * {x}.stride({r})" for r, c in pairs if c]
+        return " + ".join(parts) or "0"
+
+    rank = len(op.result.type.get_shape())
+    strides = [combine([(r, coeffs.get(j, 0)) for r, (coeffs, _) in enumerate(terms)])
+               for j in range(rank)]  # fmt: skip
+    offset = combine([(r, const) for r, (_, const) in enumerate(terms)])
+    return (f"torch.as_strided({x}, {tuple(op.result.type.get_shape())}, "
+            f"({', '.join(strides)}{',' if rank == 1 else ''}), {x}.storage_offset() + {offset})")  # fmt: skip
+
+
 def _host_empties(op: Operation, names) -> list[str]:
     """A `tensor.empty` read on the host (returned, reshaped, copied into): its
     contents are undefined; NaN, as the reference evaluator has them."""
@@ -752,6 +772,8 @@ def _host_op(op: Operation, names) -> list[str]:
         return [f"    {names(op.result)} = {names(op.src)}.reshape({tuple(op.result.type.get_shape())})"]
     if isinstance(op, tensor.ExtractSliceOp):
         return [f"    {names(op.result)} = {_host_slice(op, names)}"]
+    if isinstance(op, WindowOp):
+        return [f"    {names(op.result)} = {_host_window(op, names)}"]
     if isinstance(op, tensor.ConcatOp | tensor.InsertSliceOp):
         return _host_copy(op, names)
     if not isinstance(op, arith.ConstantOp | tensor.EmptyOp):

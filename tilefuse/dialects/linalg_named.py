@@ -34,7 +34,7 @@ from xdsl.dialects.linalg.abstract_ops import ElementwiseOperation, NamedOperati
 from xdsl.dialects.linalg.attrs import IteratorTypeAttr
 from xdsl.dialects.linalg.ops import YieldOp
 from xdsl.ir import Attribute, Block, BlockArgument, Dialect, Region, SSAValue
-from xdsl.ir.affine import AffineMap
+from xdsl.ir.affine import AffineDimExpr, AffineMap
 from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
@@ -229,6 +229,144 @@ CONTRACTIONS = [
                  "c += a . b (vectors; c is a 0-d tensor)."),
 ]  # fmt: skip
 
+class _Windowed(_HiddenRegion):
+    """A convolution or pooling named op: `MAPS` take the loop dims, then the
+    strides and dilations (upstream's `{strides = dense<..>, dilations = ..}`
+    attributes, 1 where absent). The payload accumulates into the output with
+    `KIND`: "conv" (out + in * filter), "max", "min" or "sum" (of the input;
+    a pooling's second operand only gives the window its shape)."""
+
+    PRINT_ATTRS_IN_FRONT: ClassVar[bool] = True
+    MAPS: ClassVar[tuple[Callable[..., tuple], ...]]
+    ITERATORS: ClassVar[str]
+    KIND: ClassVar[str]
+    SPATIAL: ClassVar[int]
+
+    @classmethod
+    def get_hidden_region(cls, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue]) -> Region:
+        arg_types = cls.body_arg_types((*inputs, *outputs))
+        acc_type = arg_types[-1]
+        if not all(isinstance(t, AnyFloat) for t in arg_types):
+            raise VerifyException(f"'{cls.name}' of non-float types {list(arg_types)}")
+
+        @Builder.implicit_region(arg_types)
+        def hidden_region(args: tuple[BlockArgument, ...]) -> None:
+            x, acc = _cast(args[0], acc_type), args[-1]
+            if cls.KIND == "conv":
+                x = arith.MulfOp(x, _cast(args[1], acc_type)).result
+            combine = {"conv": arith.AddfOp, "sum": arith.AddfOp, "max": arith.MaximumfOp,
+                       "min": arith.MinimumfOp}[cls.KIND]  # fmt: skip
+            YieldOp(combine(acc, x).result)
+
+        return hidden_region
+
+    def _attr(self, name: str) -> list[int]:
+        attr = self.attributes.get(name)
+        if attr is None:
+            return [1] * self.SPATIAL
+        values = attr.get_values() if hasattr(attr, "get_values") else None
+        if values is None or len(values) not in (1, self.SPATIAL):
+            raise VerifyException(f"'{self.name}' needs {self.SPATIAL} {name}, got {attr}")
+        return list(values) * (self.SPATIAL // len(values))
+
+    def get_default_indexing_maps(self) -> Sequence[AffineMap]:
+        strides, dilations = self._attr("strides"), self._attr("dilations")
+        num = len(self.ITERATORS)
+        dims = [AffineDimExpr(d) for d in range(num)]
+        return tuple(AffineMap(num, 0, tuple(m(*dims, strides, dilations))) for m in self.MAPS)
+
+    def get_indexing_maps(self) -> ArrayAttr[AffineMapAttr]:
+        return ArrayAttr([AffineMapAttr(m) for m in self.get_default_indexing_maps()])
+
+    def get_iterator_types(self) -> ArrayAttr[IteratorTypeAttr]:
+        kinds = {"p": IteratorTypeAttr.parallel(), "r": IteratorTypeAttr.reduction()}
+        return ArrayAttr([kinds[c] for c in self.ITERATORS])
+
+    def verify_(self) -> None:
+        for name in ("strides", "dilations"):
+            if any(v < 1 for v in self._attr(name)):
+                raise VerifyException(f"'{self.name}' {name} must be positive")
+
+
+def _windowed(name: str, maps: tuple, iterators: str, kind: str, spatial: int, doc: str) -> type:
+    cls = type(_class_name(name), (_Windowed,),
+               {"name": name, "MAPS": maps, "ITERATORS": iterators, "KIND": kind,
+                "SPATIAL": spatial, "__doc__": doc,
+                "__annotations__": {"MAPS": ClassVar[tuple], "ITERATORS": ClassVar[str],
+                                    "KIND": ClassVar[str], "SPATIAL": ClassVar[int]}})  # fmt: skip
+    return irdl_op_definition(cls)
+
+
+def _at(o, k, s, d, i):
+    """Input index of output position o and window position k on spatial dim i."""
+    return o * s[i] + k * d[i]
+
+
+def _pooling(layout: str, kind: str) -> type:
+    if layout == "nhwc":
+        maps = (lambda n, oh, ow, c, kh, kw, s, d: (n, _at(oh, kh, s, d, 0), _at(ow, kw, s, d, 1), c),
+                lambda n, oh, ow, c, kh, kw, s, d: (kh, kw),
+                lambda n, oh, ow, c, kh, kw, s, d: (n, oh, ow, c))  # fmt: skip
+    else:
+        maps = (lambda n, c, oh, ow, kh, kw, s, d: (n, c, _at(oh, kh, s, d, 0), _at(ow, kw, s, d, 1)),
+                lambda n, c, oh, ow, kh, kw, s, d: (kh, kw),
+                lambda n, c, oh, ow, kh, kw, s, d: (n, c, oh, ow))  # fmt: skip
+    return _windowed(f"linalg.pooling_{layout}_{kind}", maps, "pppprr", kind, 2,
+                     f"{kind} pooling, {layout.upper()}.")
+
+
+WINDOWED = [
+    _windowed("linalg.conv_1d",
+              (lambda ow, kw, s, d: (_at(ow, kw, s, d, 0),), lambda ow, kw, s, d: (kw,),
+               lambda ow, kw, s, d: (ow,)), "pr", "conv", 1, "1-D convolution."),
+    _windowed("linalg.conv_2d",
+              (lambda oh, ow, kh, kw, s, d: (_at(oh, kh, s, d, 0), _at(ow, kw, s, d, 1)),
+               lambda oh, ow, kh, kw, s, d: (kh, kw), lambda oh, ow, kh, kw, s, d: (oh, ow)),
+              "pprr", "conv", 2, "2-D convolution, no batch or channels."),
+    _windowed("linalg.conv_1d_nwc_wcf",
+              (lambda n, ow, f, kw, c, s, d: (n, _at(ow, kw, s, d, 0), c),
+               lambda n, ow, f, kw, c, s, d: (kw, c, f),
+               lambda n, ow, f, kw, c, s, d: (n, ow, f)), "ppprr", "conv", 1,
+              "1-D convolution, NWC input, WCF filter."),
+    _windowed("linalg.conv_2d_nhwc_hwcf",
+              (lambda n, oh, ow, f, kh, kw, c, s, d: (n, _at(oh, kh, s, d, 0), _at(ow, kw, s, d, 1), c),
+               lambda n, oh, ow, f, kh, kw, c, s, d: (kh, kw, c, f),
+               lambda n, oh, ow, f, kh, kw, c, s, d: (n, oh, ow, f)), "pppprrr", "conv", 2,
+              "2-D convolution, NHWC input, HWCF filter."),
+    _windowed("linalg.conv_2d_nhwc_fhwc",
+              (lambda n, oh, ow, f, kh, kw, c, s, d: (n, _at(oh, kh, s, d, 0), _at(ow, kw, s, d, 1), c),
+               lambda n, oh, ow, f, kh, kw, c, s, d: (f, kh, kw, c),
+               lambda n, oh, ow, f, kh, kw, c, s, d: (n, oh, ow, f)), "pppprrr", "conv", 2,
+              "2-D convolution, NHWC input, FHWC filter."),
+    _windowed("linalg.conv_2d_nchw_fchw",
+              (lambda n, f, oh, ow, c, kh, kw, s, d: (n, c, _at(oh, kh, s, d, 0), _at(ow, kw, s, d, 1)),
+               lambda n, f, oh, ow, c, kh, kw, s, d: (f, c, kh, kw),
+               lambda n, f, oh, ow, c, kh, kw, s, d: (n, f, oh, ow)), "pppprrr", "conv", 2,
+              "2-D convolution, NCHW input, FCHW filter."),
+    _windowed("linalg.conv_3d_ndhwc_dhwcf",
+              (lambda n, od, oh, ow, f, kd, kh, kw, c, s, d:
+                   (n, _at(od, kd, s, d, 0), _at(oh, kh, s, d, 1), _at(ow, kw, s, d, 2), c),
+               lambda n, od, oh, ow, f, kd, kh, kw, c, s, d: (kd, kh, kw, c, f),
+               lambda n, od, oh, ow, f, kd, kh, kw, c, s, d: (n, od, oh, ow, f)),
+              "ppppprrrr", "conv", 3, "3-D convolution, NDHWC input, DHWCF filter."),
+    _windowed("linalg.depthwise_conv_1d_nwc_wc",
+              (lambda n, ow, c, kw, s, d: (n, _at(ow, kw, s, d, 0), c),
+               lambda n, ow, c, kw, s, d: (kw, c), lambda n, ow, c, kw, s, d: (n, ow, c)),
+              "pppr", "conv", 1, "Depthwise 1-D convolution, NWC input, WC filter."),
+    _windowed("linalg.depthwise_conv_2d_nhwc_hwc",
+              (lambda n, oh, ow, c, kh, kw, s, d: (n, _at(oh, kh, s, d, 0), _at(ow, kw, s, d, 1), c),
+               lambda n, oh, ow, c, kh, kw, s, d: (kh, kw, c),
+               lambda n, oh, ow, c, kh, kw, s, d: (n, oh, ow, c)), "pppprr", "conv", 2,
+              "Depthwise 2-D convolution, NHWC input, HWC filter."),
+    _windowed("linalg.depthwise_conv_2d_nchw_chw",
+              (lambda n, c, oh, ow, kh, kw, s, d: (n, c, _at(oh, kh, s, d, 0), _at(ow, kw, s, d, 1)),
+               lambda n, c, oh, ow, kh, kw, s, d: (c, kh, kw),
+               lambda n, c, oh, ow, kh, kw, s, d: (n, c, oh, ow)), "pppprr", "conv", 2,
+              "Depthwise 2-D convolution, NCHW input, CHW filter."),
+    *(_pooling(layout, kind) for layout in ("nhwc", "nchw") for kind in ("max", "min", "sum")),
+]  # fmt: skip
+
+
 @irdl_op_definition
 class SoftmaxOp(IRDLOperation):
     """
@@ -397,11 +535,13 @@ class MapOp(IRDLOperation):
                                     [IteratorTypeAttr.parallel()] * rank, [init.type])  # fmt: skip
 
 
-# ours replace xDSL's matmul and reduce
-XDSL_OPS = [op for op in Linalg.operations if op.name not in ("linalg.matmul", "linalg.reduce")]
+# ours replace xDSL's matmul, reduce, convolutions and pooling (xDSL's pooling
+# payload is max(input, window) and its convolutions assert on bf16 -> f32)
+OURS = {"linalg.matmul", "linalg.reduce", *(op.name for op in WINDOWED)}
+XDSL_OPS = [op for op in Linalg.operations if op.name not in OURS]
 LINALG = Dialect(
     "linalg",
-    [*XDSL_OPS, ReduceOp, MapOp, *ELEMENTWISE, *CONTRACTIONS, SoftmaxOp],
+    [*XDSL_OPS, ReduceOp, MapOp, *ELEMENTWISE, *CONTRACTIONS, *WINDOWED, SoftmaxOp],
     [*Linalg.attributes],
 )
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from xdsl.dialects.builtin import (
     I64,
+    AffineMapAttr,
     DenseArrayBase,
     IndexType,
     IntegerAttr,
@@ -21,6 +22,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, Block, BlockArgument, Dialect, Region, SSAValue
+from xdsl.ir.affine import AffineMap
 from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
@@ -35,6 +37,8 @@ from xdsl.irdl import (
 )
 from xdsl.traits import IsolatedFromAbove, IsTerminator, NoTerminator
 from xdsl.utils.exceptions import VerifyException
+
+from tilefuse.affine import last_index, window_terms
 
 
 @irdl_op_definition
@@ -297,6 +301,59 @@ class StoreOp(IRDLOperation):
             )
 
 
+@irdl_op_definition
+class WindowOp(IRDLOperation):
+    """
+    A strided view of a tensor: element `[i0, ..., im]` of the result is element
+    `map(i0, ..., im)` of the source, where each result of `map` is a sum of
+    the view's indices times non-negative constants plus a non-negative
+    constant, inside the source. A convolution's input read through
+    `(n, oh, ow, kh, kw, c) -> (n, oh * 2 + kh, ow * 2 + kw, c)` is one: the
+    contraction then reads the view with a plain projection (`passes/windows.py`),
+    and the host makes the view with `torch.as_strided` (no copy).
+
+    ```mlir
+    %p = tilefuse.window %x affine_map<(d0, d1, d2, d3) -> (d0 + d2, d1 + d3)>
+        : tensor<10x10xf32> -> tensor<8x8x3x3xf32>
+    ```
+    """
+
+    name = "tilefuse.window"
+
+    source = operand_def(TensorType)
+    map = prop_def(AffineMapAttr)
+    result = result_def(TensorType)
+
+    assembly_format = "$source $map attr-dict `:` type($source) `->` type($result)"
+
+    def __init__(self, source: SSAValue, amap: AffineMap, result_type: Attribute):
+        super().__init__(operands=[source], properties={"map": AffineMapAttr(amap)},
+                         result_types=[result_type])  # fmt: skip
+
+    def terms(self) -> list[tuple[dict[int, int], int]]:
+        """Per source dim: (view dim -> coefficient, constant)."""
+        return [window_terms(r) for r in self.map.data.results]
+
+    def verify_(self) -> None:
+        src, res = self.source.type, self.result.type
+        assert isinstance(src, TensorType) and isinstance(res, TensorType)
+        amap = self.map.data
+        if amap.num_dims != len(res.get_shape()) or len(amap.results) != len(src.get_shape()):
+            raise VerifyException(f"tilefuse.window's map {amap} must map the result's "
+                                  f"{len(res.get_shape())} dims to the source's {len(src.get_shape())}")  # fmt: skip
+        if src.get_element_type() != res.get_element_type():
+            raise VerifyException("tilefuse.window keeps the element type")
+        try:
+            terms = self.terms()
+        except ValueError as e:
+            raise VerifyException(f"tilefuse.window's map: {e}") from e
+        for d, t in enumerate(terms):
+            last = last_index(t, list(res.get_shape()))
+            if last >= src.get_shape()[d]:
+                raise VerifyException(f"tilefuse.window reads index {last} of source dim {d} "
+                                      f"(size {src.get_shape()[d]})")  # fmt: skip
+
+
 def grid_inputs(grid: TileGridOp) -> list[SSAValue]:
     """Values defined outside `grid` that its body reads, in first-use order."""
     seen: dict[SSAValue, None] = {}
@@ -338,5 +395,5 @@ def same_tile_program(a: TileGridOp, b: TileGridOp) -> list[tuple[SSAValue, SSAV
 
 
 Tilefuse = Dialect(
-    "tilefuse", [GroupOp, YieldOp, TileGridOp, LoadOp, StoreOp], []
+    "tilefuse", [GroupOp, YieldOp, TileGridOp, LoadOp, StoreOp, WindowOp], []
 )

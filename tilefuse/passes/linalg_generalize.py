@@ -6,7 +6,9 @@ Upstream's interchange form for the rest of the pipeline: named ops (`matmul`,
 the `linalg.generic` with the same loops, indexing maps and payload, so later
 passes see one op kind. `linalg.generic` ops are left as they are. First, a
 `linalg.softmax` is decomposed, and a reshape of `tensor.empty` or of a
-`linalg.fill` becomes an empty or a fill of the new shape.
+`linalg.fill` becomes an empty or a fill of the new shape. Last, an input read
+through a window (a convolution's `oh + kh`) becomes a `tilefuse.window` view
+read through a projection (`passes/windows.py`).
 
 ```mlir
 %r = linalg.reduce ins(%x : tensor<4x8xf32>) outs(%f : tensor<4xf32>) dimensions = [1]
@@ -40,6 +42,7 @@ from xdsl.pattern_rewriter import (
 
 from tilefuse.dialects.linalg_named import SoftmaxOp
 from tilefuse.passes.unit_dims import fold_host_scalars, fold_transposes, fold_unit_dims
+from tilefuse.passes.windows import fold_windows
 from tilefuse.structured import as_structured, filled
 
 
@@ -153,6 +156,7 @@ class LinalgGeneralizePass(ModulePass):
         _erase_dead_views(op)
         PatternRewriteWalker(GeneralizePattern(), apply_recursively=False).rewrite_module(op)
         fold_transposes(op)
+        fold_windows(op)  # convolutions' windowed reads become strided views
         _erase_dead_views(op)
 
 

@@ -1,0 +1,100 @@
+"""
+Windowed reads as strided views: convolutions become plain contractions.
+
+A convolution reads its input at `oh * stride + kh * dilation`, which is not a
+projected permutation, the form tiling and code generation work on. It is
+still a strided view of the input: `P[n, oh, kh, ow, kw, c] = x[n, oh * s + kh
+* d, ow * s + kw * d, c]` has strides `(sN, s * sH, d * sH, s * sW, d * sW,
+sC)` (im2col without the copy). `fold_windows` puts a `tilefuse.window` with
+that map in front of every such input and reads it through the projection on
+the view's dims, so
+
+    out[n, oh, ow, f] += x[n, oh + kh, ow + kw, c] * w[kh, kw, c, f]
+
+becomes the contraction `out[n, oh, ow, f] += P[n, oh, kh, ow, kw, c] *
+w[kh, kw, c, f]` over (kh, kw, c), tiled and lowered to `tl.dot` like any
+other, with its bias and activation fused as an epilogue. The host makes the
+view with `torch.as_strided`; the kernel reads the input through it, each
+input element from HBM once and from L2 for its other windows.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import AffineMapAttr, ArrayAttr, ModuleOp, TensorType
+from xdsl.dialects.linalg import ops as linalg
+from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from tilefuse.affine import window_terms
+from tilefuse.dialects.tilefuse import WindowOp
+from tilefuse.structured import as_structured, is_window_map
+
+
+def fold_windows(module: ModuleOp) -> None:
+    """View every windowed input of a function-level `linalg.generic`."""
+    for op in list(module.walk()):
+        if not (isinstance(op, linalg.GenericOp) and isinstance(op.parent_op(), func.FuncOp)):
+            continue
+        maps = [m.data for m in op.indexing_maps.data]
+        if not any(is_window_map(m) for m in maps[: len(op.inputs)]):
+            continue
+        ranges = as_structured(op).loop_ranges  # checks the windows stay inside
+        operands = list(op.operands)
+        for i, amap in enumerate(maps[: len(op.inputs)]):
+            if is_window_map(amap):
+                view, maps[i] = _view(op.inputs[i], amap, ranges)
+                Rewriter.insert_op(view, InsertPoint.before(op))
+                operands[i] = view.result
+        op.operands = operands
+        op.properties["indexing_maps"] = ArrayAttr([AffineMapAttr(m) for m in maps])
+        _drop_unread_inputs(op)
+
+
+def _drop_unread_inputs(op: linalg.GenericOp) -> None:
+    """Inputs the payload never reads, once the view bounds their loops: a
+    pooling's window-shape operand (upstream passes a `tensor.empty` for it),
+    which no kernel could load."""
+    maps = [m.data for m in op.indexing_maps.data]
+    args = op.body.block.args
+    unread = [i for i in range(len(op.inputs)) if not args[i].uses]
+    bounded = {r.position for i, m in enumerate(maps) if i not in unread for r in m.results
+               if isinstance(r, AffineDimExpr)}  # fmt: skip
+    if not unread or len(bounded) < maps[0].num_dims:
+        return
+    body = op.body.clone()
+    for i in reversed(unread):
+        body.block.erase_arg(body.block.args[i])
+    keep = [i for i in range(len(op.operands)) if i not in unread]
+    outs = list(op.outputs)
+    new = linalg.GenericOp([op.inputs[i] for i in keep if i < len(op.inputs)], outs, body,
+                           [AffineMapAttr(maps[i]) for i in keep], op.iterator_types,
+                           [v.type for v in outs])  # fmt: skip
+    new.location = op.location
+    Rewriter.replace_op(op, new)
+
+
+def _view(value, amap: AffineMap, ranges: tuple[int, ...]) -> tuple[WindowOp, AffineMap]:
+    """The window of `value` that `amap` reads, and the projection that reads it."""
+    terms = [window_terms(r) for r in amap.results]
+    dims = list(dict.fromkeys(d for coeffs, _ in terms for d in coeffs))  # first-seen order
+    position = {d: i for i, d in enumerate(dims)}
+    results = [_sum(coeffs, const, position) for coeffs, const in terms]
+    t = value.type
+    assert isinstance(t, TensorType)
+    view_type = TensorType(t.get_element_type(), [ranges[d] for d in dims])
+    view = WindowOp(value, AffineMap(len(dims), 0, tuple(results)), view_type)
+    projection = AffineMap(amap.num_dims, 0, tuple(AffineDimExpr(d) for d in dims))
+    return view, projection
+
+
+def _sum(coeffs: dict[int, int], const: int, position: dict[int, int]) -> AffineExpr:
+    """sum(c * view dim) + const, as MLIR prints it: `d0 * 2 + d1 + 1`."""
+    expr: AffineExpr | None = None
+    for d, c in coeffs.items():
+        term = AffineDimExpr(position[d])
+        term = term * c if c != 1 else term
+        expr = term if expr is None else expr + term
+    if expr is None:
+        return AffineConstantExpr(const)
+    return expr + const if const else expr
