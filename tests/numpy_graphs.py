@@ -96,6 +96,15 @@ def linear_bias_relu(x, w, b, *, dims):
     return (np.maximum(x @ w + b, 0.0),)
 
 
+def conv_bias_relu(x, w, b, *, dims):
+    """y = max(conv2d(x, w) + b, 0), NHWC x, HWCF w, stride 1, no padding: the
+    sum over the K x K window of x[n, oh + i, ow + j, :] @ w[i, j]."""
+    x, w, b = _f64(x, w, b)
+    k, oh, ow = w.shape[0], x.shape[1] - w.shape[0] + 1, x.shape[2] - w.shape[1] + 1
+    y = sum(x[:, i : i + oh, j : j + ow, :] @ w[i, j] for i in range(k) for j in range(w.shape[1]))
+    return (np.maximum(y + b, 0.0),)
+
+
 def mlp(x, w1, b1, w2, b2, *, dims):
     """y = gelu_erf(x @ W1 + b1) @ W2 + b2."""
     x, w1, b1, w2, b2 = _f64(x, w1, b1, w2, b2)
@@ -144,6 +153,7 @@ GRAPHS: dict[str, Callable[..., tuple[np.ndarray, ...]]] = {
     "layernorm": layernorm,
     "rmsnorm": rmsnorm,
     "linear_bias_relu": linear_bias_relu,
+    "conv_bias_relu": conv_bias_relu,
     "mlp": mlp,
     "attention": attention,
     "transformer_block": transformer_block,

@@ -94,7 +94,7 @@ def map_dims(amap: AffineMap) -> tuple[int, ...]:
     """Loop dims of a projected-permutation map's results, in result order."""
     dims = []
     for expr in amap.results:
-        if not isinstance(expr, AffineDimExpr):
+        if not isinstance(expr, AffineDimExpr) or expr.position in dims:
             raise ValueError(f"indexing map {amap} is not a projected permutation")
         dims.append(expr.position)
     return tuple(dims)
@@ -122,8 +122,13 @@ def _check_windows(op: Operation, windows: list, ranges: list[int]) -> None:
 
 
 def is_window_map(amap: AffineMap) -> bool:
-    """Does the map read through sums of dims (a window), not a projection?"""
-    return not all(isinstance(r, AffineDimExpr) for r in amap.results)
+    """Does the map read through sums of dims or a dim twice (a window: a
+    convolution's input, a diagonal), not a projection?"""
+    try:
+        map_dims(amap)
+    except ValueError:
+        return True
+    return False
 
 
 def shape_of(value: SSAValue) -> tuple[int, ...]:

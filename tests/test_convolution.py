@@ -1,0 +1,224 @@
+"""Convolutions and pooling: upstream's named ops and windowed generics, through
+the kernels and the reference evaluator, against torch's conv/pool functions."""
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from tests.device import on_device
+from tilefuse.diagnostics import CompileError
+from tilefuse.program import load_program, relative_error
+from tilefuse.reference import evaluate
+from tilefuse.runtime import compile
+
+
+def _t(shape, dtype="f32") -> str:
+    return f"tensor<{'x'.join(map(str, shape))}x{dtype}>"
+
+
+def named_program(op, x, w, out, attrs="", init="0.0", dtype="f32", acc="f32") -> str:
+    """`op` over x and w into a filled output (`init`), as upstream prints it."""
+    return f"""
+func.func @f(%x: {_t(x, dtype)}, %w: {_t(w, dtype)}) -> {_t(out, acc)} {{
+  %init = arith.constant {init} : {acc}
+  %e = tensor.empty() : {_t(out, acc)}
+  %o = linalg.fill ins(%init : {acc}) outs(%e : {_t(out, acc)}) -> {_t(out, acc)}
+  %r = linalg.{op} {attrs} ins(%x, %w : {_t(x, dtype)}, {_t(w, dtype)}) outs(%o : {_t(out, acc)}) -> {_t(out, acc)}
+  func.return %r : {_t(out, acc)}
+}}
+"""
+
+
+def attrs(strides, dilations) -> str:
+    n = len(strides)
+    return (f"{{dilations = dense<{list(dilations)}> : tensor<{n}xi64>, "
+            f"strides = dense<{list(strides)}> : tensor<{n}xi64>}}")  # fmt: skip
+
+
+def run(text: str, *args: torch.Tensor) -> torch.Tensor:
+    """The program through the kernels, checked against the reference evaluator."""
+    (out,) = compile(text)(*(on_device(a) for a in args))
+    (ref,) = evaluate(load_program(text), [a.float().numpy() for a in args])
+    assert relative_error(out.float().cpu().numpy(), ref) < 1e-5
+    return out.float().cpu()
+
+
+def rand(*shape, seed=0) -> torch.Tensor:
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+def out_size(size, k, stride, dilation):
+    return (size - dilation * (k - 1) - 1) // stride + 1
+
+
+@pytest.mark.parametrize("stride,dilation", [(1, 1), (2, 1), (1, 2), (2, 3)])
+def test_conv_2d_nchw_fchw_matches_torch(stride, dilation):
+    x, w = rand(2, 3, 17, 19), rand(5, 3, 3, 2, seed=1)
+    oh, ow = out_size(17, 3, stride, dilation), out_size(19, 2, stride, dilation)
+    text = named_program("conv_2d_nchw_fchw", x.shape, w.shape, (2, 5, oh, ow),
+                         attrs((stride, stride), (dilation, dilation)))  # fmt: skip
+    want = F.conv2d(x, w, stride=stride, dilation=dilation)
+    assert torch.allclose(run(text, x, w), want, rtol=1e-4, atol=1e-4)
+
+
+def test_conv_2d_nhwc_hwcf_and_fhwc_match_torch():
+    x, w = rand(2, 9, 8, 4), rand(3, 2, 4, 6, seed=1)  # HWCF
+    want = F.conv2d(x.permute(0, 3, 1, 2), w.permute(3, 2, 0, 1), stride=(2, 1)).permute(0, 2, 3, 1)
+    out = (2, 4, 7, 6)
+    got = run(named_program("conv_2d_nhwc_hwcf", x.shape, w.shape, out, attrs((2, 1), (1, 1))), x, w)
+    assert torch.allclose(got, want, rtol=1e-4, atol=1e-4)
+    f = w.permute(3, 0, 1, 2).contiguous()  # FHWC
+    got = run(named_program("conv_2d_nhwc_fhwc", x.shape, f.shape, out, attrs((2, 1), (1, 1))), x, f)
+    assert torch.allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_conv_1d_3d_and_depthwise_match_torch():
+    x, w = rand(2, 20, 3), rand(4, 3, 5, seed=1)  # NWC, WCF
+    want = F.conv1d(x.permute(0, 2, 1), w.permute(2, 1, 0), stride=2).permute(0, 2, 1)
+    got = run(named_program("conv_1d_nwc_wcf", x.shape, w.shape, (2, 9, 5), attrs((2,), (1,))), x, w)
+    assert torch.allclose(got, want, rtol=1e-4, atol=1e-4)
+
+    x, w = rand(1, 6, 7, 5, 2), rand(2, 3, 2, 2, 3, seed=2)  # NDHWC, DHWCF
+    want = F.conv3d(x.permute(0, 4, 1, 2, 3), w.permute(4, 3, 0, 1, 2)).permute(0, 2, 3, 4, 1)
+    got = run(named_program("conv_3d_ndhwc_dhwcf", x.shape, w.shape, (1, 5, 5, 4, 3)), x, w)
+    assert torch.allclose(got, want, rtol=1e-4, atol=1e-4)
+
+    x, w = rand(2, 10, 9, 4), rand(3, 3, 4, seed=3)  # NHWC, HWC: one filter per channel
+    want = F.conv2d(x.permute(0, 3, 1, 2), w.permute(2, 0, 1)[:, None], groups=4).permute(0, 2, 3, 1)
+    got = run(named_program("depthwise_conv_2d_nhwc_hwc", x.shape, w.shape, (2, 8, 7, 4)), x, w)
+    assert torch.allclose(got, want, rtol=1e-4, atol=1e-4)
+
+    x, w = rand(12), rand(4, seed=4)
+    want = F.conv1d(x[None, None], w[None, None])[0, 0]
+    assert torch.allclose(run(named_program("conv_1d", x.shape, w.shape, (9,)), x, w), want, atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["max", "min", "sum"])
+def test_pooling_matches_torch(kind):
+    x = rand(2, 3, 9, 8)
+    init = {"max": "0xFF800000", "min": "0x7F800000", "sum": "0.0"}[kind]
+    text = named_program(f"pooling_nchw_{kind}", x.shape, (3, 2), (2, 3, 4, 4), attrs((2, 2), (1, 1)),
+                         init=init)  # fmt: skip
+    window = torch.empty(3, 2)  # only its shape matters
+    got = run(text, x, window.zero_())
+    pools = {"max": lambda t: F.max_pool2d(t, (3, 2), 2), "min": lambda t: -F.max_pool2d(-t, (3, 2), 2),
+             "sum": lambda t: F.avg_pool2d(t, (3, 2), 2) * 6}  # fmt: skip
+    assert torch.allclose(got, pools[kind](x), rtol=1e-5, atol=1e-5)
+    nhwc = text.replace("nchw", "nhwc").replace("2x3x9x8", "2x9x8x3").replace("2x3x4x4", "2x4x4x3")
+    got = run(nhwc, x.permute(0, 2, 3, 1).contiguous(), window)
+    assert torch.allclose(got, pools[kind](x).permute(0, 2, 3, 1), rtol=1e-5, atol=1e-5)
+
+
+def test_pooling_window_given_as_tensor_empty():
+    """Upstream's form: the window operand is a `tensor.empty` nobody reads."""
+    text = """
+func.func @f(%x: tensor<1x2x6x6xf32>) -> tensor<1x2x3x3xf32> {
+  %ninf = arith.constant 0xFF800000 : f32
+  %e = tensor.empty() : tensor<1x2x3x3xf32>
+  %o = linalg.fill ins(%ninf : f32) outs(%e : tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %k = tensor.empty() : tensor<2x2xf32>
+  %r = linalg.pooling_nchw_max {strides = dense<2> : tensor<2xi64>} ins(%x, %k : tensor<1x2x6x6xf32>, tensor<2x2xf32>) outs(%o : tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  func.return %r : tensor<1x2x3x3xf32>
+}
+"""
+    x = rand(1, 2, 6, 6)
+    assert torch.equal(run(text, x), F.max_pool2d(x, 2))
+
+
+def test_conv_bias_relu_is_one_kernel_and_bf16_accumulates_in_f32():
+    x, w, b = rand(2, 12, 12, 16), rand(3, 3, 16, 32, seed=1) * 0.2, rand(32, seed=2)
+    text = """
+func.func @f(%x: tensor<2x12x12x16xT>, %w: tensor<3x3x16x32xT>, %b: tensor<32xf32>) -> tensor<2x10x10x32xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x10x10x32xf32>
+  %o = linalg.fill ins(%zero : f32) outs(%e : tensor<2x10x10x32xf32>) -> tensor<2x10x10x32xf32>
+  %c = linalg.conv_2d_nhwc_hwcf ins(%x, %w : tensor<2x12x12x16xT>, tensor<3x3x16x32xT>) outs(%o : tensor<2x10x10x32xf32>) -> tensor<2x10x10x32xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(n, h, w, f) -> (n, h, w, f)>, affine_map<(n, h, w, f) -> (f)>, affine_map<(n, h, w, f) -> (n, h, w, f)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%c, %b : tensor<2x10x10x32xf32>, tensor<32xf32>) outs(%e : tensor<2x10x10x32xf32>) {
+  ^bb0(%v: f32, %bias: f32, %_: f32):
+    %s = arith.addf %v, %bias : f32
+    %y = arith.maximumf %s, %zero : f32
+    linalg.yield %y : f32
+  } -> tensor<2x10x10x32xf32>
+  func.return %r : tensor<2x10x10x32xf32>
+}
+"""
+    for dtype, tdtype, tol in (("f32", torch.float32, 1e-4), ("bf16", torch.bfloat16, 1e-5)):
+        prog = compile(text.replace("xT>", f"x{dtype}>"))
+        assert len(prog.kernels) == 1
+        xs, ws = x.to(tdtype), w.to(tdtype)
+        (got,) = prog(on_device(xs), on_device(ws), on_device(b))
+        want = F.relu(F.conv2d(xs.float().permute(0, 3, 1, 2), ws.float().permute(3, 2, 0, 1))
+                      .permute(0, 2, 3, 1) + b)  # fmt: skip
+        assert torch.allclose(got.cpu(), want, rtol=tol, atol=tol)
+
+
+WINDOWED_GENERIC = """
+#x = affine_map<(i, j, a, b) -> (j * 2 + a + 1, i + b)>
+#w = affine_map<(i, j, a, b) -> (a, b)>
+#o = affine_map<(i, j, a, b) -> (i, j)>
+func.func @f(%x: tensor<13x9xf32>, %w: tensor<3x4xf32>, %o: tensor<6x5xf32>) -> tensor<6x5xf32> {
+  %r = linalg.generic {indexing_maps = [#x, #w, #o], iterator_types = ["parallel", "parallel", "reduction", "reduction"]} ins(%x, %w : tensor<13x9xf32>, tensor<3x4xf32>) outs(%o : tensor<6x5xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<6x5xf32>
+  func.return %r : tensor<6x5xf32>
+}
+"""
+
+
+def test_windowed_generic_with_offsets_and_a_transposed_input():
+    """A window with a constant offset whose dims swap places (r[i, j] reads
+    x[2j + a + 1, i + b]), on a transposed (non-contiguous) argument."""
+    x = rand(9, 13).T  # a view: strides (1, 13)
+    w, o = rand(3, 4, seed=1), rand(6, 5, seed=2)
+    want = o.clone()
+    for i in range(6):
+        for j in range(5):
+            want[i, j] += (x[2 * j + 1 : 2 * j + 4, i : i + 4] * w).sum()
+    (got,) = compile(WINDOWED_GENERIC)(on_device(x), on_device(w), on_device(o))
+    assert torch.allclose(got.cpu(), want, rtol=1e-5, atol=1e-5)
+    (ref,) = evaluate(load_program(WINDOWED_GENERIC), [x.numpy(), w.numpy(), o.numpy()])
+    np.testing.assert_allclose(ref, want.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_windows_that_read_past_the_end_or_subtract_are_refused_with_a_location():
+    past = WINDOWED_GENERIC.replace("tensor<13x9xf32>", "tensor<11x9xf32>")
+    with pytest.raises(CompileError, match=r"<input>:6:3: .*dimension #0 to be greater than or equal to 12, but found 11"):
+        compile(past)
+    minus = WINDOWED_GENERIC.replace("j * 2 + a + 1", "j * 2 - a + 3")
+    with pytest.raises(CompileError, match=r"<input>:6:3: .*unsupported indexing map"):
+        compile(minus)
+
+
+def test_diagonal_and_constant_index_reads_are_windows_too():
+    """x[i, i] (a dim twice) and x[i, 2] (a constant past a size-1 dim) read
+    through views; writing a diagonal is refused with a location (it crashed)."""
+    text = """
+func.func @f(%x: tensor<5x5xf32>, %o: tensor<5xf32>) -> tensor<5xf32> {
+  %r = linalg.generic {indexing_maps = [affine_map<(i) -> (i, i)>, affine_map<(i) -> (i, 2)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]} ins(%x, %x : tensor<5x5xf32>, tensor<5x5xf32>) outs(%o : tensor<5xf32>) {
+  ^bb0(%a: f32, %b: f32, %c: f32):
+    %s = arith.subf %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<5xf32>
+  func.return %r : tensor<5xf32>
+}
+"""
+    x = rand(5, 5)
+    (got,) = compile(text)(on_device(x), on_device(torch.zeros(5)))
+    assert torch.equal(got.cpu(), torch.diagonal(x) - x[:, 2])
+    (ref,) = evaluate(load_program(text), [x.numpy(), np.zeros(5, np.float32)])
+    np.testing.assert_array_equal(ref, (torch.diagonal(x) - x[:, 2]).numpy())
+    write = """
+func.func @f(%x: tensor<5x5xf32>, %y: tensor<5xf32>) -> tensor<5x5xf32> {
+  %r = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i, i)>], iterator_types = ["parallel"]} ins(%y : tensor<5xf32>) outs(%x : tensor<5x5xf32>) {
+  ^bb0(%a: f32, %c: f32):
+    linalg.yield %a : f32
+  } -> tensor<5x5xf32>
+  func.return %r : tensor<5x5xf32>
+}
+"""
+    with pytest.raises(CompileError, match=r"<input>:3:3: .*unsupported indexing map \(d0\) -> \(d0, d0\)"):
+        compile(write)
