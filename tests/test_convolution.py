@@ -222,3 +222,49 @@ func.func @f(%x: tensor<5x5xf32>, %y: tensor<5xf32>) -> tensor<5x5xf32> {
 """
     with pytest.raises(CompileError, match=r"<input>:3:3: .*unsupported indexing map \(d0\) -> \(d0, d0\)"):
         compile(write)
+
+
+PADDED = """
+func.func @f(%x: tensor<2x7x6x3xf32>, %w: tensor<3x3x3x4xf32>) -> (tensor<2x7x6x4xf32>, tensor<2x4x3x4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %p = tensor.pad %x low[0, 1, 1, 0] high[0, 1, 1, 0] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %zero : f32
+  } : tensor<2x7x6x3xf32> to tensor<2x9x8x3xf32>
+  %e = tensor.empty() : tensor<2x7x6x4xf32>
+  %o = linalg.fill ins(%zero : f32) outs(%e : tensor<2x7x6x4xf32>) -> tensor<2x7x6x4xf32>
+  %c = linalg.conv_2d_nhwc_hwcf ins(%p, %w : tensor<2x9x8x3xf32>, tensor<3x3x3x4xf32>) outs(%o : tensor<2x7x6x4xf32>) -> tensor<2x7x6x4xf32>
+  %q = tensor.pad %c low[0, 1, 0, 0] high[0, 0, 0, 0] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    %ninf = arith.constant 0xFF800000 : f32
+    tensor.yield %ninf : f32
+  } : tensor<2x7x6x4xf32> to tensor<2x8x6x4xf32>
+  %ninf2 = arith.constant 0xFF800000 : f32
+  %e2 = tensor.empty() : tensor<2x4x3x4xf32>
+  %o2 = linalg.fill ins(%ninf2 : f32) outs(%e2 : tensor<2x4x3x4xf32>) -> tensor<2x4x3x4xf32>
+  %k = tensor.empty() : tensor<2x2xf32>
+  %m = linalg.pooling_nhwc_max {strides = dense<2> : tensor<2xi64>} ins(%q, %k : tensor<2x8x6x4xf32>, tensor<2x2xf32>) outs(%o2 : tensor<2x4x3x4xf32>) -> tensor<2x4x3x4xf32>
+  func.return %c, %m : tensor<2x7x6x4xf32>, tensor<2x4x3x4xf32>
+}
+"""
+
+
+def test_padded_convolution_then_padded_pooling():
+    """`tensor.pad` (static, a constant: zeros before a 'same' convolution,
+    -inf before a max pooling of the convolution's result) runs on the host
+    between kernels, as torch's F.pad."""
+    x, w = rand(2, 7, 6, 3), rand(3, 3, 3, 4, seed=1)
+    conv, pooled = compile(PADDED)(on_device(x), on_device(w))
+    want = F.conv2d(x.permute(0, 3, 1, 2), w.permute(3, 2, 0, 1), padding=1)
+    assert torch.allclose(conv.cpu(), want.permute(0, 2, 3, 1), rtol=1e-4, atol=1e-4)
+    want_pool = F.max_pool2d(F.pad(want, (0, 0, 1, 0), value=float("-inf")), 2)
+    assert torch.allclose(pooled.cpu(), want_pool.permute(0, 2, 3, 1), rtol=1e-4, atol=1e-4)
+    ref = evaluate(load_program(PADDED), [x.numpy(), w.numpy()])
+    for got, r in zip((conv, pooled), ref, strict=True):
+        assert relative_error(got.cpu().numpy(), r) < 1e-5
+
+
+def test_a_pad_with_a_computed_value_is_refused_with_a_location():
+    text = PADDED.replace("    tensor.yield %zero : f32", "    %v = arith.addf %zero, %zero : f32\n    tensor.yield %v : f32")
+    with pytest.raises(CompileError, match=r"<input>:4:3: .*tensor.pad.*pads with dynamic sizes or a computed value"):
+        compile(text)

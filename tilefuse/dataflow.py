@@ -166,8 +166,21 @@ def reshape_root(value: SSAValue) -> SSAValue:
     return value
 
 
-HOST_COPIES = (tensor.ConcatOp, tensor.InsertSliceOp)
-"""Ops the host runs as torch copies between kernels (`torch.cat`, a slice assignment)."""
+HOST_COPIES = (tensor.ConcatOp, tensor.InsertSliceOp, tensor.PadOp)
+"""Ops the host runs as torch copies between kernels (`torch.cat`, a slice
+assignment, `torch.nn.functional.pad`)."""
+
+
+def pad_value(op: tensor.PadOp) -> SSAValue | None:
+    """The constant a static `tensor.pad` fills with (its region yields an
+    `arith.constant`, from inside or outside the region); None otherwise."""
+    if op.low or op.high:
+        return None
+    block = op.region.block
+    yielded = block.last_op.operands[0] if block.last_op is not None and block.last_op.operands else None
+    if yielded is None or not isinstance(yielded.owner, arith.ConstantOp):
+        return None
+    return yielded
 
 
 def host_sources(value: SSAValue) -> list[SSAValue]:

@@ -539,8 +539,25 @@ _HANDLERS = {
     tensor.ExpandShapeOp: lambda op, env: env.__setitem__(op.result, np.reshape(env[op.src], _result_shape(op))),
     tensor.CollapseShapeOp: lambda op, env: env.__setitem__(op.result, np.reshape(env[op.src], _result_shape(op))),
     tf.WindowOp: lambda op, env: _eval_window(op, env),
+    tensor.PadOp: lambda op, env: _eval_pad(op, env),
 }  # fmt: skip
 """Ops other than structured, terminators and scalars: one evaluator each."""
+
+
+def _eval_pad(op: tensor.PadOp, env: Env) -> None:
+    """A static `tensor.pad` whose region yields one value for every position."""
+    block = op.region.block
+    local = dict(env)
+    for op_ in block.ops:
+        if isinstance(op_, tensor.YieldOp):
+            value = local[op_.operands[0]]
+            break
+        eval_scalar_op(op_, local)
+    else:
+        raise CompileError.at(op, "has no tensor.yield")
+    widths = list(zip(_static_or_dynamic(op.static_low.get_values(), op.low, env),
+                      _static_or_dynamic(op.static_high.get_values(), op.high, env), strict=True))  # fmt: skip
+    env[op.result] = np.pad(np.asarray(env[op.source], np.float64), widths, constant_values=float(value))
 
 
 def _eval_window(op: tf.WindowOp, env: Env) -> None:

@@ -55,7 +55,7 @@ from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.utils.target import Target
 
-from tilefuse.dataflow import is_contraction, product_operand
+from tilefuse.dataflow import is_contraction, pad_value, product_operand
 from tilefuse.diagnostics import CompileError
 from tilefuse.dialects.tilefuse import (
     GroupOp,
@@ -774,18 +774,25 @@ def _host_op(op: Operation, names) -> list[str]:
         return [f"    {names(op.result)} = {_host_slice(op, names)}"]
     if isinstance(op, WindowOp):
         return [f"    {names(op.result)} = {_host_window(op, names)}"]
-    if isinstance(op, tensor.ConcatOp | tensor.InsertSliceOp):
+    if isinstance(op, tensor.ConcatOp | tensor.InsertSliceOp | tensor.PadOp):
         return _host_copy(op, names)
     if not isinstance(op, arith.ConstantOp | tensor.EmptyOp):
         raise CompileError.at(op, "cannot run on the host between kernels")
     return []
 
 
-def _host_copy(op: tensor.ConcatOp | tensor.InsertSliceOp, names) -> list[str]:
+def _host_copy(op: tensor.ConcatOp | tensor.InsertSliceOp | tensor.PadOp, names) -> list[str]:
     """`tensor.concat` as `torch.cat`; a static `tensor.insert_slice` as a copy of
     the destination with the source assigned into the slice (a new tensor: the
-    destination may be read elsewhere)."""
+    destination may be read elsewhere); a static `tensor.pad` as `F.pad`."""
     r = names(op.result)
+    if isinstance(op, tensor.PadOp):  # F.pad lists (low, high) from the last dim back
+        lows, highs = op.static_low.get_values(), op.static_high.get_values()
+        pads = [p for lo, hi in zip(reversed(lows), reversed(highs), strict=True) for p in (lo, hi)]
+        value = pad_value(op)
+        assert value is not None
+        fill = _literal(float(value.owner.value.value.data))
+        return [f"    {r} = torch.nn.functional.pad({names(op.source)}, {tuple(pads)}, value={fill})"]
     if isinstance(op, tensor.ConcatOp):
         parts = ", ".join(names(v) for v in op.inputs)
         return [f"    {r} = torch.cat([{parts}], dim={op.dim.value.data})"]

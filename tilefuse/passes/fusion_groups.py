@@ -37,6 +37,7 @@ from tilefuse.dataflow import (
     Graph,
     build_graph,
     classify,
+    pad_value,
     reshape_root,
     view_source,
 )
@@ -134,11 +135,14 @@ def is_host_reshape(op: Operation) -> bool:
 
 
 def is_host_copy(op: Operation) -> bool:
-    """A `tensor.concat` or static `tensor.insert_slice` at function level: the
-    host builds the result with torch (`torch.cat`, a slice assignment) between
-    the kernels that make its operands and those that read it."""
+    """A `tensor.concat`, static `tensor.insert_slice` or static constant
+    `tensor.pad` at function level: the host builds the result with torch
+    (`torch.cat`, a slice assignment, `F.pad`) between the kernels that make its
+    operands and those that read it."""
     if not isinstance(op, HOST_COPIES) or not isinstance(op.parent_op(), func.FuncOp):
         return False
+    if isinstance(op, tensor.PadOp):
+        return pad_value(op) is not None
     return not (isinstance(op, tensor.InsertSliceOp) and (op.offsets or op.sizes or op.strides))
 
 
@@ -154,11 +158,14 @@ def _check_supported(block: Block, structured: set[Operation]) -> None:
             raise CompileError.at(
                 op, "views a fill or tensor.empty, which exist only inside kernels: "
                 "create the tensor in the viewed shape instead")  # fmt: skip
+        if isinstance(op, tensor.PadOp):
+            raise CompileError.at(op, "pads with dynamic sizes or a computed value: tilefuse "
+                                  "pads with static sizes and a constant")  # fmt: skip
         raise CompileError.at(
             op, "cannot be placed among fusion groups (only linalg, constants, "
             "tensor.empty, reshapes and static slices of arguments and results, "
-            "tensor.concat, static tensor.insert_slice and func.return are supported "
-            "at function level)"
+            "tensor.concat, static tensor.insert_slice, static constant tensor.pad "
+            "and func.return are supported at function level)"
         )  # fmt: skip
 
 
