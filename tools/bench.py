@@ -64,7 +64,7 @@ class Case:
     dtype: str
     matmul_bound: bool = False
     fan_in: dict[int, str] = field(default_factory=dict)
-    """Weights (argument index -> fan-in dim) scaled by 1/sqrt(fan-in), as a
+    """Weights (argument index -> fan-in dim, see `_fan_in`) scaled by 1/sqrt(fan-in), as a
     model initialises them; unscaled N(0, 1) weights make deep bf16 graphs
     ill-conditioned (softmax of scores in the thousands)."""
 
@@ -85,6 +85,9 @@ CASES = [
     Case("four_layernorms_bf16", "four_layernorms", {"M": 16384, "N": 1024}, "bf16"),
     Case("linear_bf16", "linear_bias_relu", {"M": 8192, "K": 4096, "N": 4096}, "bf16", True,
          {1: "K"}),
+    Case("conv_bias_relu_bf16", "conv_bias_relu",
+         {"N": 32, "H": 58, "W": 62, "C": 64, "F": 128, "OH": 56, "OW": 60}, "bf16", True,
+         {1: "KKC"}),
     Case("mlp_bf16", "mlp", {"M": 8192, "D": 4096, "F": 16384}, "bf16", True,
          {1: "D", 3: "F"}),
     Case("attention_bf16", "attention", {"B": 4, "H": 32, "S": 4096, "D": 128}, "bf16", True),
@@ -171,6 +174,16 @@ def count_kernels(fn) -> int:
     return sum(1 for n in names if "memcpy" not in n.lower() and "memset" not in n.lower())
 
 
+def _fan_in(name: str, dims: dict[str, int]) -> int:
+    """A weight's fan-in: a dim, or heads x head dim ("HDh"), or a convolution
+    filter's K x K x C ("KKC")."""
+    if name == "HDh":
+        return dims["H"] * dims["Dh"]
+    if name == "KKC":
+        return dims["K"] ** 2 * dims["C"]
+    return dims[name]
+
+
 def make_inputs(module, case: Case, dims: dict[str, int], device: str, seed: int) -> list[torch.Tensor]:
     from tilefuse.reference import entry_function
 
@@ -180,7 +193,7 @@ def make_inputs(module, case: Case, dims: dict[str, int], device: str, seed: int
     for i, t in enumerate(f.function_type.inputs.data):
         x = torch.randn(tuple(t.get_shape()), generator=gen, device=device, dtype=torch.float32)
         if i in case.fan_in:
-            fan = dims["H"] * dims["Dh"] if case.fan_in[i] == "HDh" else dims[case.fan_in[i]]
+            fan = _fan_in(case.fan_in[i], dims)
             x *= fan**-0.5
         out.append(x.to(TORCH_DTYPE[case.dtype]))
     return out

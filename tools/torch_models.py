@@ -80,8 +80,16 @@ def four_layernorms(x0, x1, x2, x3, gamma, beta, dims):
     return tuple(_layernorm(x, gamma, beta) for x in (x0, x1, x2, x3))
 
 
+def conv_bias_relu(x, w, b, dims):
+    """NHWC in, HWCF filter: the NCHW views torch's conv2d takes are
+    channels-last strided, so cuDNN runs its NHWC kernels on them."""
+    y = F.conv2d(x.permute(0, 3, 1, 2), w.permute(3, 2, 0, 1))
+    return (torch.relu(y.permute(0, 2, 3, 1) + b),)
+
+
 MODELS: dict[str, Callable[..., tuple[torch.Tensor, ...]]] = {
     f.__name__: f
     for f in (relu_add, elementwise_chain, bias_gelu, softmax, layernorm, rmsnorm,
-              linear_bias_relu, mlp, attention, transformer_block, four_layernorms)
+              linear_bias_relu, conv_bias_relu, mlp, attention, transformer_block,
+              four_layernorms)
 }  # fmt: skip
