@@ -16,6 +16,7 @@ the one form below, built by `as_structured(op)`:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -217,9 +218,11 @@ def _build(
 IDENTITY = {
     arith.AddfOp: 0.0, arith.MulfOp: 1.0, arith.MaximumfOp: float("-inf"),
     arith.MinimumfOp: float("inf"), arith.MaxnumfOp: float("-inf"),
-    arith.MinnumfOp: float("inf"), arith.AddiOp: 0,
+    arith.MinnumfOp: float("inf"), arith.AddiOp: 0, arith.MaxSIOp: float("-inf"),
+    arith.MinSIOp: float("inf"),
 }  # fmt: skip
-"""Reduction combiners and their identities."""
+"""Reduction combiners and their identities (an infinity in an integer type is
+that type's smallest or largest signed value: see `constant_of`)."""
 
 
 CMPF_PREDICATES = ("false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord", "ueq", "ugt",
@@ -232,8 +235,12 @@ def cmpf_predicate(op: arith.CmpfOp) -> str:
 
 
 def constant_of(value: float, t: Attribute) -> arith.ConstantOp:
-    """An `arith.constant` of `value` in the scalar type `t` (integers too)."""
+    """An `arith.constant` of `value` in the scalar type `t` (integers too; -inf
+    and inf are an integer type's smallest and largest signed values)."""
     if isinstance(t, IntegerType | IndexType):
+        if math.isinf(value):
+            bits = t.width.data if isinstance(t, IntegerType) else 64
+            value = -(2 ** (bits - 1)) if value < 0 else 2 ** (bits - 1) - 1
         return arith.ConstantOp(IntegerAttr(int(value), t))
     return arith.ConstantOp(FloatAttr(value, t))
 

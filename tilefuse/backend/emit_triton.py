@@ -113,7 +113,8 @@ UNORDERED = {"ugt": "<=", "uge": "<", "ult": ">=", "ule": ">"}
 CMPI = {0: "==", 1: "!=", 2: "<", 3: "<=", 4: ">", 5: ">=", 6: "<", 7: "<=", 8: ">", 9: ">="}
 # maximumf/minimumf are NaN if any element is (IEEE maximum, torch.max); tl.max
 # and tl.min skip NaNs, as maxnumf/minnumf do.
-REDUCE = {arith.AddfOp: "tl.sum", arith.MaximumfOp: "_max_nan", arith.MinimumfOp: "_min_nan",
+REDUCE = {arith.AddfOp: "tl.sum", arith.MulfOp: "_prod", arith.MaximumfOp: "_max_nan", arith.MinimumfOp: "_min_nan",
+          arith.MaxSIOp: "tl.max", arith.MinSIOp: "tl.min",
           arith.MaxnumfOp: "tl.max", arith.MinnumfOp: "tl.min", arith.AddiOp: "tl.sum"}  # fmt: skip
 MIN_DOT = 16
 
@@ -302,6 +303,17 @@ def _min_nan_combine(a, b):
     return tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
 
 
+# A product reduction (arith.mulf combiner): no tl.prod in Triton.
+@triton.jit
+def _mul_combine(a, b):
+    return a * b
+
+
+@triton.jit
+def _prod(x, axis: tl.constexpr):
+    return tl.reduce(x, axis, _mul_combine)
+
+
 @triton.jit
 def _max_nan(x, axis: tl.constexpr):
     if _ON_GPU:
@@ -363,7 +375,7 @@ PYTHON_RESERVED = frozenset(keyword.kwlist) | frozenset(keyword.softkwlist) | fr
 MODULE_NAMES = ("torch", "triton", "tl", "os", "libdevice", "KERNELS", "device", "dot_dtype",
                 "DOT_DTYPE", "DOT_PRECISION", "_ON_GPU", "_neg", "_tanh", "_tanh_bf16", "_powf", "_log1p",
                 "_expm1", "_sinh", "_cosh", "_tan", "_trunc", "_tanh_f64", "_max_nan", "_min_nan",
-                "_max_nan_combine", "_min_nan_combine", "_round_bf16", "_roundeven", "_round",
+                "_max_nan_combine", "_min_nan_combine", "_prod", "_mul_combine", "_round_bf16", "_roundeven", "_round",
                 "_copysign", "_copysign_f64", "_cbrt", "_to_bf16")  # fmt: skip
 
 
@@ -1020,8 +1032,10 @@ class GenericPrinter:
     def store_result(self, result: SSAValue, j: int, value: str, vdims: set[int]) -> None:
         dims = self.s.operand_dims(len(self.s.inputs) + j)
         shape = kept_shape(result.type)
-        if not vdims:
-            self.k.bind(result, f"tl.full({shape}, {value}, {self.k.compute})", shape)
+        if not vdims:  # a fill: integers keep their type (an f32 fill rounds past 2**24)
+            integer = isinstance(element_type(result.type), IntegerType)
+            dtype = tl_dtype(result.type) if integer else self.k.compute
+            self.k.bind(result, f"tl.full({shape}, {value}, {dtype})", shape)
             return
         self.k.bind(result, self.from_loop_space(value, dims, vdims), shape)
 
@@ -1074,7 +1088,7 @@ class GenericPrinter:
                     or acc not in comb.operands or len(list(acc.uses)) != 1):  # fmt: skip
                 raise CompileError.at(
                     s.op, "is a reduction the Triton backend cannot lower: its payload "
-                    "must end in addf/maximumf/minimumf/maxnumf/minnumf of the accumulator, "
+                    "must end in addf/mulf/maximumf/minimumf/maxnumf/minnumf/addi/maxsi/minsi of the accumulator, "
                     "which it reads nowhere else")  # fmt: skip
             x = comb.operands[1] if comb.operands[0] is acc else comb.operands[0]
             expr, dims = self.run_payload(env, stop=x)[0]
