@@ -268,3 +268,55 @@ def test_a_pad_with_a_computed_value_is_refused_with_a_location():
     text = PADDED.replace("    tensor.yield %zero : f32", "    %v = arith.addf %zero, %zero : f32\n    tensor.yield %v : f32")
     with pytest.raises(CompileError, match=r"<input>:4:3: .*tensor.pad.*pads with dynamic sizes or a computed value"):
         compile(text)
+
+
+def _conv(op, x, w, out, attrs="") -> str:
+    return named_program(op, x, w, out, attrs)
+
+
+PAD_RETURNED = """
+func.func @f(%x: tensor<4x4xf32>) -> tensor<{res}xf32> {{
+  %z = arith.constant 0.0 : f32
+  %p = tensor.pad %x low[{low}] high[0, 0] {{
+  ^bb0(%i: index, %j: index):
+    {body}
+  }} : tensor<4x4xf32> to tensor<{res}xf32>
+  func.return %p : tensor<{res}xf32>
+}}
+"""
+
+MALFORMED = {
+    "channels disagree": (_conv("conv_2d_nhwc_hwcf", (1, 6, 6, 4), (3, 3, 3, 2), (1, 4, 4, 2)),
+                          r"<input>:6:3: .*gives loop d6 two sizes \(4 and 3\)"),
+    "input rank": (_conv("conv_2d_nchw_fchw", (3, 6, 6), (2, 3, 3, 3), (1, 2, 4, 4)),
+                   r"<input>:6:3: .*operand #0 must have rank 4"),
+    "window rank": (_conv("pooling_nchw_max", (1, 3, 6, 6), (3,), (1, 3, 4, 4)),
+                    r"<input>:6:3: .*operand #1 must have rank 2"),
+    "float strides": (_conv("conv_2d_nchw_fchw", (1, 3, 6, 6), (2, 3, 3, 3), (1, 2, 2, 2),
+                            "{strides = dense<2.0> : tensor<2xf32>}"),
+                      r"<input>:6:3: .*needs strides of type tensor<2xi64>"),
+    "one stride for two dims": (_conv("conv_2d_nchw_fchw", (1, 3, 6, 6), (2, 3, 3, 3), (1, 2, 2, 2),
+                                      "{strides = dense<2> : tensor<1xi64>}"),
+                                r"<input>:6:3: .*needs strides of type tensor<2xi64>"),
+    "conv_2d takes no strides": (_conv("conv_2d", (6, 6), (3, 3), (2, 2), attrs((2, 2), (1, 1))),
+                                 r"<input>:6:3: .*takes no strides"),
+    "product of dims": (WINDOWED_GENERIC.replace("j * 2 + a + 1", "j * a"),
+                        r"<input>:2:39: .*unsupported affine expression"),
+    "computed pad value, returned": (
+        PAD_RETURNED.format(res="5x4", low="1, 0",
+                            body="%v = arith.addf %z, %z : f32\n    tensor.yield %v : f32"),
+        r"<input>:4:3: .*pads with dynamic sizes or a computed value"),
+    "pad result type": (PAD_RETURNED.format(res="6x6", low="1, 1", body="tensor.yield %z : f32"),
+                        r"<input>:4:3: .*the result is \[5, 5\], not tensor<6x6xf32>"),
+    "negative pad": (PAD_RETURNED.format(res="3x5", low="-1, 1", body="tensor.yield %z : f32"),
+                     r"<input>:4:3: .*pads by a negative amount"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED))
+def test_malformed_windows_and_pads_are_refused_with_a_location(case):
+    """Each was a traceback, a silent slice or a wrong result before (an
+    adversarial round on the convolution support)."""
+    text, message = MALFORMED[case]
+    with pytest.raises(CompileError, match=message):
+        compile(text)

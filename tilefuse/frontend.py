@@ -50,6 +50,8 @@ class LocatingParser(Parser):
             return ModuleOp([])
         try:
             return super().parse_module(allow_implicit_module)
+        except NotImplementedError as e:  # xDSL's affine parser, in an alias definition
+            self.raise_error(f"unsupported affine expression: {e}", self._current_token.span)
         except ParseError as e:
             undefined = [n for n in self.forward_ssa_references if n in self.first_use]
             if not (e.msg.startswith("values used but not defined") and undefined):
@@ -67,6 +69,8 @@ class LocatingParser(Parser):
             op = super().parse_operation()
         except VerifyException as e:  # a property checked while parsing
             self.raise_error(str(e), start)
+        except NotImplementedError as e:  # xDSL's affine parser: a product of dims
+            self.raise_error(f"unsupported affine expression: {e}", start)
         if isinstance(op.location, UnknownLoc):
             loc = start.get_location()
             op.location = FileLineColLoc(
@@ -191,6 +195,8 @@ def verify(module: ModuleOp) -> None:
         _check_static(op)
         if isinstance(op, tensor.CollapseShapeOp | tensor.ExpandShapeOp):
             _check_reshape(op)
+        if isinstance(op, tensor.PadOp):
+            _check_pad(op)
         if isinstance(op, linalg.YieldOp):
             _check_yield(op)
 
@@ -297,6 +303,22 @@ def _check_reshape(op: tensor.CollapseShapeOp | tensor.ExpandShapeOp) -> None:
         if (product := math.prod(large[d] for d in g)) != n:
             raise CompileError.at(op, f"reshapes {op.src.type} into {op.result.type}: "
                                   f"dimensions {g} hold {product} elements, not {n}")  # fmt: skip
+
+
+def _check_pad(op: tensor.PadOp) -> None:
+    """Static padding is non-negative and the result is the source grown by it
+    (xDSL checks neither)."""
+    low, high = op.static_low.get_values(), op.static_high.get_values()
+    dynamic = -(2**63)
+    if any(v < 0 and v != dynamic for v in (*low, *high)):
+        raise CompileError.at(op, f"pads by a negative amount: low {list(low)}, high {list(high)}")
+    src, res = op.source.type.get_shape(), op.result.type.get_shape()
+    if op.low or op.high or len(low) != len(src):
+        return  # dynamic padding: refused later, with a location
+    want = [s + lo + hi for s, lo, hi in zip(src, low, high, strict=True)]
+    if list(res) != want:
+        raise CompileError.at(op, f"pads {op.source.type} by low {list(low)}, high {list(high)}: "
+                                  f"the result is {want}, not {op.result.type}")  # fmt: skip
 
 
 def _check_yield(op: linalg.YieldOp) -> None:

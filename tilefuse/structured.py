@@ -193,12 +193,17 @@ def _build(
     ranges: list[int | None] = [None] * len(iterators)
     windows = []
     for i, (value, amap) in enumerate(zip(inputs + outputs, maps, strict=True)):
+        if len(shape_of(value)) != len(amap.results):
+            raise CompileError.at(op, f"reads operand #{i} of type {value.type} through {amap}")
         try:
             dims = map_dims(amap)
         except ValueError as e:
             windows.append((value, _window(op, amap, e, i < len(inputs))))
-            continue
+            # a window's plain-dim results (a convolution's n and c) bound their loops
+            dims = tuple(r.position if isinstance(r, AffineDimExpr) else None for r in amap.results)
         for size, d in zip(shape_of(value), dims, strict=True):
+            if d is None:
+                continue
             if ranges[d] is not None and ranges[d] != size:
                 raise CompileError.at(
                     op, f"gives loop d{d} two sizes ({ranges[d]} and {size})"

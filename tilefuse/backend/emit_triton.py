@@ -1147,10 +1147,15 @@ class GenericPrinter:
         out = self.k.names.fresh("dot")
         # tl.dot's result type defaults to fp32; an f64 accumulator must say so
         # (Triton 3.6 asserts the accumulator's type equals out_dtype).
+        # Operands of an f64 accumulator are widened to f64 (exact; upstream's
+        # named-op semantics), whatever their storage type.
         wide = isinstance(element_type(s.outputs[0].type), Float64Type)
-        out_dtype = ", out_dtype=tl.float64" if wide else ""
-        self.k.emit(f"{out} = tl.dot({a}.to(DOT_DTYPE), {b}.to(DOT_DTYPE), {acc}, "
-                    f"input_precision=DOT_PRECISION{out_dtype})")  # fmt: skip
+        if wide:
+            self.k.emit(f"{out} = tl.dot({a}.to(tl.float64), {b}.to(tl.float64), {acc}, "
+                        f'input_precision="ieee", out_dtype=tl.float64)')  # fmt: skip
+        else:
+            self.k.emit(f"{out} = tl.dot({a}.to(DOT_DTYPE), {b}.to(DOT_DTYPE), {acc}, "
+                        f"input_precision=DOT_PRECISION)")  # fmt: skip
         # Back from (m..., n...) to the output's axis order.
         out_dims = self.kdims(s.operand_dims(2))
         grouped = m + n

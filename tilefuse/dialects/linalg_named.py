@@ -260,14 +260,35 @@ class _Windowed(_HiddenRegion):
 
         return hidden_region
 
+    STRIDED: ClassVar[bool] = True
+    """Upstream's `conv_1d` and `conv_2d` take no strides or dilations."""
+
     def _attr(self, name: str) -> list[int]:
+        """Upstream's `dense<..> : tensor<SPATIALxi64>` (1s where absent)."""
         attr = self.attributes.get(name)
         if attr is None:
             return [1] * self.SPATIAL
-        values = attr.get_values() if hasattr(attr, "get_values") else None
-        if values is None or len(values) not in (1, self.SPATIAL):
-            raise VerifyException(f"'{self.name}' needs {self.SPATIAL} {name}, got {attr}")
-        return list(values) * (self.SPATIAL // len(values))
+        if not self.STRIDED:
+            raise VerifyException(f"takes no {name}")
+        t = getattr(attr, "type", None)
+        if not (isinstance(t, TensorType) and t.get_element_type() == i64
+                and tuple(t.get_shape()) == (self.SPATIAL,)):  # fmt: skip
+            raise VerifyException(f"needs {name} of type tensor<{self.SPATIAL}xi64>, "
+                                  f"got {attr}")  # fmt: skip
+        return [int(v) for v in attr.get_values()]
+
+    def verify_(self) -> None:
+        for name in ("strides", "dilations"):
+            if any(v < 1 for v in self._attr(name)):
+                raise VerifyException(f"{name} must be positive")
+        if len(self.inputs) != len(self.MAPS) - 1 or len(self.outputs) != 1:
+            raise VerifyException(f"takes {len(self.MAPS) - 1} inputs and one output")
+        maps = self.get_default_indexing_maps()
+        for i, (v, m) in enumerate(zip((*self.inputs, *self.outputs), maps, strict=True)):
+            rank = len(v.type.get_shape()) if isinstance(v.type, TensorType) else 0
+            if rank != len(m.results):
+                raise VerifyException(f"operand #{i} must have rank {len(m.results)}, "
+                                      f"got {v.type}")  # fmt: skip
 
     def get_default_indexing_maps(self) -> Sequence[AffineMap]:
         strides, dilations = self._attr("strides"), self._attr("dilations")
@@ -282,18 +303,16 @@ class _Windowed(_HiddenRegion):
         kinds = {"p": IteratorTypeAttr.parallel(), "r": IteratorTypeAttr.reduction()}
         return ArrayAttr([kinds[c] for c in self.ITERATORS])
 
-    def verify_(self) -> None:
-        for name in ("strides", "dilations"):
-            if any(v < 1 for v in self._attr(name)):
-                raise VerifyException(f"'{self.name}' {name} must be positive")
 
 
-def _windowed(name: str, maps: tuple, iterators: str, kind: str, spatial: int, doc: str) -> type:
+def _windowed(name: str, maps: tuple, iterators: str, kind: str, spatial: int, doc: str,
+              strided: bool = True) -> type:
     cls = type(_class_name(name), (_Windowed,),
                {"name": name, "MAPS": maps, "ITERATORS": iterators, "KIND": kind,
-                "SPATIAL": spatial, "__doc__": doc,
+                "SPATIAL": spatial, "__doc__": doc, "STRIDED": strided,
                 "__annotations__": {"MAPS": ClassVar[tuple], "ITERATORS": ClassVar[str],
-                                    "KIND": ClassVar[str], "SPATIAL": ClassVar[int]}})  # fmt: skip
+                                    "KIND": ClassVar[str], "SPATIAL": ClassVar[int],
+                                    "STRIDED": ClassVar[bool]}})  # fmt: skip
     return irdl_op_definition(cls)
 
 
@@ -318,11 +337,11 @@ def _pooling(layout: str, kind: str) -> type:
 WINDOWED = [
     _windowed("linalg.conv_1d",
               (lambda ow, kw, s, d: (_at(ow, kw, s, d, 0),), lambda ow, kw, s, d: (kw,),
-               lambda ow, kw, s, d: (ow,)), "pr", "conv", 1, "1-D convolution."),
+               lambda ow, kw, s, d: (ow,)), "pr", "conv", 1, "1-D convolution.", strided=False),
     _windowed("linalg.conv_2d",
               (lambda oh, ow, kh, kw, s, d: (_at(oh, kh, s, d, 0), _at(ow, kw, s, d, 1)),
                lambda oh, ow, kh, kw, s, d: (kh, kw), lambda oh, ow, kh, kw, s, d: (oh, ow)),
-              "pprr", "conv", 2, "2-D convolution, no batch or channels."),
+              "pprr", "conv", 2, "2-D convolution, no batch or channels.", strided=False),
     _windowed("linalg.conv_1d_nwc_wcf",
               (lambda n, ow, f, kw, c, s, d: (n, _at(ow, kw, s, d, 0), c),
                lambda n, ow, f, kw, c, s, d: (kw, c, f),

@@ -78,6 +78,8 @@ class FusionGroupsPass(ModulePass):
             if graph.nodes:
                 plan = plan_fusion(graph, target, self.max_group_ops)
                 rewrite_function(f, graph, plan)
+            else:  # no kernels: what is left runs on the host, or is refused
+                _check_supported(f.body.block, set())
 
 
 def _erase_dead_ops(f: func.FuncOp) -> None:

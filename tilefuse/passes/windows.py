@@ -20,15 +20,16 @@ input element from HBM once and from L2 for its other windows.
 
 from __future__ import annotations
 
-from xdsl.dialects import func
+from xdsl.dialects import arith, func, tensor
 from xdsl.dialects.builtin import AffineMapAttr, ArrayAttr, ModuleOp, TensorType
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tilefuse.affine import window_terms
+from tilefuse.dataflow import FILL, classify
 from tilefuse.dialects.tilefuse import WindowOp
-from tilefuse.structured import as_structured, is_window_map
+from tilefuse.structured import as_structured, filled, is_window_map
 
 
 def fold_windows(module: ModuleOp) -> None:
@@ -44,11 +45,28 @@ def fold_windows(module: ModuleOp) -> None:
         for i, amap in enumerate(maps[: len(op.inputs)]):
             if is_window_map(amap):
                 view, maps[i] = _view(op.inputs[i], amap, ranges)
-                Rewriter.insert_op(view, InsertPoint.before(op))
-                operands[i] = view.result
+                view.location = op.location
+                created = _created(op.inputs[i], view.result.type)
+                new_ops = created[1] if created else [view]
+                Rewriter.insert_op(new_ops, InsertPoint.before(op))
+                operands[i] = created[0] if created else view.result
         op.operands = operands
         op.properties["indexing_maps"] = ArrayAttr([AffineMapAttr(m) for m in maps])
         _drop_unread_inputs(op)
+
+
+def _created(value, view_type: TensorType):
+    """A window of `tensor.empty` or of a constant fill is an empty or a fill of
+    the window's shape (neither exists outside kernels to be viewed): (value, ops)."""
+    owner = value.owner
+    if isinstance(owner, tensor.EmptyOp):
+        empty = tensor.EmptyOp([], view_type)
+        return empty.tensor, [empty]
+    s = as_structured(owner) if isinstance(owner, linalg.GenericOp) else None
+    if s is None or classify(s) != FILL or not isinstance(s.inputs[0].owner, arith.ConstantOp):
+        return None
+    value, ops = filled(view_type, s.inputs[0].owner.value.value.data)
+    return value, ops
 
 
 def _drop_unread_inputs(op: linalg.GenericOp) -> None:
