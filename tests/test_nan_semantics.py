@@ -270,3 +270,47 @@ def test_integer_casts_extend_and_truncate_as_specified():
                 np.trunc(np.abs(x)).astype(np.int64).astype(np.int32)]  # fmt: skip
     for got, want in zip(outs, expected, strict=True):
         np.testing.assert_array_equal(got, want)
+
+
+TRIG = """
+#m = affine_map<(i) -> (i)>
+func.func @f(%y: tensor<NxT>, %x: tensor<NxT>) -> (tensor<NxT>, tensor<NxT>, tensor<NxT>, tensor<NxT>) {
+  %e = tensor.empty() : tensor<NxT>
+  %r:4 = linalg.generic {indexing_maps = [#m, #m, #m, #m, #m, #m], iterator_types = ["parallel"]} ins(%y, %x : tensor<NxT>, tensor<NxT>) outs(%e, %e, %e, %e : tensor<NxT>, tensor<NxT>, tensor<NxT>, tensor<NxT>) {
+  ^bb0(%a: T, %b: T, %o0: T, %o1: T, %o2: T, %o3: T):
+    %t = math.atan %a : T
+    %u = math.atan2 %a, %b : T
+    %v = math.asin %b : T
+    %w = math.acos %b : T
+    linalg.yield %t, %u, %v, %w : T, T, T, T
+  } -> (tensor<NxT>, tensor<NxT>, tensor<NxT>, tensor<NxT>)
+  return %r#0, %r#1, %r#2, %r#3 : tensor<NxT>, tensor<NxT>, tensor<NxT>, tensor<NxT>
+}
+"""
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_inverse_trigonometry_within_two_ulps_with_c99_special_cases(dtype):
+    """atan, atan2 (every pair of zeros, infinities, NaN, values around the
+    range-reduction points), asin and acos (NaN past |x| = 1) against numpy."""
+    import re
+
+    nt = {"f32": np.float32, "f64": np.float64}[dtype]
+    special = [0.0, -0.0, 1.0, -1.0, INF, -INF, NAN, 1e-30, -1e-30, 0.5, -0.5, 1e30, 2.4142135,
+               0.66, 0.65, 0.9999999, -0.9999999, 1.0000001, 3.0, -7.0]  # fmt: skip
+    rng = np.random.default_rng(0)
+    y = np.concatenate([np.repeat(special, len(special)),
+                        rng.standard_normal(500) * 10 ** rng.uniform(-5, 5, 500)]).astype(nt)  # fmt: skip
+    x = np.concatenate([np.tile(special, len(special)), rng.uniform(-1, 1, 500)]).astype(nt)
+    text = re.sub(r"\bT\b", dtype, TRIG.replace("NxT", f"{len(x)}x{dtype}"))
+    outs = [o.cpu().numpy() for o in compile(text)(on_device(y), on_device(x))]
+    wide_y, wide_x = y.astype(np.float64), x.astype(np.float64)
+    with np.errstate(all="ignore"):
+        wants = [np.arctan(wide_y), np.arctan2(wide_y, wide_x), np.arcsin(wide_x), np.arccos(wide_x)]
+    for got, want in zip(outs, wants, strict=True):
+        rounded = want.astype(nt)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(rounded))
+        np.testing.assert_array_equal(np.signbit(got[rounded == 0]), np.signbit(rounded[rounded == 0]))
+        finite = ~np.isnan(rounded)
+        ulps = np.abs(got[finite] - want[finite]) / np.spacing(np.abs(rounded[finite]))
+        assert ulps.max() <= 2.0, ulps.max()

@@ -163,7 +163,8 @@ ELEMENTWISE: dict[type[Operation], Fn] = {
     mathd.Log10Op: np.log10, mathd.TanOp: np.tan, mathd.SinhOp: np.sinh,
     mathd.CoshOp: np.cosh, mathd.TruncOp: np.trunc, mathd.RoundEvenOp: np.rint,
     mathd.RoundOp: lambda a: np.copysign(np.floor(np.abs(a)) + (np.abs(a) % 1.0 >= 0.5), a),
-    mathd.CopySignOp: np.copysign, mathd.CbrtOp: np.cbrt,
+    mathd.CopySignOp: np.copysign, mathd.CbrtOp: np.cbrt, mathd.AtanOp: np.arctan,
+    mathd.Atan2Op: np.arctan2, mathd.AsinOp: np.arcsin, mathd.AcosOp: np.arccos,
 }  # fmt: skip
 
 # Combiners a reduction payload may end in, and the numpy reduction they become.

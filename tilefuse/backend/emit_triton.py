@@ -89,7 +89,8 @@ BINARY = {arith.AddfOp: "({} + {})", arith.SubfOp: "({} - {})", arith.MulfOp: "(
           arith.SubiOp: "({} - {})", arith.MuliOp: "({} * {})", arith.AndIOp: "({} & {})",
           arith.DivSIOp: "({} // {})", arith.RemSIOp: "({} % {})",
           arith.OrIOp: "({} | {})", mathd.PowFOp: "_powf({}, {})",
-          mathd.CopySignOp: "_copysign({}, {})", arith.XOrIOp: "({} ^ {})",
+          mathd.CopySignOp: "_copysign({}, {})", mathd.Atan2Op: "_atan2({}, {})",
+          arith.XOrIOp: "({} ^ {})",
           arith.ShLIOp: "({} << {})", arith.ShRSIOp: "({} >> {})",
           arith.MaxSIOp: "tl.maximum({}, {})", arith.MinSIOp: "tl.minimum({}, {})"}  # fmt: skip
 UNARY = {arith.NegfOp: "_neg({})", mathd.ExpOp: "tl.exp({})", mathd.Exp2Op: "tl.exp2({})",
@@ -101,6 +102,7 @@ UNARY = {arith.NegfOp: "_neg({})", mathd.ExpOp: "tl.exp({})", mathd.Exp2Op: "tl.
          mathd.TanhOp: "_tanh({})",
          mathd.FloorOp: "tl.floor({})", mathd.CeilOp: "tl.ceil({})",
          mathd.SinOp: "tl.sin({})", mathd.CosOp: "tl.cos({})", mathd.TanOp: "_tan({})",
+         mathd.AtanOp: "_atan({})", mathd.AsinOp: "_asin({})", mathd.AcosOp: "_acos({})",
          mathd.SinhOp: "_sinh({})", mathd.CoshOp: "_cosh({})", mathd.TruncOp: "_trunc({})",
          mathd.RoundEvenOp: "_roundeven({})", mathd.RoundOp: "_round({})",
          mathd.CbrtOp: "_cbrt({})",
@@ -228,6 +230,52 @@ def _cbrt(x):
     y = y - (y - a / (y * y)) * 0.3333333333333333
     y = tl.where((a == 0.0) | (a == float("inf")), a, y)
     return tl.where(x == 0.0, x, tl.where(x < 0.0, _neg(y), y))
+
+
+# math.atan: Cephes' double-precision atan (range reduction at tan(3pi/8) and
+# 0.66, then a 4/5 rational in z^2), which also serves f32 computations; the
+# sign of -0.0 kept, NaN propagated.
+@triton.jit
+def _atan(x):
+    a = tl.abs(x)
+    big = a > 2.414213562373095
+    mid = a > 0.66
+    z = tl.where(big, -1.0 / a, tl.where(mid, (a - 1.0) / (a + 1.0), a))
+    zero = tl.zeros_like(a)  # (a where of two Python floats would be an f32 block)
+    y0 = tl.where(big, 1.5707963267948966, tl.where(mid, 0.7853981633974483, zero))
+    more = tl.where(big, 6.123233995736766e-17, tl.where(mid, 3.061616997868383e-17, zero))
+    w = z * z
+    p = (((-0.8750608600031904 * w - 16.157537187333652) * w - 75.00855792314705) * w
+         - 122.88666844901361) * w - 64.85021904942025
+    q = ((((w + 24.858464901423062) * w + 165.02700983169885) * w + 432.88106049129027) * w
+         + 485.3903996359137) * w + 194.5506571482614
+    r = y0 + (z * (w * p / q) + z + more)
+    return tl.where(x < 0.0, _neg(r), tl.where(x == 0.0, x, r))
+
+
+# math.atan2(y, x): atan(|y| / |x|) put in its quadrant, C99's special cases:
+# (+-0, +-0), infinities, the sign of zero (1 / x < 0 tells -0.0 from 0.0).
+@triton.jit
+def _atan2(y, x):
+    ax = tl.abs(x)
+    ay = tl.abs(y)
+    t = _atan(ay / ax)
+    t = tl.where((ay == 0.0) & (ax == 0.0), 0.0, t)
+    t = tl.where((ay == float("inf")) & (ax == float("inf")), 0.7853981633974483, t)
+    r = tl.where((x < 0.0) | ((x == 0.0) & (1.0 / x < 0.0)), 3.141592653589793 - t, t)
+    return tl.where((y < 0.0) | ((y == 0.0) & (1.0 / y < 0.0)), _neg(r), r)
+
+
+# math.asin and math.acos through atan2 (sqrt((1 - x)(1 + x)) keeps its bits near
+# |x| = 1); NaN past |x| = 1.
+@triton.jit
+def _asin(x):
+    return _atan2(x, tl.sqrt((1.0 - x) * (1.0 + x)))
+
+
+@triton.jit
+def _acos(x):
+    return _atan2(tl.sqrt((1.0 - x) * (1.0 + x)), x)
 
 
 # tanh of an f64 op: _tanh's short series is only good to fp32 precision.
@@ -376,7 +424,7 @@ MODULE_NAMES = ("torch", "triton", "tl", "os", "libdevice", "KERNELS", "device",
                 "DOT_DTYPE", "DOT_PRECISION", "_ON_GPU", "_neg", "_tanh", "_tanh_bf16", "_powf", "_log1p",
                 "_expm1", "_sinh", "_cosh", "_tan", "_trunc", "_tanh_f64", "_max_nan", "_min_nan",
                 "_max_nan_combine", "_min_nan_combine", "_prod", "_mul_combine", "_round_bf16", "_roundeven", "_round",
-                "_copysign", "_copysign_f64", "_cbrt", "_to_bf16")  # fmt: skip
+                "_copysign", "_copysign_f64", "_cbrt", "_to_bf16", "_atan", "_atan2", "_asin", "_acos")  # fmt: skip
 
 
 class Names:

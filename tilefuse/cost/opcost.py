@@ -71,14 +71,15 @@ def payload_flops(s: StructuredOp) -> int:
 _SFU = (mathd.ExpOp, mathd.Exp2Op, mathd.LogOp, mathd.Log2Op, mathd.Log1pOp, mathd.TanhOp,
         mathd.ErfOp, mathd.SqrtOp, mathd.RsqrtOp, mathd.SinOp, mathd.CosOp, mathd.PowFOp,
         mathd.ExpM1Op, mathd.Log10Op, mathd.TanOp, mathd.SinhOp, mathd.CoshOp,
-        arith.DivfOp)  # fmt: skip
+        mathd.AtanOp, mathd.Atan2Op, mathd.AsinOp, mathd.AcosOp, arith.DivfOp)  # fmt: skip
 
 
 # Math ops printed as long, branchy library code (libdevice's erf, the prelude's
 # pow/log1p/expm1/sinh/cosh/tan, full-range sin/cos), inlined once per element a
 # thread holds: what makes a GEMM epilogue slow to compile.
 _LIBRARY_CALLS = (mathd.ErfOp, mathd.PowFOp, mathd.Log1pOp, mathd.ExpM1Op, mathd.TanOp,
-                  mathd.SinhOp, mathd.CoshOp, mathd.SinOp, mathd.CosOp)  # fmt: skip
+                  mathd.SinhOp, mathd.CoshOp, mathd.SinOp, mathd.CosOp, mathd.AtanOp,
+                  mathd.Atan2Op, mathd.AsinOp, mathd.AcosOp)  # fmt: skip
 
 
 def payload_library_calls(s: StructuredOp) -> int:
