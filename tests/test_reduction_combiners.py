@@ -3,6 +3,7 @@
 padding must be the combiner's identity: 1, the type's smallest or largest
 value), against torch."""
 
+import numpy as np
 import pytest
 import torch
 
@@ -78,3 +79,113 @@ def test_integer_sum_of_large_values_is_exact(width, budget):
     x = x.to(torch.int32 if width == 32 else torch.int64)
     (got,) = compile(text, smem_budget=budget)(on_device(x))
     assert torch.equal(got.cpu(), x.sum(dim=1, dtype=x.dtype))
+
+
+I1_REDUCE = """
+func.func @f(%x: tensor<2x4xf32>) -> tensor<2xi1> {
+  %t = arith.constant true
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2xi1>
+  %ft = linalg.fill ins(%t : i1) outs(%e : tensor<2xi1>) -> tensor<2xi1>
+  %all = linalg.generic {indexing_maps = [affine_map<(a, b) -> (a, b)>, affine_map<(a, b) -> (a)>], iterator_types = ["parallel", "reduction"]} ins(%x : tensor<2x4xf32>) outs(%ft : tensor<2xi1>) {
+  ^bb0(%in: f32, %acc: i1):
+    %c = arith.cmpf ogt, %in, %z : f32
+    %s = arith.OP %c, %acc : i1
+    linalg.yield %s : i1
+  } -> tensor<2xi1>
+  return %all : tensor<2xi1>
+}
+"""
+
+
+@pytest.mark.parametrize("op,want", [("maxsi", [True, False]), ("minsi", [True, True]),
+                                     ("addi", [True, False])])  # fmt: skip
+def test_i1_reductions_are_refused_and_the_reference_reads_true_as_minus_one(op, want):
+    """A true i1 is -1 read signed: maxsi is AND, minsi is OR, addi is parity.
+    The kernels computed OR for all three (a miscompile); they are refused
+    with a location now, and the reference evaluator gets them right."""
+    from tilefuse.diagnostics import CompileError
+
+    text = I1_REDUCE.replace("OP", op)
+    x = np.array([[1, 1, 1, 1], [1, -1, -1, -1]], np.float32)
+    (ref,) = evaluate(load_program(text), [x])
+    assert ref.astype(bool).tolist() == want
+    with pytest.raises(CompileError, match=r"<input>:7:3: .*reduces i1 values"):
+        compile(text)
+
+
+def test_i1_max_and_min_elementwise_are_and_and_or():
+    text = """
+#m = affine_map<(i) -> (i)>
+func.func @f(%a: tensor<4xi1>, %b: tensor<4xi1>) -> (tensor<4xi1>, tensor<4xi1>) {
+  %e = tensor.empty() : tensor<4xi1>
+  %r:2 = linalg.generic {indexing_maps = [#m, #m, #m, #m], iterator_types = ["parallel"]} ins(%a, %b : tensor<4xi1>, tensor<4xi1>) outs(%e, %e : tensor<4xi1>, tensor<4xi1>) {
+  ^bb0(%x: i1, %y: i1, %o: i1, %p: i1):
+    %mx = arith.maxsi %x, %y : i1
+    %mn = arith.minsi %x, %y : i1
+    linalg.yield %mx, %mn : i1, i1
+  } -> (tensor<4xi1>, tensor<4xi1>)
+  return %r#0, %r#1 : tensor<4xi1>, tensor<4xi1>
+}
+"""
+    a = torch.tensor([True, True, False, False])
+    b = torch.tensor([True, False, True, False])
+    mx, mn = compile(text)(on_device(a), on_device(b))
+    assert mx.cpu().tolist() == (a & b).tolist() and mn.cpu().tolist() == (a | b).tolist()
+
+
+def test_i64_constants_and_arguments_keep_every_bit():
+    """Past 2**53 an i64 read through a float64 rounds: tensor constants
+    printed on the host, and the reference's arguments, did."""
+    text = """
+func.func @f(%x: tensor<3xi64>) -> (tensor<3xi64>, tensor<i64>) {
+  %c = arith.constant dense<[9007199254740993, 9223372036854775807, -3]> : tensor<3xi64>
+  %lo = arith.constant -9223372036854775808 : i64
+  %e = tensor.empty() : tensor<i64>
+  %o = linalg.fill ins(%lo : i64) outs(%e : tensor<i64>) -> tensor<i64>
+  %m = linalg.reduce ins(%x : tensor<3xi64>) outs(%o : tensor<i64>) dimensions = [0]
+    (%in: i64, %acc: i64) {
+      %p = arith.maxsi %in, %acc : i64
+      linalg.yield %p : i64
+    }
+  return %c, %m : tensor<3xi64>, tensor<i64>
+}
+"""
+    x = torch.tensor([2**62 + 1, -(2**62), 2**62 - 1], dtype=torch.int64)
+    c, m = compile(text)(on_device(x))
+    assert c.cpu().tolist() == [9007199254740993, 9223372036854775807, -3]
+    assert m.item() == 2**62 + 1
+    ref_c, ref_m = evaluate(load_program(text), [x.numpy()])
+    assert ref_c.tolist() == c.cpu().tolist() and int(ref_m) == 2**62 + 1
+
+
+def test_reference_integer_sums_wrap_at_their_width():
+    text = REDUCE.format(n=3, t="i8", init=0, op="addi").replace("5x", "2x")
+    x = np.array([[100, 100, 100], [-100, -100, -100]], np.int8)
+    (ref,) = evaluate(load_program(text), [x])
+    assert ref.tolist() == [44, -44]
+    (got,) = compile(text)(on_device(x))
+    assert got.cpu().tolist() == [44, -44]
+
+
+def test_fill_converts_its_value_to_the_output_type():
+    """Upstream's `linalg.fill` casts (signed): 2.7 into i32 is 2, 300 into f32
+    is 300.0, -5 : i64 into i8 is -5 (it was an error without a location)."""
+    text = """
+func.func @f() -> (tensor<4xi32>, tensor<3xf32>, tensor<2xi8>) {
+  %a = arith.constant 2.7 : f32
+  %b = arith.constant 300 : i32
+  %c = arith.constant -5 : i64
+  %e = tensor.empty() : tensor<4xi32>
+  %f = linalg.fill ins(%a : f32) outs(%e : tensor<4xi32>) -> tensor<4xi32>
+  %e2 = tensor.empty() : tensor<3xf32>
+  %g = linalg.fill ins(%b : i32) outs(%e2 : tensor<3xf32>) -> tensor<3xf32>
+  %e3 = tensor.empty() : tensor<2xi8>
+  %h = linalg.fill ins(%c : i64) outs(%e3 : tensor<2xi8>) -> tensor<2xi8>
+  func.return %f, %g, %h : tensor<4xi32>, tensor<3xf32>, tensor<2xi8>
+}
+"""
+    f, g, h = compile(text)()
+    assert f.cpu().tolist() == [2] * 4 and g.cpu().tolist() == [300.0] * 3 and h.cpu().tolist() == [-5] * 2
+    ref = evaluate(load_program(text), [])
+    assert [r.tolist() for r in ref] == [[2] * 4, [300.0] * 3, [-5] * 2]

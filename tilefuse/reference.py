@@ -183,7 +183,8 @@ def constant_value(op: arith.ConstantOp) -> np.ndarray:
         return round_to(np.asarray(v.value.data), op.result.type)
     if isinstance(v, DenseIntOrFPElementsAttr):
         t = v.get_type()
-        data = np.asarray(v.get_values(), dtype=np.float64)
+        integer = isinstance(t.element_type, IntegerType | IndexType)
+        data = np.asarray(v.get_values(), dtype=np.int64 if integer else np.float64)
         shape = tuple(t.get_shape())
         if data.size == int(np.prod(shape)):
             data = data.reshape(shape)  # every element listed (or a splat xDSL expanded)
@@ -363,17 +364,23 @@ def _eval_reduction(
         return _eval_reduction_loop(s, ins, inits, env, index)
     axes = s.reduction_dims
     results = []
-    for init, comb in zip(inits, combiners, strict=True):
+    for init, comb, out in zip(inits, combiners, s.outputs, strict=True):
         assert comb is not None
         op, x = comb
+        et = element_type(out.type)
         if (partial := _einsum_contraction(s, op, x, ins)) is None:
-            contrib = _eval_value(x, s, ins, inits, env, index)
+            # integers combined as signed values (a true i1 is -1), wrapped after
+            contrib = _int_view(_eval_value(x, s, ins, inits, env, index), et, False)
             full = np.broadcast_shapes(contrib.shape, tuple(s.loop_ranges))
             partial = COMBINERS[type(op)].reduce(
                 np.broadcast_to(contrib, full), axis=axes, keepdims=True
             )
         with np.errstate(all="ignore"):
-            results.append(COMBINERS[type(op)](init, partial))
+            value = COMBINERS[type(op)](_int_view(init, et, False), partial)
+        if isinstance(et, IntegerType):
+            value = _int_view(value, et, False)
+            value = value != 0 if et.width.data == 1 else value
+        results.append(value)
     return results
 
 
@@ -675,7 +682,9 @@ def evaluate(
         expected = tuple(t.get_shape()) if isinstance(t, TensorType) else ()
         if tuple(np.shape(x)) != expected:
             raise CompileError(f"argument {i} has shape {np.shape(x)}, expected {expected}")
-        args.append(round_to(np.asarray(x, np.float64), element_type(t)))
+        et = element_type(t)  # integers read as int64: through float64, an i64 past 2**53 rounds
+        wide = np.int64 if isinstance(et, IntegerType | IndexType) and np.asarray(x).dtype != bool else np.float64
+        args.append(round_to(np.asarray(x, wide), et))
     results = eval_block(f.body.block, args, {})
     out_types = f.function_type.outputs.data
     return [

@@ -739,9 +739,11 @@ def _host_constant(op: arith.ConstantOp) -> str:
     shape = tuple(op.result.type.get_shape())
     dtype = torch_dtype(op.result.type, op)
     flat = values.reshape(-1)
+    # integers as Python ints (through a float, an i64 past 2**53 would round)
+    literal = (lambda v: repr(int(v))) if flat.dtype.kind in "iub" else (lambda v: _literal(float(v)))
     if flat.size and (flat == flat[0]).all():
-        return f"torch.full({shape}, {_literal(float(flat[0]))}, dtype={dtype}, device=device)"
-    listed = ", ".join(_literal(float(v)) for v in flat)
+        return f"torch.full({shape}, {literal(flat[0])}, dtype={dtype}, device=device)"
+    listed = ", ".join(literal(v) for v in flat)
     return f"torch.tensor([{listed}], dtype={dtype}, device=device).reshape({shape})"
 
 
@@ -871,10 +873,22 @@ def compute_type(group: GroupOp) -> str:
     return "tl.float32"
 
 
+def _is_literal(text: str) -> bool:
+    """Is `text` a Python number as `_literal` prints one?"""
+    if text in ('float("nan")', 'float("inf")', 'float("-inf")'):
+        return True
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _block_constant(v: SSAValue, text: str) -> str:
     """A constant operand of a prelude helper or a cast as a 0-d block (a Python
-    number has no `.to`, and the helpers take blocks)."""
-    if not isinstance(v.owner, arith.ConstantOp):
+    number has no `.to`, and the helpers take blocks); also a payload argument
+    bound to a scalar constant (a fill's value), printed as its literal."""
+    if not isinstance(v.owner, arith.ConstantOp) and not _is_literal(text):
         return text
     t = v.type
     if isinstance(t, Float64Type):
@@ -912,6 +926,9 @@ def _typed_expr(op: Operation, args: list[str]) -> str | None:
         rounded = f"_round_bf16({x})" if narrow == "tl.bfloat16" else f"({x}).to({narrow})"
         return f"({rounded}).to({wide})"
     et = type(element_type(op.results[0].type)) if op.results else None
+    if isinstance(op, arith.MaxSIOp | arith.MinSIOp) and _int_width(op.results[0]) == 1:
+        # a true i1 is -1 read signed: max is AND, min is OR
+        return ("({} & {})" if isinstance(op, arith.MaxSIOp) else "({} | {})").format(*args)
     if isinstance(op, mathd.CopySignOp) and et is Float64Type:
         return "_copysign_f64({}, {})".format(*args)
     if isinstance(op, mathd.TanhOp):
@@ -978,17 +995,18 @@ def _cmpi_expr(op: arith.CmpiOp, args: list[str]) -> str:
 
 
 def _conversion(op: Operation, args: list[str]) -> str:
-    """Integer <-> float conversions in a payload."""
+    """Integer <-> float conversions in a payload (a constant operand as a 0-d
+    block: a Python number has no `.to`)."""
+    x = _block_constant(op.operands[0], args[0]) if op.operands else ""
     if isinstance(op, arith.SIToFPOp | arith.UIToFPOp):
         wide = isinstance(element_type(op.result.type), Float64Type)
         view = _signed if isinstance(op, arith.SIToFPOp) else _unsigned
-        return f"({view(op.operands[0], args[0])}).to({'tl.float64' if wide else 'tl.float32'})"
+        return f"({view(op.operands[0], x)}).to({'tl.float64' if wide else 'tl.float32'})"
     if isinstance(op, arith.FPToSIOp):  # truncation toward zero, as C casts
         width = getattr(op.result.type, "width", None)
         bits = width.data if width is not None else 32
-        return f"({args[0]}).to(tl.int{64 if bits > 32 else 32})"
+        return f"({x}).to(tl.int{64 if bits > 32 else 32})"
     out = _int_width(op.results[0]) if op.results else 0
-    x = _block_constant(op.operands[0], args[0]) if op.operands else ""
     if isinstance(op, arith.FPToUIOp):  # in range: the low bits of a wide integer
         return f"({x}).to(tl.int64).to(tl.int{out})"
     if isinstance(op, arith.ExtUIOp | arith.ExtSIOp):
@@ -1138,6 +1156,9 @@ class GenericPrinter:
                     s.op, "is a reduction the Triton backend cannot lower: its payload "
                     "must end in addf/mulf/maximumf/minimumf/maxnumf/minnumf/addi/maxsi/minsi of the accumulator, "
                     "which it reads nowhere else")  # fmt: skip
+            if _int_width(acc) == 1:
+                raise CompileError.at(s.op, "reduces i1 values, which the Triton backend does not "
+                                      "lower: extend them to a wider integer first (arith.extui)")  # fmt: skip
             x = comb.operands[1] if comb.operands[0] is acc else comb.operands[0]
             expr, dims = self.run_payload(env, stop=x)[0]
             if dims != set(self.kept):

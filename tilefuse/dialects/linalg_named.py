@@ -25,6 +25,7 @@ from xdsl.dialects.builtin import (
     DenseArrayBase,
     FloatAttr,
     IntegerAttr,
+    IntegerType,
     TensorType,
     i64,
 )
@@ -188,6 +189,37 @@ def _cast(v: SSAValue, t: Attribute) -> SSAValue:
     if isinstance(v.type, AnyFloat) and isinstance(t, AnyFloat) and v.type.bitwidth < t.bitwidth:
         return arith.ExtFOp(v, t).result
     return arith.TruncFOp(v, t).result
+
+
+def _cast_signed(v: SSAValue, t: Attribute) -> SSAValue:
+    """Upstream's `cast_signed`: `v` converted to `t`, integers read as signed."""
+    if v.type == t:
+        return v
+    src_int, dst_int = isinstance(v.type, IntegerType), isinstance(t, IntegerType)
+    if src_int and dst_int:
+        wider = t.width.data > v.type.width.data
+        return (arith.ExtSIOp(v, t) if wider else arith.TruncIOp(v, t)).result
+    if src_int:
+        return arith.SIToFPOp(v, t).result
+    if dst_int:
+        return arith.FPToSIOp(v, t).result
+    return _cast(v, t)
+
+
+class FillOp(linalg_ops.FillOp):
+    """`linalg.fill` with upstream's numeric cast: the value is converted to the
+    output's element type (`cast_signed`); xDSL's yields it unconverted. (xDSL's
+    definition, inherited: only the hidden region differs.)"""
+
+    @classmethod
+    def get_hidden_region(cls, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue]) -> Region:
+        arg_types = cls.body_arg_types((*inputs, *outputs))
+
+        @Builder.implicit_region(arg_types)
+        def hidden_region(args: tuple[BlockArgument, ...]) -> None:
+            YieldOp(_cast_signed(args[0], arg_types[-1]))
+
+        return hidden_region
 
 
 def _contraction(name: str, maps: tuple, iterators: str, doc: str) -> type:
@@ -554,13 +586,14 @@ class MapOp(IRDLOperation):
                                     [IteratorTypeAttr.parallel()] * rank, [init.type])  # fmt: skip
 
 
-# ours replace xDSL's matmul, reduce, convolutions and pooling (xDSL's pooling
-# payload is max(input, window) and its convolutions assert on bf16 -> f32)
-OURS = {"linalg.matmul", "linalg.reduce", *(op.name for op in WINDOWED)}
+# ours replace xDSL's matmul, reduce, fill, convolutions and pooling (xDSL's
+# pooling payload is max(input, window), its convolutions assert on bf16 -> f32,
+# its fill yields the value unconverted)
+OURS = {"linalg.matmul", "linalg.reduce", "linalg.fill", *(op.name for op in WINDOWED)}
 XDSL_OPS = [op for op in Linalg.operations if op.name not in OURS]
 LINALG = Dialect(
     "linalg",
-    [*XDSL_OPS, ReduceOp, MapOp, *ELEMENTWISE, *CONTRACTIONS, *WINDOWED, SoftmaxOp],
+    [*XDSL_OPS, ReduceOp, MapOp, FillOp, *ELEMENTWISE, *CONTRACTIONS, *WINDOWED, SoftmaxOp],
     [*Linalg.attributes],
 )
 

@@ -612,7 +612,7 @@ class TileProgramBuilder:
             if not isinstance(comb, Operation) or type(comb) not in IDENTITY or acc not in comb.operands:
                 raise TilingRefused(
                     "cannot mask this reduction's edge tiles: its payload does not end "
-                    "in a recognised combiner (addf, mulf, maximumf, minimumf)",
+                    f"in a recognised combiner ({', '.join(c.name.split('.')[-1] for c in IDENTITY)})",
                     op_location(node.op),
                 )  # fmt: skip
             x = comb.operands[1] if comb.operands[0] is acc else comb.operands[0]
