@@ -122,6 +122,15 @@ ELEMENTWISE = [
 ]
 
 
+def _float_arg_types(cls, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue]) -> list:
+    """The payload's argument types of a float-only named op (a contraction, a
+    convolution, a pooling); integer ones are refused."""
+    arg_types = cls.body_arg_types((*inputs, *outputs))
+    if not all(isinstance(t, AnyFloat) for t in arg_types):
+        raise VerifyException(f"'{cls.name}' of non-float types {list(arg_types)}")
+    return arg_types
+
+
 class _Contraction(_HiddenRegion):
     """A multiply-accumulate named op over `MAPS` (dims named by the lambda's args)."""
 
@@ -131,10 +140,8 @@ class _Contraction(_HiddenRegion):
 
     @classmethod
     def get_hidden_region(cls, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue]) -> Region:
-        arg_types = cls.body_arg_types((*inputs, *outputs))
+        arg_types = _float_arg_types(cls, inputs, outputs)
         acc_type = arg_types[-1]
-        if not all(isinstance(t, AnyFloat) for t in arg_types):
-            raise VerifyException(f"'{cls.name}' of non-float types {list(arg_types)}")
 
         @Builder.implicit_region(arg_types)
         def hidden_region(args: tuple[BlockArgument, ...]) -> None:
@@ -276,10 +283,8 @@ class _Windowed(_HiddenRegion):
 
     @classmethod
     def get_hidden_region(cls, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue]) -> Region:
-        arg_types = cls.body_arg_types((*inputs, *outputs))
+        arg_types = _float_arg_types(cls, inputs, outputs)
         acc_type = arg_types[-1]
-        if not all(isinstance(t, AnyFloat) for t in arg_types):
-            raise VerifyException(f"'{cls.name}' of non-float types {list(arg_types)}")
 
         @Builder.implicit_region(arg_types)
         def hidden_region(args: tuple[BlockArgument, ...]) -> None:

@@ -19,13 +19,11 @@ import triton.testing
 
 sys.path.insert(0, ".")
 import tilefuse.tiling as tiling
-from tilefuse.program import load_program
-from tilefuse.reference import entry_function
 from tilefuse.runtime import compile as tf_compile
 
 sys.path.insert(0, "tools")
 from torch_models import MODELS
-from warps_sweep import DT, alldims_of
+from warps_sweep import alldims_of, parse_spec
 
 TILES = (1024, 2048, 4096, 8192)
 BYTES = (16, 32, 64)
@@ -45,13 +43,7 @@ def variant(path, dims, dtype, tile, nbytes):
 
 def main():
     for spec in sys.argv[1:]:
-        name, *rest = spec.split(":")
-        dtype = rest[-1]
-        dims = {k: int(v) for k, v in (x.split("=") for x in rest[:-1])}
-        path = f"samples/{name}.mlir"
-        module = load_program(path, dims, dtype)
-        args = [torch.randn(tuple(t.get_shape()), device="cuda").to(DT[dtype])
-                for t in entry_function(module).function_type.inputs.data]  # fmt: skip
+        name, dims, dtype, path, args = parse_spec(spec)
         default = variant(path, dims, dtype, 4096, 64)
         want = default(*args)
         want = want if isinstance(want, tuple) else (want,)

@@ -13,14 +13,15 @@ passes that are read again, `evict_first` on the last) and at the planner's,
 
 import re
 import sys
-from pathlib import Path
 
 import torch
 import triton.testing
 
 sys.path.insert(0, ".")
 sys.path.insert(0, "tools")
+sys.path.insert(0, "tools/experiments")
 from torch_models import MODELS
+from warps_sweep import alldims_of, parse_spec
 
 from tilefuse.backend.emit_triton import emit_triton
 from tilefuse.passes.flash_attention import FlashAttentionPass
@@ -30,10 +31,7 @@ from tilefuse.passes.tile_and_fuse import TileAndFusePass
 from tilefuse.program import load_program
 from tilefuse.reference import entry_function
 from tilefuse.runtime import import_source
-from tilefuse.specialize import read_header
 from tilefuse.universe import make_context
-
-DT = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
 
 
 def source(path, dims, dtype, budget):
@@ -57,14 +55,8 @@ def with_hints(src):
 
 def main():
     for spec in sys.argv[1:]:
-        name, *rest = spec.split(":")
-        dtype = rest[-1]
-        dims = {k: int(v) for k, v in (x.split("=") for x in rest[:-1])}
-        path = f"samples/{name}.mlir"
-        module = load_program(path, dims, dtype)
-        args = [torch.randn(tuple(t.get_shape()), device="cuda").to(DT[dtype])
-                for t in entry_function(module).function_type.inputs.data]  # fmt: skip
-        alldims = {**read_header(Path(path).read_text()).dims, **dims}
+        name, dims, dtype, path, args = parse_spec(spec)
+        alldims = alldims_of(name, dims)
         model = MODELS[name]
         torch._dynamo.reset()
         compiled = torch.compile(lambda *a, model=model, alldims=alldims: model(*a, dims=alldims))

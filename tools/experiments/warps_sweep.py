@@ -29,6 +29,20 @@ from tilefuse.specialize import read_header
 DT = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
 
 
+def parse_spec(spec: str):
+    """`sample:DIM=N:...:dtype` -> (name, dims, dtype, path, random GPU inputs)."""
+    from tilefuse.reference import entry_function
+
+    name, *rest = spec.split(":")
+    dtype = rest[-1]
+    dims = {k: int(v) for k, v in (x.split("=") for x in rest[:-1])}
+    path = f"samples/{name}.mlir"
+    module = load_program(path, dims, dtype)
+    args = [torch.randn(tuple(t.get_shape()), device="cuda").to(DT[dtype])
+            for t in entry_function(module).function_type.inputs.data]  # fmt: skip
+    return name, dims, dtype, path, args
+
+
 def alldims_of(name: str, dims: dict[str, int]) -> dict[str, int]:
     """The sample's header dims, overridden by `dims`."""
     return {**read_header(Path(f"samples/{name}.mlir").read_text()).dims, **dims}
@@ -36,15 +50,8 @@ def alldims_of(name: str, dims: dict[str, int]) -> dict[str, int]:
 
 def main():
     for spec in sys.argv[1:]:
-        name, *rest = spec.split(":")
-        dtype = rest[-1]
-        dims = {k: int(v) for k, v in (x.split("=") for x in rest[:-1])}
-        prog = tf_compile(f"samples/{name}.mlir", dims=dims, dtype=dtype)
-        module = load_program(f"samples/{name}.mlir", dims, dtype)
-        from tilefuse.reference import entry_function
-
-        args = [torch.randn(tuple(t.get_shape()), device="cuda").to(DT[dtype])
-                for t in entry_function(module).function_type.inputs.data]
+        name, dims, dtype, path, args = parse_spec(spec)
+        prog = tf_compile(path, dims=dims, dtype=dtype)
         nbytes = sum(a.numel() * a.element_size() for a in args) + sum(
             o.numel() * o.element_size() for o in prog(*args))
         alldims = alldims_of(name, dims)

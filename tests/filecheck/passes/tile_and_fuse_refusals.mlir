@@ -4,7 +4,7 @@
 // partial tile (300 columns in a 512-wide tile): the pass says why, at the
 // op's location, and leaves the group untiled (still correct IR).
 
-// CHECK: tile_and_fuse_refusals.mlir:[[# @LINE + 7]]:3: warning: 'tilefuse.group' op left untiled: cannot mask this reduction's edge tiles: its payload does not end in a recognised combiner (addf, mulf, maximumf, minimumf)
+// CHECK: tile_and_fuse_refusals.mlir:[[# @LINE + 7]]:3: warning: 'tilefuse.group' op left untiled: cannot mask this reduction's edge tiles: its payload does not end in a recognised combiner (addf, mulf, maximumf, minimumf, maxnumf, minnumf, addi, maxsi, minsi)
 // CHECK: tilefuse.group "fused_kernel_0"
 // CHECK-NOT: tilefuse.tile_grid
 func.func @decay(%x: tensor<8x300xf32>) -> tensor<8xf32> {
