@@ -194,7 +194,7 @@ def test_windows_that_read_past_the_end_or_subtract_are_refused_with_a_location(
 
 
 def test_diagonal_and_constant_index_reads_are_windows_too():
-    """x[i, i] (a dim twice) and x[i, 2] (a constant past a size-1 dim) read
+    """x[i, i] (a dim twice) and x[i, 2] (a constant index other than a size-1 dim's 0) read
     through views; writing a diagonal is refused with a location (it crashed)."""
     text = """
 func.func @f(%x: tensor<5x5xf32>, %o: tensor<5xf32>) -> tensor<5xf32> {
@@ -320,3 +320,75 @@ def test_malformed_windows_and_pads_are_refused_with_a_location(case):
     text, message = MALFORMED[case]
     with pytest.raises(CompileError, match=message):
         compile(text)
+
+
+WINDOW_OF = """
+func.func @f(%s: tensor<f32>, %w: tensor<3xf32>) -> tensor<4xf32> {
+  %one = arith.constant 1.0 : f32
+  %e = tensor.empty() : tensor<6xf32>
+  %g = linalg.generic {indexing_maps = [SRC_MAP, affine_map<(i) -> (i)>], iterator_types = ["parallel"]} ins(SRC) outs(%e : tensor<6xf32>) {
+  ^bb0(ARGS %o: f32):
+    BODY
+  } -> tensor<6xf32>
+  %z = arith.constant 0.0 : f32
+  %e2 = tensor.empty() : tensor<4xf32>
+  %acc = linalg.fill ins(%z : f32) outs(%e2 : tensor<4xf32>) -> tensor<4xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(i, k) -> (i + k)>, affine_map<(i, k) -> (k)>, affine_map<(i, k) -> (i)>], iterator_types = ["parallel", "reduction"]} ins(%g, %w : tensor<6xf32>, tensor<3xf32>) outs(%acc : tensor<4xf32>) {
+  ^bb0(%a: f32, %b: f32, %c: f32):
+    %m = arith.mulf %a, %b : f32
+    %t = arith.addf %m, %c : f32
+    linalg.yield %t : f32
+  } -> tensor<4xf32>
+  func.return %r : tensor<4xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("case,src,args,body,want", [
+    ("exp of a constant", "%one : f32", "%a: f32,", "%y = math.exp %a : f32\n    linalg.yield %y : f32",
+     [3 * 2.718281828] * 4),
+    ("broadcast of a 0-d argument", "%s : tensor<f32>", "%a: f32,",
+     "%y = math.exp %a : f32\n    linalg.yield %y : f32", [3 * 2.718281828] * 4),
+    ("iota", "", "", "%i = linalg.index 0 : index\n    %n = arith.index_cast %i : index to i32\n"
+     "    %y = arith.sitofp %n : i32 to f32\n    linalg.yield %y : f32", [3.0, 6.0, 9.0, 12.0]),
+])  # fmt: skip
+def test_windows_of_values_computed_without_tensors(case, src, args, body, want):
+    """A 3-wide window sum (weights of 1) over a generic with no tensor inputs: its payload
+    (exp of a constant, of a 0-d argument; an iota) must survive (a fill's
+    shortcut once dropped the exp; the others were refused)."""
+    src_map = "affine_map<(i) -> ()>" if src else ""
+    text = (WINDOW_OF.replace("SRC_MAP, ", src_map + ", " if src else "").replace("ins(SRC) ", f"ins({src}) " if src else "")
+            .replace("ARGS", args).replace("BODY", body))  # fmt: skip
+    (got,) = compile(text)(on_device(torch.tensor(1.0)), on_device(torch.ones(3)))
+    assert torch.allclose(got.cpu(), torch.tensor(want), rtol=1e-5)
+    (ref,) = evaluate(load_program(text), [np.float32(1.0), np.ones(3, np.float32)])
+    assert np.allclose(ref, want, rtol=1e-5)
+
+
+def test_integer_pads_and_converting_fills_keep_their_values():
+    """An i64 pad value past 2**53 (F.pad takes a float), a reshaped fill that
+    converts its value (the reshape fold rebuilt xDSL's non-converting fill), an
+    i1 fill into f32 refused (upstream's signedness for i1 is not ours to guess)."""
+    text = """
+func.func @f(%x: tensor<2xi64>) -> (tensor<4xi64>, tensor<2x2xf32>) {
+  %p0 = arith.constant 9007199254740993 : i64
+  %p = tensor.pad %x low[1] high[1] {
+  ^bb0(%i: index):
+    tensor.yield %p0 : i64
+  } : tensor<2xi64> to tensor<4xi64>
+  %c = arith.constant 7 : i32
+  %e = tensor.empty() : tensor<4xf32>
+  %f = linalg.fill ins(%c : i32) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  %r = tensor.expand_shape %f [[0, 1]] output_shape [2, 2] : tensor<4xf32> into tensor<2x2xf32>
+  func.return %p, %r : tensor<4xi64>, tensor<2x2xf32>
+}
+"""
+    x = torch.tensor([2**62 + 1, -3], dtype=torch.int64)
+    p, r = compile(text)(on_device(x))
+    assert p.cpu().tolist() == [9007199254740993, 2**62 + 1, -3, 9007199254740993]
+    assert r.cpu().tolist() == [[7.0, 7.0], [7.0, 7.0]]
+    ref_p, ref_r = evaluate(load_program(text), [x.numpy()])
+    assert ref_p.tolist() == p.cpu().tolist() and ref_r.tolist() == r.cpu().tolist()
+    i1 = text.replace("%c = arith.constant 7 : i32", "%c = arith.constant true").replace("ins(%c : i32)", "ins(%c : i1)")
+    with pytest.raises(CompileError, match=r"<input>:10:3: .*converts between i1 and f32"):
+        compile(i1)

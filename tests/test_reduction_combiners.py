@@ -79,6 +79,8 @@ def test_integer_sum_of_large_values_is_exact(width, budget):
     x = x.to(torch.int32 if width == 32 else torch.int64)
     (got,) = compile(text, smem_budget=budget)(on_device(x))
     assert torch.equal(got.cpu(), x.sum(dim=1, dtype=x.dtype))
+    (ref,) = evaluate(load_program(text), [x.numpy()])
+    assert torch.equal(torch.from_numpy(ref).to(x.dtype), got.cpu())
 
 
 I1_REDUCE = """

@@ -565,7 +565,8 @@ def _eval_pad(op: tensor.PadOp, env: Env) -> None:
         raise CompileError.at(op, "has no tensor.yield")
     widths = list(zip(_static_or_dynamic(op.static_low.get_values(), op.low, env),
                       _static_or_dynamic(op.static_high.get_values(), op.high, env), strict=True))  # fmt: skip
-    env[op.result] = np.pad(np.asarray(env[op.source], np.float64), widths, constant_values=float(value))
+    source = np.asarray(env[op.source])  # in its own dtype: an i64 past 2**53 keeps its bits
+    env[op.result] = np.pad(source, widths, constant_values=np.asarray(value).astype(source.dtype))
 
 
 def _eval_window(op: tf.WindowOp, env: Env) -> None:

@@ -853,8 +853,15 @@ def _host_copy(op: tensor.ConcatOp | tensor.InsertSliceOp | tensor.PadOp, names)
         pads = [p for lo, hi in zip(reversed(lows), reversed(highs), strict=True) for p in (lo, hi)]
         value = pad_value(op)
         assert value is not None
-        fill = _literal(float(value.owner.value.value.data))
-        return [f"    {r} = torch.nn.functional.pad({names(op.source)}, {tuple(pads)}, value={fill})"]
+        data = value.owner.value.value.data
+        if isinstance(value.type, IntegerType):  # F.pad's value is a float: an i64 past 2**53 rounds
+            x, spans = names(op.source), ", ".join(
+                f"{lo}:{lo + n}" for lo, n in zip(lows, op.source.type.get_shape(), strict=True))
+            return [f"    {r} = torch.full({tuple(op.result.type.get_shape())}, {int(data)}, "
+                    f"dtype={x}.dtype, device={x}.device)",
+                    f"    {r}[{spans}] = {x}"]  # fmt: skip
+        return [f"    {r} = torch.nn.functional.pad({names(op.source)}, {tuple(pads)}, "
+                f"value={_literal(float(data))})"]  # fmt: skip
     if isinstance(op, tensor.ConcatOp):
         parts = ", ".join(names(v) for v in op.inputs)
         return [f"    {r} = torch.cat([{parts}], dim={op.dim.value.data})"]
@@ -875,7 +882,7 @@ def compute_type(group: GroupOp) -> str:
 
 def _is_literal(text: str) -> bool:
     """Is `text` a Python number as `_literal` prints one?"""
-    if text in ('float("nan")', 'float("inf")', 'float("-inf")'):
+    if text in ('float("nan")', 'float("inf")', 'float("-inf")', "True", "False"):
         return True
     try:
         float(text)

@@ -202,6 +202,9 @@ def _cast_signed(v: SSAValue, t: Attribute) -> SSAValue:
     """Upstream's `cast_signed`: `v` converted to `t`, integers read as signed."""
     if v.type == t:
         return v
+    if v.type == IntegerType(1) or t == IntegerType(1):
+        raise VerifyException(f"converts between i1 and {t if v.type == IntegerType(1) else v.type}, "
+                              "which tilefuse does not read signed or unsigned for you")  # fmt: skip
     src_int, dst_int = isinstance(v.type, IntegerType), isinstance(t, IntegerType)
     if src_int and dst_int:
         wider = t.width.data > v.type.width.data

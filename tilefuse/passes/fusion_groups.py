@@ -42,7 +42,7 @@ from tilefuse.dataflow import (
     view_source,
 )
 from tilefuse.diagnostics import CompileError
-from tilefuse.dialects.tilefuse import GroupOp, YieldOp
+from tilefuse.dialects.tilefuse import GroupOp, WindowOp, YieldOp
 from tilefuse.passes.horizontal_fusion import sort_top_level
 from tilefuse.structured import as_structured
 
@@ -133,7 +133,10 @@ def is_host_reshape(op: Operation) -> bool:
     if is_tensor_constant(root.owner):
         return True
     s = as_structured(root.owner)
-    return s is not None and classify(s) != FILL
+    # a window of a fill-like generic that reads linalg.index (an iota): the
+    # generic is its own kernel, as a pad's source is (`passes/windows.py`
+    # folds windows of plain fills and broadcasts)
+    return s is not None and (classify(s) != FILL or isinstance(op, WindowOp))
 
 
 def is_host_copy(op: Operation) -> bool:

@@ -137,7 +137,7 @@ class FoldReshapeOfCreation(RewritePattern):
         if isinstance(source, tensor.EmptyOp):
             rewriter.replace(op, [empty], [empty.tensor])
         elif isinstance(source, linalg.FillOp):
-            fill = linalg.FillOp(list(source.inputs), [empty.tensor], [op.result.type])
+            fill = type(source)(list(source.inputs), [empty.tensor], [op.result.type])
             rewriter.replace(op, [empty, fill], [fill.results[0]])
 
 

@@ -20,7 +20,7 @@ input element from HBM once and from L2 for its other windows.
 
 from __future__ import annotations
 
-from xdsl.dialects import arith, func, tensor
+from xdsl.dialects import func, tensor
 from xdsl.dialects.builtin import AffineMapAttr, ArrayAttr, ModuleOp, TensorType
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
@@ -29,7 +29,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from tilefuse.affine import window_terms
 from tilefuse.dataflow import FILL, classify
 from tilefuse.dialects.tilefuse import WindowOp
-from tilefuse.structured import as_structured, filled, is_window_map
+from tilefuse.structured import as_structured, is_window_map
 
 
 def fold_windows(module: ModuleOp) -> None:
@@ -56,17 +56,27 @@ def fold_windows(module: ModuleOp) -> None:
 
 
 def _created(value, view_type: TensorType):
-    """A window of `tensor.empty` or of a constant fill is an empty or a fill of
-    the window's shape (neither exists outside kernels to be viewed): (value, ops)."""
+    """A window of `tensor.empty` is an empty of the window's shape; a window of
+    a fill or a broadcast of scalars (a generic whose inputs are all 0-d and whose
+    payload does not read `linalg.index`) is the same generic over the window's
+    shape: neither exists outside kernels to be viewed. (value, ops), or None."""
     owner = value.owner
     if isinstance(owner, tensor.EmptyOp):
         empty = tensor.EmptyOp([], view_type)
         return empty.tensor, [empty]
     s = as_structured(owner) if isinstance(owner, linalg.GenericOp) else None
-    if s is None or classify(s) != FILL or not isinstance(s.inputs[0].owner, arith.ConstantOp):
+    if s is None or classify(s) != FILL or len(s.outputs) != 1 or any(
+            m.results for m in s.input_maps) or any(
+            isinstance(o, linalg.IndexOp) for o in s.payload.ops):  # fmt: skip
         return None
-    value, ops = filled(view_type, s.inputs[0].owner.value.value.data)
-    return value, ops
+    rank = len(view_type.get_shape())
+    empty = tensor.EmptyOp([], view_type)
+    maps = [AffineMapAttr(AffineMap(rank, 0, ())) for _ in s.inputs]
+    maps.append(AffineMapAttr(AffineMap.identity(rank)))
+    generic = linalg.GenericOp(s.inputs, [empty.tensor], s.payload.parent.clone(), maps,
+                               [linalg.IteratorTypeAttr.parallel()] * rank, [view_type])  # fmt: skip
+    generic.location = owner.location
+    return generic.results[0], [empty, generic]
 
 
 def _drop_unread_inputs(op: linalg.GenericOp) -> None:
