@@ -122,11 +122,13 @@ ELEMENTWISE = [
 ]
 
 
-def _float_arg_types(cls, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue]) -> list:
+def _float_arg_types(cls, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue],
+                     shape_only: int | None = None) -> list:
     """The payload's argument types of a float-only named op (a contraction, a
-    convolution, a pooling); integer ones are refused."""
+    convolution, a pooling); integer ones are refused, but for the argument
+    `shape_only` (a pooling's window: only its shape is read)."""
     arg_types = cls.body_arg_types((*inputs, *outputs))
-    if not all(isinstance(t, AnyFloat) for t in arg_types):
+    if not all(isinstance(t, AnyFloat) for i, t in enumerate(arg_types) if i != shape_only):
         raise VerifyException(f"'{cls.name}' of non-float types {list(arg_types)}")
     return arg_types
 
@@ -286,7 +288,7 @@ class _Windowed(_HiddenRegion):
 
     @classmethod
     def get_hidden_region(cls, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue]) -> Region:
-        arg_types = _float_arg_types(cls, inputs, outputs)
+        arg_types = _float_arg_types(cls, inputs, outputs, None if cls.KIND == "conv" else 1)
         acc_type = arg_types[-1]
 
         @Builder.implicit_region(arg_types)
