@@ -74,6 +74,26 @@ def relative_error(out: np.ndarray, ref: np.ndarray) -> float:
 TOLERANCE = {"f64": 1e-12, "f32": 1e-5, "f16": 2e-3, "bf16": 1.6e-2}
 
 
+ELEMENT_FACTOR = 10
+"""`--check`'s per-element bound, in tolerances: the global relative error can
+hide one wrong element among many (an edge lane of a tile, say)."""
+
+
+def worst_element(out: np.ndarray, ref: np.ndarray) -> tuple[float, tuple[int, ...]]:
+    """The largest |out - ref| / (|ref| + rms(ref)) over the entries where both
+    are finite, and where it is: each element against its own size, with the
+    tensor's rms as the floor for elements near zero (cancellation). ((0, ())
+    when nothing is finite; NaN and infinity placement is `relative_error`'s.)"""
+    out64, ref64 = np.asarray(out, np.float64), np.asarray(ref, np.float64)
+    finite = np.isfinite(ref64) & np.isfinite(out64)
+    if not finite.any():
+        return 0.0, ()
+    rms = float(np.sqrt(np.mean(ref64[finite] ** 2))) or 1.0
+    err = np.where(finite, np.abs(out64 - ref64) / (np.abs(ref64) + rms), 0.0)
+    at = np.unravel_index(int(np.argmax(err)), err.shape) if err.ndim else ()
+    return float(err.max()), tuple(int(i) for i in at)
+
+
 def tolerance(dtype: str) -> float:
     """Relative-error budget for results stored in `dtype`."""
     return TOLERANCE.get(dtype, 1e-5)

@@ -102,7 +102,6 @@ def check_outputs(args: argparse.Namespace, dims, module, inputs, outputs) -> in
     of large scores) the two differ by more than the tolerance while the kernels
     are closer to the exact result: a 16-bit mismatch is then judged against the
     program evaluated in f64 (when its header lets it be re-specialised)."""
-    from tilefuse.program import relative_error, tolerance
     from tilefuse.reference import evaluate
 
     refs, exact = evaluate(module, inputs), None
@@ -115,19 +114,36 @@ def check_outputs(args: argparse.Namespace, dims, module, inputs, outputs) -> in
             continue
         dt = {"float64": "f64", "float16": "f16", "bfloat16": "bf16"}.get(
             str(out.dtype).removeprefix("torch."), "f32")  # fmt: skip
-        err = relative_error(out.double().cpu().numpy(), ref)
-        ok = err <= tolerance(dt)
-        line = f"  out{i}: relative error {err:.2e} (tolerance {tolerance(dt):.0e})"
+        got = out.double().cpu().numpy()
+        ok, line = _judge(got, ref, dt, f"  out{i}:")
         if not ok and dt in ("f16", "bf16"):
             exact = exact if exact is not None else _evaluate_in_f64(args, dims, inputs)
             if exact is not None:
-                err64 = relative_error(out.double().cpu().numpy(), exact[i])
-                ok = err64 <= tolerance(dt)
-                line += (f"; {err64:.2e} against the program evaluated in f64"
+                ok, line64 = _judge(got, exact[i], dt, ";")
+                line += (f"{line64} against the program evaluated in f64"
                          f"{' (the reference rounds op by op)' if ok else ''}")  # fmt: skip
         status |= not ok
         print(f"{line} {'ok' if ok else 'MISMATCH'}")
     return status
+
+
+def _judge(got: np.ndarray, ref, dt: str, prefix: str) -> tuple[bool, str]:
+    """Within tolerance as a whole (relative error) and element by element
+    (`program.worst_element`, ELEMENT_FACTOR tolerances)? -> (ok, text)."""
+    from tilefuse.program import (
+        ELEMENT_FACTOR,
+        relative_error,
+        tolerance,
+        worst_element,
+    )
+
+    tol = tolerance(dt)
+    err = relative_error(got, ref)
+    text = f"{prefix} relative error {err:.2e} (tolerance {tol:.0e})"
+    worst, at = worst_element(got, ref)
+    if worst > ELEMENT_FACTOR * tol:
+        text += f", element {list(at)} off by {worst:.2e} of its size (bound {ELEMENT_FACTOR * tol:.0e})"
+    return err <= tol and worst <= ELEMENT_FACTOR * tol, text
 
 
 def _evaluate_in_f64(args: argparse.Namespace, dims, inputs) -> list | None:
