@@ -9,7 +9,8 @@ tilefuse-run samples/softmax.mlir --set-dim N=8192 --set-dim M=4096 --set-dtype 
 Inputs come from `--inputs IN.npz` (arrays `arg0`, `arg1`, ... in argument
 order; bf16 arguments arrive as float32 and are cast) or are drawn at random
 (`--seed N`, standard normal). `--check` compares every output with the
-reference evaluator and exits 1 on a mismatch; `--save-outputs OUT.npz` writes
+reference evaluator, as a whole and element by element (`_judge`), and exits 1
+on a mismatch; `--save-outputs OUT.npz` writes
 `out0`, ... (bf16 as float32); `--bench` (GPU only) times the program and each
 kernel next to the cost model's prediction; `--autotune` (GPU only) times the
 model's top tile candidates of each kernel and keeps the fastest (cached).
