@@ -392,3 +392,28 @@ func.func @f(%x: tensor<2xi64>) -> (tensor<4xi64>, tensor<2x2xf32>) {
     i1 = text.replace("%c = arith.constant 7 : i32", "%c = arith.constant true").replace("ins(%c : i32)", "ins(%c : i1)")
     with pytest.raises(CompileError, match=r"<input>:10:3: .*converts between i1 and f32"):
         compile(i1)
+
+
+def test_integer_matmul_convolution_and_pooling_are_exact():
+    """i8 operands into an i32 accumulator (upstream's cast_signed: sign
+    extension), and integer pooling (maxsi/minsi/addi): exactly torch's."""
+    gen = torch.Generator().manual_seed(7)
+    x = torch.randint(-100, 100, (2, 3, 9, 8), generator=gen, dtype=torch.int8)
+    w = torch.randint(-100, 100, (4, 3, 3, 2), generator=gen, dtype=torch.int8)
+    text = named_program("conv_2d_nchw_fchw", x.shape, w.shape, (2, 4, 4, 7), attrs((2, 1), (1, 1)),
+                         init="0", dtype="i8", acc="i32")  # fmt: skip
+    (got,) = compile(text)(on_device(x), on_device(w))
+    want = F.conv2d(x.double(), w.double(), stride=(2, 1))
+    assert torch.equal(got.cpu().double(), want)
+    a, b = x.reshape(18, 24)[:, :20], w.reshape(12, 6)[:6]
+    mm = named_program("matmul", (18, 20), (20, 6), (18, 6), init="0", dtype="i8", acc="i32")
+    (got,) = compile(mm)(on_device(a.contiguous()), on_device(torch.cat([b, b, b, b])[:20].contiguous()))
+    assert torch.equal(got.cpu().double(), a.double() @ torch.cat([b, b, b, b])[:20].double())
+    xi = torch.randint(-100, 100, (2, 3, 8, 8), generator=gen, dtype=torch.int32)
+    pools = {"max": ("-128", F.max_pool2d(xi.double(), 2)), "min": ("127", -F.max_pool2d(-xi.double(), 2)),
+             "sum": ("0", F.avg_pool2d(xi.double(), 2) * 4)}  # fmt: skip
+    for kind, (init, want) in pools.items():
+        text = named_program(f"pooling_nchw_{kind}", xi.shape, (2, 2), (2, 3, 4, 4), attrs((2, 2), (1, 1)),
+                             init=init, dtype="i32", acc="i32")  # fmt: skip
+        (got,) = compile(text)(on_device(xi), on_device(torch.zeros(2, 2, dtype=torch.int32)))
+        assert torch.equal(got.cpu().double(), want), kind

@@ -122,15 +122,28 @@ ELEMENTWISE = [
 ]
 
 
-def _float_arg_types(cls, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue],
-                     shape_only: int | None = None) -> list:
-    """The payload's argument types of a float-only named op (a contraction, a
-    convolution, a pooling); integer ones are refused, but for the argument
-    `shape_only` (a pooling's window: only its shape is read)."""
+def _arg_types(cls, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue],
+               shape_only: int | None = None) -> list:
+    """The payload's argument types of a contraction, convolution or pooling:
+    floats or integers (the argument `shape_only`, a pooling's window, is only
+    read for its shape)."""
     arg_types = cls.body_arg_types((*inputs, *outputs))
-    if not all(isinstance(t, AnyFloat) for i, t in enumerate(arg_types) if i != shape_only):
-        raise VerifyException(f"'{cls.name}' of non-float types {list(arg_types)}")
+    if not all(isinstance(t, AnyFloat | IntegerType) for i, t in enumerate(arg_types) if i != shape_only):
+        raise VerifyException(f"'{cls.name}' of types {list(arg_types)}")
     return arg_types
+
+
+def _combine(kind: str, acc: SSAValue, x: SSAValue) -> SSAValue:
+    """acc + x (also "conv"), max or min, in the accumulator's kind of number
+    (signed for integers, as upstream's named ops)."""
+    integer = isinstance(acc.type, IntegerType)
+    ops = {"sum": (arith.AddfOp, arith.AddiOp), "conv": (arith.AddfOp, arith.AddiOp),
+           "max": (arith.MaximumfOp, arith.MaxSIOp), "min": (arith.MinimumfOp, arith.MinSIOp)}  # fmt: skip
+    return ops[kind][integer](acc, x).result
+
+
+def _times(a: SSAValue, b: SSAValue) -> SSAValue:
+    return (arith.MuliOp if isinstance(a.type, IntegerType) else arith.MulfOp)(a, b).result
 
 
 class _Contraction(_HiddenRegion):
@@ -142,16 +155,16 @@ class _Contraction(_HiddenRegion):
 
     @classmethod
     def get_hidden_region(cls, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue]) -> Region:
-        arg_types = _float_arg_types(cls, inputs, outputs)
+        arg_types = _arg_types(cls, inputs, outputs)
         acc_type = arg_types[-1]
 
         @Builder.implicit_region(arg_types)
         def hidden_region(args: tuple[BlockArgument, ...]) -> None:
-            # Operands of another precision are cast to the accumulator's (upstream's
-            # named-op semantics): bf16 x bf16 into f32 multiplies exactly widened values.
-            a, b = (_cast(x, acc_type) for x in args[:2])
-            product = arith.MulfOp(a, b)
-            YieldOp(arith.AddfOp(args[2], product.result))
+            # Operands of another type are cast to the accumulator's (upstream's
+            # cast_signed): bf16 x bf16 into f32 multiplies exactly widened values,
+            # i8 x i8 into i32 sign-extended ones.
+            a, b = (_cast_signed(x, acc_type) for x in args[:2])
+            YieldOp(_combine("sum", args[2], _times(a, b)))
 
         return hidden_region
 
@@ -288,17 +301,15 @@ class _Windowed(_HiddenRegion):
 
     @classmethod
     def get_hidden_region(cls, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue]) -> Region:
-        arg_types = _float_arg_types(cls, inputs, outputs, None if cls.KIND == "conv" else 1)
+        arg_types = _arg_types(cls, inputs, outputs, None if cls.KIND == "conv" else 1)
         acc_type = arg_types[-1]
 
         @Builder.implicit_region(arg_types)
         def hidden_region(args: tuple[BlockArgument, ...]) -> None:
-            x, acc = _cast(args[0], acc_type), args[-1]
+            x, acc = _cast_signed(args[0], acc_type), args[-1]
             if cls.KIND == "conv":
-                x = arith.MulfOp(x, _cast(args[1], acc_type)).result
-            combine = {"conv": arith.AddfOp, "sum": arith.AddfOp, "max": arith.MaximumfOp,
-                       "min": arith.MinimumfOp}[cls.KIND]  # fmt: skip
-            YieldOp(combine(acc, x).result)
+                x = _times(x, _cast_signed(args[1], acc_type))
+            YieldOp(_combine(cls.KIND, acc, x))
 
         return hidden_region
 
