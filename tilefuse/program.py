@@ -89,7 +89,8 @@ def worst_element(out: np.ndarray, ref: np.ndarray) -> tuple[float, tuple[int, .
     if not finite.any():
         return 0.0, ()
     rms = float(np.sqrt(np.mean(ref64[finite] ** 2))) or 1.0
-    err = np.where(finite, np.abs(out64 - ref64) / (np.abs(ref64) + rms), 0.0)
+    with np.errstate(all="ignore"):  # the non-finite entries, masked out
+        err = np.where(finite, np.abs(out64 - ref64) / (np.abs(ref64) + rms), 0.0)
     at = np.unravel_index(int(np.argmax(err)), err.shape) if err.ndim else ()
     return float(err.max()), tuple(int(i) for i in at)
 
