@@ -884,6 +884,8 @@ def _is_literal(text: str) -> bool:
     """Is `text` a Python number as `_literal` prints one?"""
     if text in ('float("nan")', 'float("inf")', 'float("-inf")', "True", "False"):
         return True
+    if not text or text[0].isalpha() or text[0] == "_":  # a name (`inf` is one too)
+        return False
     try:
         float(text)
     except ValueError:
