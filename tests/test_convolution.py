@@ -294,7 +294,7 @@ MALFORMED = {
                     r"<input>:6:3: .*operand #1 must have rank 2"),
     "float strides": (_conv("conv_2d_nchw_fchw", (1, 3, 6, 6), (2, 3, 3, 3), (1, 2, 2, 2),
                             "{strides = dense<2.0> : tensor<2xf32>}"),
-                      r"<input>:6:3: .*needs strides of type tensor<2xi64>"),
+                      r"<input>:6:3: .*needs strides of type tensor<2xi64> or vector<2xi64>"),
     "one stride for two dims": (_conv("conv_2d_nchw_fchw", (1, 3, 6, 6), (2, 3, 3, 3), (1, 2, 2, 2),
                                       "{strides = dense<2> : tensor<1xi64>}"),
                                 r"<input>:6:3: .*needs strides of type tensor<2xi64>"),
@@ -417,3 +417,12 @@ def test_integer_matmul_convolution_and_pooling_are_exact():
                              init=init, dtype="i32", acc="i32")  # fmt: skip
         (got,) = compile(text)(on_device(xi), on_device(torch.zeros(2, 2, dtype=torch.int32)))
         assert torch.equal(got.cpu().double(), want), kind
+
+
+def test_strides_and_dilations_as_torch_mlir_prints_them():
+    """`dense<..> : vector<2xi64>`, torch-mlir's form (it was refused)."""
+    x, w = rand(1, 3, 14, 13), rand(8, 3, 3, 3, seed=1)
+    vec = "{dilations = dense<[1, 2]> : vector<2xi64>, strides = dense<2> : vector<2xi64>}"
+    text = named_program("conv_2d_nchw_fchw", x.shape, w.shape, (1, 8, 6, 5), vec)
+    want = F.conv2d(x, w, stride=2, dilation=(1, 2))
+    assert torch.allclose(run(text, x, w), want, rtol=1e-4, atol=1e-4)

@@ -27,6 +27,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     TensorType,
+    VectorType,
     i64,
 )
 from xdsl.dialects.linalg import Linalg
@@ -323,11 +324,11 @@ class _Windowed(_HiddenRegion):
             return [1] * self.SPATIAL
         if not self.STRIDED:
             raise VerifyException(f"takes no {name}")
-        t = getattr(attr, "type", None)
-        if not (isinstance(t, TensorType) and t.get_element_type() == i64
+        t = getattr(attr, "type", None)  # tensor<Nxi64>, or vector<Nxi64> as torch-mlir prints it
+        if not (isinstance(t, TensorType | VectorType) and t.get_element_type() == i64
                 and tuple(t.get_shape()) == (self.SPATIAL,)):  # fmt: skip
-            raise VerifyException(f"needs {name} of type tensor<{self.SPATIAL}xi64>, "
-                                  f"got {attr}")  # fmt: skip
+            raise VerifyException(f"needs {name} of type tensor<{self.SPATIAL}xi64> or "
+                                  f"vector<{self.SPATIAL}xi64>, got {attr}")  # fmt: skip
         return [int(v) for v in attr.get_values()]
 
     def verify_(self) -> None:
