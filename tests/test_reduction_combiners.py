@@ -191,3 +191,59 @@ func.func @f() -> (tensor<4xi32>, tensor<3xf32>, tensor<2xi8>) {
     assert f.cpu().tolist() == [2] * 4 and g.cpu().tolist() == [300.0] * 3 and h.cpu().tolist() == [-5] * 2
     ref = evaluate(load_program(text), [])
     assert [r.tolist() for r in ref] == [[2] * 4, [300.0] * 3, [-5] * 2]
+
+
+INT_DIVISION = """
+#m = affine_map<(i) -> (i)>
+func.func @f(%a: tensor<12xi32>, %b: tensor<12xi32>) -> (tensor<12xi32>, tensor<12xi32>, tensor<12xi32>, tensor<12xi32>, tensor<12xi32>, tensor<12xi32>, tensor<12xi32>, tensor<12xi32>) {
+  %e = tensor.empty() : tensor<12xi32>
+  %r:8 = linalg.generic {indexing_maps = [#m, #m, #m, #m, #m, #m, #m, #m, #m, #m], iterator_types = ["parallel"]} ins(%a, %b : tensor<12xi32>, tensor<12xi32>) outs(%e, %e, %e, %e, %e, %e, %e, %e : tensor<12xi32>, tensor<12xi32>, tensor<12xi32>, tensor<12xi32>, tensor<12xi32>, tensor<12xi32>, tensor<12xi32>, tensor<12xi32>) {
+  ^bb0(%x: i32, %y: i32, %o0: i32, %o1: i32, %o2: i32, %o3: i32, %o4: i32, %o5: i32, %o6: i32, %o7: i32):
+    %q = arith.divsi %x, %y : i32
+    %r = arith.remsi %x, %y : i32
+    %fq = arith.floordivsi %x, %y : i32
+    %cq = arith.ceildivsi %x, %y : i32
+    %uq = arith.divui %x, %y : i32
+    %ur = arith.remui %x, %y : i32
+    %uc = arith.ceildivui %x, %y : i32
+    %i = linalg.index 0 : index
+    %c3 = arith.constant 3 : index
+    %ir = arith.remui %i, %c3 : index
+    %ii = arith.index_cast %ir : index to i32
+    linalg.yield %q, %r, %fq, %cq, %uq, %ur, %uc, %ii : i32, i32, i32, i32, i32, i32, i32, i32
+  } -> (tensor<12xi32>, tensor<12xi32>, tensor<12xi32>, tensor<12xi32>, tensor<12xi32>, tensor<12xi32>, tensor<12xi32>, tensor<12xi32>)
+  return %r#0, %r#1, %r#2, %r#3, %r#4, %r#5, %r#6, %r#7 : tensor<12xi32>, tensor<12xi32>, tensor<12xi32>, tensor<12xi32>, tensor<12xi32>, tensor<12xi32>, tensor<12xi32>, tensor<12xi32>
+}
+"""
+
+
+def test_integer_division_signed_unsigned_floor_and_ceiling():
+    """divsi/remsi truncate (C), floordivsi/ceildivsi round down/up, the
+    unsigned ones read the bits as unsigned (-7 is 2**32 - 7), remui on an
+    index: against Python's integers, written here."""
+    import math
+
+    a = [7, -7, 7, -7, 0, 1, -1, 2**31 - 1, -(2**31) + 1, 100, -100, 5]
+    b = [2, 2, -2, -2, 3, 3, 3, 7, 7, -9, -9, 5]
+
+    def trunc(x, y):
+        return int(x / y) if abs(x) < 2**52 else (abs(x) // abs(y)) * (1 if (x < 0) == (y < 0) else -1)
+
+    def unsigned(x):
+        return x % 2**32
+
+    def signed(x):
+        return x - 2**32 if x >= 2**31 else x
+
+    pairs = list(zip(a, b, strict=True))
+    want = [[trunc(x, y) for x, y in pairs], [x - trunc(x, y) * y for x, y in pairs],
+            [x // y for x, y in pairs], [-((-x) // y) for x, y in pairs],
+            [signed(unsigned(x) // unsigned(y)) for x, y in pairs],
+            [signed(unsigned(x) % unsigned(y)) for x, y in pairs],
+            [signed(math.ceil(unsigned(x) / unsigned(y))) for x, y in pairs],
+            [i % 3 for i in range(12)]]  # fmt: skip
+    ta, tb = torch.tensor(a, dtype=torch.int32), torch.tensor(b, dtype=torch.int32)
+    outs = compile(INT_DIVISION)(on_device(ta), on_device(tb))
+    assert [o.cpu().tolist() for o in outs] == want
+    ref = evaluate(load_program(INT_DIVISION), [ta.numpy(), tb.numpy()])
+    assert [r.tolist() for r in ref] == want

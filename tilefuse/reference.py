@@ -146,8 +146,11 @@ ELEMENTWISE: dict[type[Operation], Fn] = {
     arith.DivfOp: np.divide, arith.MaximumfOp: np.maximum, arith.MinimumfOp: np.minimum,
     arith.MaxnumfOp: np.fmax, arith.MinnumfOp: np.fmin, arith.NegfOp: np.negative,
     arith.AddiOp: np.add, arith.SubiOp: np.subtract, arith.MuliOp: np.multiply,
-    arith.DivSIOp: lambda a, b: np.trunc(a / b).astype(np.int64),
-    arith.RemSIOp: np.fmod, arith.AndIOp: np.bitwise_and, arith.OrIOp: np.bitwise_or,
+    arith.DivSIOp: lambda a, b: _divsi(a, b),  # exact: a / b in float64 rounds past 2**53
+    arith.RemSIOp: np.fmod, arith.FloorDivSIOp: np.floor_divide,
+    arith.CeilDivSIOp: lambda a, b: -np.floor_divide(-a, b),
+    arith.DivUIOp: np.floor_divide, arith.RemUIOp: np.mod,  # of the unsigned views
+    arith.CeilDivUIOp: lambda a, b: np.floor_divide(a, b) + (np.mod(a, b) != 0), arith.AndIOp: np.bitwise_and, arith.OrIOp: np.bitwise_or,
     arith.XOrIOp: np.bitwise_xor, arith.MaxSIOp: np.maximum, arith.MinSIOp: np.minimum,
     arith.ShLIOp: np.left_shift, arith.ShRSIOp: np.right_shift, arith.ExtUIOp: np.asarray,
     arith.ExtSIOp: np.asarray, arith.TruncIOp: np.asarray, arith.FPToUIOp: np.trunc,
@@ -176,6 +179,12 @@ COMBINERS: dict[type[Operation], np.ufunc] = {
 }  # fmt: skip
 
 
+def _divsi(a, b):
+    """Signed division truncating toward zero, in integers."""
+    q = np.floor_divide(a, b)
+    return np.where((np.mod(a, b) != 0) & ((np.asarray(a) < 0) != (np.asarray(b) < 0)), q + 1, q)
+
+
 def constant_value(op: arith.ConstantOp) -> np.ndarray:
     """The value of an `arith.constant`, as an array (0-d for a scalar)."""
     v = op.value
@@ -199,7 +208,8 @@ def eval_scalar_op(op: Operation, env: Env) -> None:
         return
     # Integers as signed values of their width (a true i1 is -1); the unsigned
     # ops read them modulo 2^width.
-    unsigned = isinstance(op, arith.UIToFPOp | arith.ExtUIOp) or (
+    unsigned = isinstance(op, arith.UIToFPOp | arith.ExtUIOp | arith.DivUIOp | arith.RemUIOp
+                          | arith.CeilDivUIOp) or (
         isinstance(op, arith.CmpiOp) and op.predicate.value.data >= 6)  # fmt: skip
     args = [_int_view(env[o], o.type, unsigned) for o in op.operands]
     if isinstance(op, arith.CmpfOp):

@@ -232,6 +232,23 @@ def _cbrt(x):
     return tl.where(x == 0.0, x, tl.where(x < 0.0, _neg(y), y))
 
 
+# arith.floordivsi / ceildivsi: Triton's // truncates toward zero (C); the
+# quotient moves down (up) by one when the remainder is nonzero and the signs
+# differ (agree).
+@triton.jit
+def _floordiv(a, b):
+    q = a // b
+    r = a - q * b
+    return tl.where((r != 0) & ((r < 0) != (b < 0)), q - 1, q)
+
+
+@triton.jit
+def _ceildiv(a, b):
+    q = a // b
+    r = a - q * b
+    return tl.where((r != 0) & ((r < 0) == (b < 0)), q + 1, q)
+
+
 # math.atan: Cephes' double-precision atan (range reduction at tan(3pi/8) and
 # 0.66, then a 4/5 rational in z^2), which also serves f32 computations; the
 # sign of -0.0 kept, NaN propagated.
@@ -424,7 +441,7 @@ MODULE_NAMES = ("torch", "triton", "tl", "os", "libdevice", "KERNELS", "device",
                 "DOT_DTYPE", "DOT_PRECISION", "_ON_GPU", "_neg", "_tanh", "_tanh_bf16", "_powf", "_log1p",
                 "_expm1", "_sinh", "_cosh", "_tan", "_trunc", "_tanh_f64", "_max_nan", "_min_nan",
                 "_max_nan_combine", "_min_nan_combine", "_prod", "_mul_combine", "_round_bf16", "_roundeven", "_round",
-                "_copysign", "_copysign_f64", "_cbrt", "_to_bf16", "_atan", "_atan2", "_asin", "_acos")  # fmt: skip
+                "_copysign", "_copysign_f64", "_cbrt", "_to_bf16", "_atan", "_atan2", "_asin", "_acos", "_floordiv", "_ceildiv")  # fmt: skip
 
 
 class Names:
@@ -935,6 +952,16 @@ def _typed_expr(op: Operation, args: list[str]) -> str | None:
         rounded = f"_round_bf16({x})" if narrow == "tl.bfloat16" else f"({x}).to({narrow})"
         return f"({rounded}).to({wide})"
     et = type(element_type(op.results[0].type)) if op.results else None
+    if isinstance(op, arith.DivUIOp | arith.RemUIOp | arith.CeilDivUIOp):
+        a, b = (_unsigned(v, _block_constant(v, x)) for v, x in zip(op.operands, args, strict=True))
+        w = _int_width(op.results[0])
+        expr = {arith.DivUIOp: "({0} // {1})", arith.RemUIOp: "({0} % {1})",
+                arith.CeilDivUIOp: "(({0} // {1}) + (({0} % {1}) != 0))"}[type(op)].format(a, b)  # fmt: skip
+        return expr if w == 1 or not isinstance(element_type(op.results[0].type), IntegerType) \
+            else f"({expr}).to(tl.int{w}, bitcast=True)"
+    if isinstance(op, arith.FloorDivSIOp | arith.CeilDivSIOp):
+        name = "_floordiv" if isinstance(op, arith.FloorDivSIOp) else "_ceildiv"
+        return f"{name}({', '.join(_block_constant(v, x) for v, x in zip(op.operands, args, strict=True))})"
     if isinstance(op, arith.MaxSIOp | arith.MinSIOp) and _int_width(op.results[0]) == 1:
         # a true i1 is -1 read signed: max is AND, min is OR
         return ("({} & {})" if isinstance(op, arith.MaxSIOp) else "({} | {})").format(*args)
