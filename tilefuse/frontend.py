@@ -11,9 +11,12 @@ from __future__ import annotations
 import math
 
 from xdsl.context import Context
-from xdsl.dialects import func, tensor
+from xdsl.dialect_interfaces.op_asm import OpAsmDialectInterface
+from xdsl.dialects import arith, func, tensor
 from xdsl.dialects.builtin import (
     AnyFloat,
+    DenseIntOrFPElementsAttr,
+    DenseResourceAttr,
     FileLineColLoc,
     IndexType,
     IntAttr,
@@ -117,6 +120,7 @@ def parse_module(
     ctx: Context, text: str, filename: str = "<input>", line_offset: int = 0
 ) -> ModuleOp:
     """Parse and verify `text`; raise `CompileError` with a location on failure."""
+    _forget_resources(ctx)
     parser = LocatingParser(ctx, text, filename)
     parser.line_offset = line_offset
     try:
@@ -127,6 +131,7 @@ def parse_module(
         for region in f.regions:
             for block in region.blocks:
                 _check_defined_before_use(block, set())
+    _inline_resources(ctx, module)
     verify(module)
     _check_has_body(module, filename)
     return module
@@ -303,6 +308,50 @@ def _check_reshape(op: tensor.CollapseShapeOp | tensor.ExpandShapeOp) -> None:
         if (product := math.prod(large[d] for d in g)) != n:
             raise CompileError.at(op, f"reshapes {op.src.type} into {op.result.type}: "
                                   f"dimensions {g} hold {product} elements, not {n}")  # fmt: skip
+
+
+BLOB_DTYPES = {"f16": "<f2", "f32": "<f4", "f64": "<f8", "i8": "<i1", "i16": "<i2", "i32": "<i4",
+               "i64": "<i8", "i1": "<u1", "bf16": "<u2"}  # fmt: skip
+
+
+def _forget_resources(ctx: Context) -> None:
+    """xDSL keeps resource blobs on the builtin dialect, shared by every
+    context, and renames a key declared twice (`key_0`): a file parsed a second
+    time would find no bytes for its constants. Each parse starts empty; the
+    blobs are inlined into the constants right after (`_inline_resources`)."""
+    builtin = ctx.get_optional_dialect("builtin")
+    blobs = builtin.get_interface(OpAsmDialectInterface) if builtin is not None else None
+    if blobs is not None:
+        blobs._blob_storage.clear()
+
+
+def _inline_resources(ctx: Context, module: ModuleOp) -> None:
+    """`arith.constant dense_resource<key>` (torch-mlir's fx importer prints
+    weights so, with the bytes in the file's `{-# dialect_resources #-}`) as
+    the dense constant it stands for: a 4-byte alignment header, then the
+    elements little-endian (one byte per i1; one element: a splat)."""
+    import numpy as np
+
+    builtin = ctx.get_optional_dialect("builtin")
+    blobs = builtin.get_interface(OpAsmDialectInterface) if builtin is not None else None
+    for op in module.walk():
+        if not (isinstance(op, arith.ConstantOp) and isinstance(op.value, DenseResourceAttr)):
+            continue
+        key, t = op.value.resource_handle.data, op.value.type
+        blob = blobs.lookup(key) if blobs is not None else None
+        name = str(t.get_element_type())
+        if not blob or name not in BLOB_DTYPES:
+            why = "has no bytes in the file's dialect_resources" if not blob else f"holds {name}"
+            raise CompileError.at(op, f"dense_resource<{key}> {why}: tilefuse cannot read it")
+        data = np.frombuffer(bytes.fromhex(blob[2:])[4:], BLOB_DTYPES[name])
+        if name == "bf16":
+            data = (data.astype(np.uint32) << 16).view(np.float32)
+        count = math.prod(t.get_shape())
+        if data.size not in (1, count):
+            raise CompileError.at(op, f"dense_resource<{key}> holds {data.size} elements, "
+                                      f"{t} has {count}")  # fmt: skip
+        values = np.broadcast_to(data, (count,)).tolist()
+        op.properties["value"] = DenseIntOrFPElementsAttr.from_list(t, values)
 
 
 def _check_pad(op: tensor.PadOp) -> None:
