@@ -67,3 +67,16 @@ def test_missing_or_short_resources_are_refused_with_a_location():
     short = program("f32", "2x3", struct.pack("<4f", 1, 2, 3, 4).hex())
     with pytest.raises(CompileError, match=r"<input>:3:3: .*holds 4 elements, tensor<2x3xf32> has 6"):
         compile(short)
+
+
+def test_a_scalar_extracted_from_a_0d_tensor_is_read_by_the_kernels():
+    """torch-mlir's `tensor.extract %s[]`, used in payloads (it was refused)."""
+    from pathlib import Path
+
+    text = (Path(__file__).parent / "programs" / "scalar_extracted_from_a_0d_tensor.mlir").read_text()
+    x, s = torch.randn(4, 5, generator=torch.Generator().manual_seed(0)), torch.tensor(3.0)
+    y, t = compile(text)(on_device(x), on_device(s))
+    assert torch.allclose(y.cpu(), x * 3 + 2) and torch.allclose(t.cpu(), (x * 3).sum(1), atol=1e-5)
+    used_outside = text.replace("%c = arith.constant dense", "%w = arith.mulf %v, %v : f32\n  %c = arith.constant dense")
+    with pytest.raises(CompileError, match=r"<input>:6:3: .*tensor.extract.* cannot be placed among fusion groups"):
+        compile(used_outside)

@@ -557,6 +557,8 @@ _HANDLERS = {
     tensor.ExpandShapeOp: lambda op, env: env.__setitem__(op.result, np.reshape(env[op.src], _result_shape(op))),
     tensor.CollapseShapeOp: lambda op, env: env.__setitem__(op.result, np.reshape(env[op.src], _result_shape(op))),
     tf.WindowOp: lambda op, env: _eval_window(op, env),
+    tensor.ExtractOp: lambda op, env: env.__setitem__(
+        op.result, np.asarray(env[op.tensor])[tuple(int(env[i]) for i in op.indices)]),
     tensor.PadOp: lambda op, env: _eval_pad(op, env),
 }  # fmt: skip
 """Ops other than structured, terminators and scalars: one evaluator each."""

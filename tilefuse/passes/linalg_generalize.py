@@ -41,7 +41,12 @@ from xdsl.pattern_rewriter import (
 )
 
 from tilefuse.dialects.linalg_named import SoftmaxOp
-from tilefuse.passes.unit_dims import fold_host_scalars, fold_transposes, fold_unit_dims
+from tilefuse.passes.unit_dims import (
+    extracted_scalars_as_operands,
+    fold_host_scalars,
+    fold_transposes,
+    fold_unit_dims,
+)
 from tilefuse.passes.windows import fold_windows
 from tilefuse.structured import as_structured, filled
 
@@ -155,6 +160,7 @@ class LinalgGeneralizePass(ModulePass):
         PatternRewriteWalker(FoldReshapeOfCreation()).rewrite_module(op)
         _erase_dead_views(op)
         PatternRewriteWalker(GeneralizePattern(), apply_recursively=False).rewrite_module(op)
+        extracted_scalars_as_operands(op)  # torch-mlir's scalars of 0-d tensors
         fold_transposes(op)
         fold_windows(op)  # convolutions' windowed reads become strided views
         _erase_dead_views(op)

@@ -126,6 +126,48 @@ def _rewrite(op: linalg.GenericOp, maps: list[AffineMap], drops: list[list[int]]
     op.erase()
 
 
+def extracted_scalars_as_operands(module: ModuleOp) -> None:
+    """`%v = tensor.extract %t[]` of a 0-d tensor at function level, read inside
+    `linalg.generic` payloads (torch-mlir's scalar operands): each such generic
+    reads `%t` as a 0-d input instead (map `-> ()`), its payload the new block
+    argument. Uses outside payloads are left (refused later, with a location)."""
+    for op in list(module.walk()):
+        if not (isinstance(op, tensor.ExtractOp) and isinstance(op.parent_op(), func.FuncOp)
+                and not op.indices and isinstance(op.tensor.type, TensorType)):  # fmt: skip
+            continue
+        readers = {u.operation for u in op.result.uses}
+        generics = {g for r in readers if (g := _enclosing_function_generic(r)) is not None}
+        for g in generics:
+            _read_as_operand(g, op.result, op.tensor)
+        if not op.result.uses:
+            op.detach()
+            op.erase()
+
+
+def _enclosing_function_generic(op: Operation) -> linalg.GenericOp | None:
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, linalg.GenericOp):
+        parent = parent.parent_op()
+    if parent is None or not isinstance(parent.parent_op(), func.FuncOp):
+        return None
+    return parent
+
+
+def _read_as_operand(g: linalg.GenericOp, scalar: SSAValue, source: SSAValue) -> None:
+    n_in = len(g.inputs)
+    body = g.body.clone()
+    arg = body.block.insert_arg(scalar.type, n_in)
+    for inner in body.walk():
+        inner.operands = [arg if v is scalar else v for v in inner.operands]
+    maps = [m for m in g.indexing_maps.data]
+    rank = maps[-1].data.num_dims
+    maps.insert(n_in, AffineMapAttr(AffineMap(rank, 0, ())))
+    new = linalg.GenericOp([*g.inputs, source], list(g.outputs), body, maps, g.iterator_types,
+                           [r.type for r in g.results])  # fmt: skip
+    new.location = g.location
+    Rewriter.replace_op(g, new)
+
+
 def fold_host_scalars(module: ModuleOp) -> None:
     """Function-level scalar `arith`/`math` ops of constants (a scale computed as
     1 / sqrt(64), say) become constants, so kernels capture them as literals;
