@@ -168,6 +168,7 @@ ELEMENTWISE: dict[type[Operation], Fn] = {
     mathd.RoundOp: lambda a: np.copysign(np.floor(np.abs(a)) + (np.abs(a) % 1.0 >= 0.5), a),
     mathd.CopySignOp: np.copysign, mathd.CbrtOp: np.cbrt, mathd.AtanOp: np.arctan,
     mathd.Atan2Op: np.arctan2, mathd.AsinOp: np.arcsin, mathd.AcosOp: np.arccos,
+    mathd.AsinhOp: np.arcsinh, mathd.AcoshOp: np.arccosh, mathd.AtanhOp: np.arctanh,
 }  # fmt: skip
 
 # Combiners a reduction payload may end in, and the numpy reduction they become.

@@ -103,6 +103,7 @@ UNARY = {arith.NegfOp: "_neg({})", mathd.ExpOp: "tl.exp({})", mathd.Exp2Op: "tl.
          mathd.FloorOp: "tl.floor({})", mathd.CeilOp: "tl.ceil({})",
          mathd.SinOp: "tl.sin({})", mathd.CosOp: "tl.cos({})", mathd.TanOp: "_tan({})",
          mathd.AtanOp: "_atan({})", mathd.AsinOp: "_asin({})", mathd.AcosOp: "_acos({})",
+         mathd.AsinhOp: "_asinh({})", mathd.AcoshOp: "_acosh({})", mathd.AtanhOp: "_atanh({})",
          mathd.SinhOp: "_sinh({})", mathd.CoshOp: "_cosh({})", mathd.TruncOp: "_trunc({})",
          mathd.RoundEvenOp: "_roundeven({})", mathd.RoundOp: "_round({})",
          mathd.CbrtOp: "_cbrt({})",
@@ -230,6 +231,33 @@ def _cbrt(x):
     y = y - (y - a / (y * y)) * 0.3333333333333333
     y = tl.where((a == 0.0) | (a == float("inf")), a, y)
     return tl.where(x == 0.0, x, tl.where(x < 0.0, _neg(y), y))
+
+
+# Inverse hyperbolic functions through _log1p (glibc's forms): asinh(a) =
+# log1p(a + a^2 / (1 + sqrt(1 + a^2))), acosh(1 + t) = log1p(t + sqrt(2t + t^2)),
+# atanh(a) = log1p(2a + 2a^2 / (1 - a)) / 2 (below 0.5, else 2a / (1 - a));
+# past 2^28, log(a) + ln 2. Odd ones keep the sign of zero; NaN outside domains.
+@triton.jit
+def _asinh(x):
+    a = tl.abs(x)
+    big = tl.log(a) + 0.6931471805599453
+    r = tl.where(a > 268435456.0, big, _log1p(a + a * a / (1.0 + tl.sqrt(1.0 + a * a))))
+    return tl.where(x < 0.0, _neg(r), tl.where(x == 0.0, x, r))
+
+
+@triton.jit
+def _acosh(x):
+    t = x - 1.0
+    big = tl.log(x) + 0.6931471805599453
+    r = tl.where(x > 268435456.0, big, _log1p(t + tl.sqrt(2.0 * t + t * t)))
+    return tl.where(x < 1.0, float("nan"), r)
+
+
+@triton.jit
+def _atanh(x):
+    a = tl.abs(x)
+    r = 0.5 * tl.where(a < 0.5, _log1p(2.0 * a + 2.0 * a * a / (1.0 - a)), _log1p(2.0 * a / (1.0 - a)))
+    return tl.where(x < 0.0, _neg(r), tl.where(x == 0.0, x, r))
 
 
 # arith.floordivsi / ceildivsi: Triton's // truncates toward zero (C); the
@@ -441,7 +469,7 @@ MODULE_NAMES = ("torch", "triton", "tl", "os", "libdevice", "KERNELS", "device",
                 "DOT_DTYPE", "DOT_PRECISION", "_ON_GPU", "_neg", "_tanh", "_tanh_bf16", "_powf", "_log1p",
                 "_expm1", "_sinh", "_cosh", "_tan", "_trunc", "_tanh_f64", "_max_nan", "_min_nan",
                 "_max_nan_combine", "_min_nan_combine", "_prod", "_mul_combine", "_round_bf16", "_roundeven", "_round",
-                "_copysign", "_copysign_f64", "_cbrt", "_to_bf16", "_atan", "_atan2", "_asin", "_acos", "_floordiv", "_ceildiv")  # fmt: skip
+                "_copysign", "_copysign_f64", "_cbrt", "_to_bf16", "_atan", "_atan2", "_asin", "_acos", "_floordiv", "_ceildiv", "_asinh", "_acosh", "_atanh")  # fmt: skip
 
 
 class Names:

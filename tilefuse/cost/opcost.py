@@ -71,7 +71,8 @@ def payload_flops(s: StructuredOp) -> int:
 _SFU = (mathd.ExpOp, mathd.Exp2Op, mathd.LogOp, mathd.Log2Op, mathd.Log1pOp, mathd.TanhOp,
         mathd.ErfOp, mathd.SqrtOp, mathd.RsqrtOp, mathd.SinOp, mathd.CosOp, mathd.PowFOp,
         mathd.ExpM1Op, mathd.Log10Op, mathd.TanOp, mathd.SinhOp, mathd.CoshOp,
-        mathd.AtanOp, mathd.Atan2Op, mathd.AsinOp, mathd.AcosOp, arith.DivfOp)  # fmt: skip
+        mathd.AtanOp, mathd.Atan2Op, mathd.AsinOp, mathd.AcosOp, mathd.AsinhOp,
+        mathd.AcoshOp, mathd.AtanhOp, arith.DivfOp)  # fmt: skip
 
 
 # Math ops printed as long, branchy library code (libdevice's erf, the prelude's
@@ -79,7 +80,8 @@ _SFU = (mathd.ExpOp, mathd.Exp2Op, mathd.LogOp, mathd.Log2Op, mathd.Log1pOp, mat
 # thread holds: what makes a GEMM epilogue slow to compile.
 _LIBRARY_CALLS = (mathd.ErfOp, mathd.PowFOp, mathd.Log1pOp, mathd.ExpM1Op, mathd.TanOp,
                   mathd.SinhOp, mathd.CoshOp, mathd.SinOp, mathd.CosOp, mathd.AtanOp,
-                  mathd.Atan2Op, mathd.AsinOp, mathd.AcosOp)  # fmt: skip
+                  mathd.Atan2Op, mathd.AsinOp, mathd.AcosOp, mathd.AsinhOp, mathd.AcoshOp,
+                  mathd.AtanhOp)  # fmt: skip
 
 
 def payload_library_calls(s: StructuredOp) -> int:
