@@ -247,3 +247,56 @@ def test_integer_division_signed_unsigned_floor_and_ceiling():
     assert [o.cpu().tolist() for o in outs] == want
     ref = evaluate(load_program(INT_DIVISION), [ta.numpy(), tb.numpy()])
     assert [r.tolist() for r in ref] == want
+
+
+UNSIGNED_IN_WIDE_REGISTERS = """
+#m = affine_map<(i) -> (i)>
+func.func @f(%a: tensor<6xf32>, %b: tensor<6xi64>) -> (tensor<6xi8>, tensor<6xi64>, tensor<6xi64>, tensor<6xi64>) {
+  %c3 = arith.constant 3 : i8
+  %c2 = arith.constant 2 : index
+  %e8 = tensor.empty() : tensor<6xi8>
+  %e = tensor.empty() : tensor<6xi64>
+  %r:4 = linalg.generic {indexing_maps = [#m, #m, #m, #m, #m, #m], iterator_types = ["parallel"]} ins(%a, %b : tensor<6xf32>, tensor<6xi64>) outs(%e8, %e, %e, %e : tensor<6xi8>, tensor<6xi64>, tensor<6xi64>, tensor<6xi64>) {
+  ^bb0(%x: f32, %y: i64, %o0: i8, %o1: i64, %o2: i64, %o3: i64):
+    %i = arith.fptosi %x : f32 to i8
+    %q = arith.divui %i, %c3 : i8
+    %n = arith.index_cast %y : i64 to index
+    %d = arith.divui %n, %c2 : index
+    %m = arith.remui %n, %c2 : index
+    %c = arith.ceildivsi %y, %y : i64
+    %d64 = arith.index_cast %d : index to i64
+    %m64 = arith.index_cast %m : index to i64
+    linalg.yield %q, %d64, %m64, %c : i8, i64, i64, i64
+  } -> (tensor<6xi8>, tensor<6xi64>, tensor<6xi64>, tensor<6xi64>)
+  return %r#0, %r#1, %r#2, %r#3 : tensor<6xi8>, tensor<6xi64>, tensor<6xi64>, tensor<6xi64>
+}
+"""
+
+
+def test_unsigned_division_of_narrow_values_in_wide_registers_and_of_index():
+    """An i8 from fptosi sits in an int32 register, an index is 64 bits: the
+    unsigned ops cut the value to its width first (a bitcast of the wider
+    register was a Triton error), and a negative index is 2**64 - n unsigned
+    (the kernels and the reference each divided signed before)."""
+    a = torch.tensor([-7.0, 7.0, -128.0, 127.0, -1.0, 0.0])
+    b = torch.tensor([-7, 7, 5, -1, -(2**63), 3], dtype=torch.int64)
+    u8 = [int(x) % 256 for x in a.tolist()]
+    u64 = [int(y) % 2**64 for y in b.tolist()]
+    signed = lambda v, w: v - 2**w if v >= 2 ** (w - 1) else v  # noqa: E731
+    want = [[signed(v // 3, 8) for v in u8], [signed(v // 2, 64) for v in u64],
+            [v % 2 for v in u64], [1, 1, 1, 1, 1, 1]]  # fmt: skip
+    outs = compile(UNSIGNED_IN_WIDE_REGISTERS)(on_device(a), on_device(b))
+    assert [o.cpu().tolist() for o in outs] == want
+    ref = evaluate(load_program(UNSIGNED_IN_WIDE_REGISTERS), [a.numpy(), b.numpy()])
+    assert [r.tolist() for r in ref] == want
+
+
+def test_reference_ceildivsi_of_the_smallest_i64():
+    """-(-2**63) overflows: the reference computed ceil from -a (+2**62)."""
+    text = INT_DIVISION.replace("i32", "i64")
+    a = torch.tensor([-(2**63)] * 12, dtype=torch.int64)
+    b = torch.tensor([2, 3] * 6, dtype=torch.int64)
+    ref = evaluate(load_program(text), [a.numpy(), b.numpy()])
+    assert ref[3].tolist() == [-(2**62), -3074457345618258602] * 6
+    outs = compile(text)(on_device(a), on_device(b))
+    assert outs[3].cpu().tolist() == ref[3].tolist()

@@ -389,3 +389,12 @@ def test_unsupported_payload_ops_are_located(body, where, message):
     with pytest.raises(CompileError) as e:
         compile(body)
     assert where in str(e.value) and message in str(e.value), str(e.value)
+
+
+def test_block_constants_wrap_literals_never_names():
+    """A helper's constant operand becomes a 0-d block; a Python name (`inf`,
+    `nan` are names too, though float() parses them) stays a name."""
+    from tilefuse.backend.emit_triton import _is_literal
+
+    assert all(_is_literal(t) for t in ("1.5", "-2", "1e-30", 'float("nan")', 'float("-inf")', "True"))
+    assert not any(_is_literal(t) for t in ("inf", "nan", "v_1", "t", "_x", ""))

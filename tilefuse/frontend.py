@@ -343,7 +343,13 @@ def _inline_resources(ctx: Context, module: ModuleOp) -> None:
         if not blob or name not in BLOB_DTYPES:
             why = "has no bytes in the file's dialect_resources" if not blob else f"holds {name}"
             raise CompileError.at(op, f"dense_resource<{key}> {why}: tilefuse cannot read it")
-        data = np.frombuffer(bytes.fromhex(blob[2:])[4:], BLOB_DTYPES[name])
+        try:
+            raw = bytes.fromhex(blob[2:])
+            data = np.frombuffer(raw[4:], BLOB_DTYPES[name])
+        except ValueError as e:  # odd hex digits, a partial element
+            raise CompileError.at(op, f"dense_resource<{key}> is not a blob of {name}: {e}") from e
+        if len(raw) < 4:
+            raise CompileError.at(op, f"dense_resource<{key}> has no alignment header")
         if name == "bf16":
             data = (data.astype(np.uint32) << 16).view(np.float32)
         count = math.prod(t.get_shape())

@@ -148,7 +148,7 @@ ELEMENTWISE: dict[type[Operation], Fn] = {
     arith.AddiOp: np.add, arith.SubiOp: np.subtract, arith.MuliOp: np.multiply,
     arith.DivSIOp: lambda a, b: _divsi(a, b),  # exact: a / b in float64 rounds past 2**53
     arith.RemSIOp: np.fmod, arith.FloorDivSIOp: np.floor_divide,
-    arith.CeilDivSIOp: lambda a, b: -np.floor_divide(-a, b),
+    arith.CeilDivSIOp: lambda a, b: np.floor_divide(a, b) + (np.mod(a, b) != 0),
     arith.DivUIOp: np.floor_divide, arith.RemUIOp: np.mod,  # of the unsigned views
     arith.CeilDivUIOp: lambda a, b: np.floor_divide(a, b) + (np.mod(a, b) != 0), arith.AndIOp: np.bitwise_and, arith.OrIOp: np.bitwise_or,
     arith.XOrIOp: np.bitwise_xor, arith.MaxSIOp: np.maximum, arith.MinSIOp: np.minimum,
@@ -233,9 +233,9 @@ def _int_view(x, t: Attribute, unsigned: bool):
     """An integer value of type `t` as int64 (signed, or modulo 2^width); other
     values unchanged."""
     et = element_type(t)
-    if not isinstance(et, IntegerType):
+    if not isinstance(et, IntegerType | IndexType):
         return x
-    w = et.width.data
+    w = et.width.data if isinstance(et, IntegerType) else 64  # index: 64 bits
     x = np.asarray(x).astype(np.int64) if w < 64 else np.asarray(x)
     if w >= 64:
         return x.astype(np.uint64) if unsigned else x

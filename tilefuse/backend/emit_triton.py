@@ -985,8 +985,7 @@ def _typed_expr(op: Operation, args: list[str]) -> str | None:
         w = _int_width(op.results[0])
         expr = {arith.DivUIOp: "({0} // {1})", arith.RemUIOp: "({0} % {1})",
                 arith.CeilDivUIOp: "(({0} // {1}) + (({0} % {1}) != 0))"}[type(op)].format(a, b)  # fmt: skip
-        return expr if w == 1 or not isinstance(element_type(op.results[0].type), IntegerType) \
-            else f"({expr}).to(tl.int{w}, bitcast=True)"
+        return expr if w == 1 else f"({expr}).to(tl.int{w}, bitcast=True)"
     if isinstance(op, arith.FloorDivSIOp | arith.CeilDivSIOp):
         name = "_floordiv" if isinstance(op, arith.FloorDivSIOp) else "_ceildiv"
         return f"{name}({', '.join(_block_constant(v, x) for v, x in zip(op.operands, args, strict=True))})"
@@ -1039,12 +1038,14 @@ def _signed(v: SSAValue, x: str) -> str:
 
 
 def _unsigned(v: SSAValue, x: str) -> str:
-    """`x` read as an unsigned integer (i1 is already 0/1; index values are
-    positions in a tile, never negative, and their width in a kernel varies)."""
-    if not isinstance(element_type(v.type), IntegerType):
+    """`x` read as an unsigned integer of its type's width (index: 64 bits; i1
+    is already 0/1). A value may sit in a wider register than its type (an i8
+    from fptosi, an index from linalg.index): it is cut to its width first."""
+    et = element_type(v.type)
+    if not isinstance(et, IntegerType | IndexType):
         return x
     w = _int_width(v)
-    return x if w == 1 else f"({_block_constant(v, x)}).to(tl.uint{w}, bitcast=True)"
+    return x if w == 1 else f"({_block_constant(v, x)}).to(tl.int{w}).to(tl.uint{w}, bitcast=True)"
 
 
 def _cmpi_expr(op: arith.CmpiOp, args: list[str]) -> str:

@@ -24,6 +24,7 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
     FloatAttr,
+    IndexType,
     IntegerAttr,
     IntegerType,
     TensorType,
@@ -218,6 +219,10 @@ def _cast_signed(v: SSAValue, t: Attribute) -> SSAValue:
     """Upstream's `cast_signed`: `v` converted to `t`, integers read as signed."""
     if v.type == t:
         return v
+    if isinstance(v.type, IndexType) or isinstance(t, IndexType):
+        if not isinstance(v.type, IntegerType | IndexType) or not isinstance(t, IntegerType | IndexType):
+            raise VerifyException(f"converts between {v.type} and {t}: cast through an integer")
+        return arith.IndexCastOp(v, t).result
     if v.type == IntegerType(1) or t == IntegerType(1):
         raise VerifyException(f"converts between i1 and {t if v.type == IntegerType(1) else v.type}, "
                               "which tilefuse does not read signed or unsigned for you")  # fmt: skip
@@ -239,7 +244,9 @@ class FillOp(linalg_ops.FillOp):
 
     @classmethod
     def get_hidden_region(cls, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue]) -> Region:
-        arg_types = cls.body_arg_types((*inputs, *outputs))
+        # (xDSL's body_arg_types asserts on index)
+        arg_types = [v.type.get_element_type() if isinstance(v.type, TensorType) else v.type
+                     for v in (*inputs, *outputs)]  # fmt: skip
 
         @Builder.implicit_region(arg_types)
         def hidden_region(args: tuple[BlockArgument, ...]) -> None:

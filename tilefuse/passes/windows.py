@@ -67,8 +67,8 @@ def _created(value, view_type: TensorType):
     s = as_structured(owner) if isinstance(owner, linalg.GenericOp) else None
     if s is None or classify(s) != FILL or len(s.outputs) != 1 or any(
             m.results for m in s.input_maps) or any(
-            isinstance(o, linalg.IndexOp) for o in s.payload.ops):  # fmt: skip
-        return None
+            isinstance(o, linalg.IndexOp) for o in s.payload.ops) or s.payload.args[-1].uses:  # fmt: skip
+        return None  # (reading its output, it is not a function of its scalars alone)
     rank = len(view_type.get_shape())
     empty = tensor.EmptyOp([], view_type)
     maps = [AffineMapAttr(AffineMap(rank, 0, ())) for _ in s.inputs]
