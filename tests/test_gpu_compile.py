@@ -161,3 +161,15 @@ def test_command_line(capsys):
     assert "relu_add.mlir on h200 (sm_90)" in out and "fused_kernel_0" in out
     assert main([path, "--set-dim", "N"]) == 1
     assert "--set-dim expects NAME=SIZE" in capsys.readouterr().err
+
+
+def test_remf_compiles_to_libdevice_fmod_for_sm90():
+    """arith.remf goes to libdevice's fmod on the GPU (exact; NVPTX's frem is
+    a - b * trunc(a / b)): the GPU branch of the prelude compiles, f32 and f64."""
+    from tests.test_nan_semantics import REMF
+
+    for dtype in ("f32", "f64"):
+        module = load_program(REMF.replace("T", dtype))
+        run_pipeline(module, TARGET.name)
+        (report,) = check_kernels(module, emit_triton(module), TARGET.name)
+        assert report.fits and report.spills == 0

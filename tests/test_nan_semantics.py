@@ -363,3 +363,34 @@ def test_inverse_hyperbolic_functions_within_a_few_ulps(dtype):
         finite = np.isfinite(rounded)
         ulps = np.abs(got[finite] - want[finite]) / np.spacing(np.abs(rounded[finite]))
         assert ulps.max() <= bound, ulps.max()
+
+
+REMF = """
+#m = affine_map<(i) -> (i)>
+func.func @f(%a: tensor<12xT>, %b: tensor<12xT>) -> tensor<12xT> {
+  %e = tensor.empty() : tensor<12xT>
+  %r = linalg.generic {indexing_maps = [#m, #m, #m], iterator_types = ["parallel"]} ins(%a, %b : tensor<12xT>, tensor<12xT>) outs(%e : tensor<12xT>) {
+  ^bb0(%x: T, %y: T, %o: T):
+    %q = arith.remf %x, %y : T
+    linalg.yield %q : T
+  } -> tensor<12xT>
+  return %r : tensor<12xT>
+}
+"""
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_remf_is_c_fmod(dtype):
+    """arith.remf (torch-mlir's fmod; xDSL lacks it): the sign of the dividend,
+    exact for large quotients, NaN for a zero divisor or an infinite dividend."""
+    tt = {"f32": torch.float32, "f64": torch.float64}[dtype]
+    a = torch.tensor([7.5, -7.5, 7.5, -7.5, 1e30, 3.0, -0.0, 0.0, INF, 5.0, NAN, 1.0], dtype=tt)
+    b = torch.tensor([2.0, 2.0, -2.0, -2.0, 3.0, 0.0, 2.0, -2.0, 2.0, INF, 1.0, 1e-30], dtype=tt)
+    text = REMF.replace("T", dtype)
+    (got,) = compile(text)(on_device(a), on_device(b))
+    want = torch.fmod(a, b)
+    assert torch.equal(got.cpu().nan_to_num(nan=7.0), want.nan_to_num(nan=7.0))
+    numbers = ~want.isnan()  # (a NaN's sign bit means nothing)
+    assert torch.equal(got.cpu().signbit()[numbers], want.signbit()[numbers])
+    (ref,) = evaluate(load_program(text), [a.numpy(), b.numpy()])
+    assert torch.equal(torch.from_numpy(ref).to(tt).nan_to_num(nan=7.0), want.nan_to_num(nan=7.0))

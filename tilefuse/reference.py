@@ -47,6 +47,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from tilefuse.affine import window_terms
 from tilefuse.diagnostics import CompileError
 from tilefuse.dialects import tilefuse as tf
+from tilefuse.dialects.arith_extra import RemFOp
 from tilefuse.dialects.linalg_named import SoftmaxOp
 from tilefuse.structured import (
     REDUCTION,
@@ -169,6 +170,7 @@ ELEMENTWISE: dict[type[Operation], Fn] = {
     mathd.CopySignOp: np.copysign, mathd.CbrtOp: np.cbrt, mathd.AtanOp: np.arctan,
     mathd.Atan2Op: np.arctan2, mathd.AsinOp: np.arcsin, mathd.AcosOp: np.arccos,
     mathd.AsinhOp: np.arcsinh, mathd.AcoshOp: np.arccosh, mathd.AtanhOp: np.arctanh,
+    RemFOp: np.fmod,
 }  # fmt: skip
 
 # Combiners a reduction payload may end in, and the numpy reduction they become.

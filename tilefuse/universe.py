@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 from xdsl.context import Context
-from xdsl.dialects.arith import Arith
 from xdsl.dialects.builtin import Builtin
 from xdsl.dialects.func import Func
 from xdsl.dialects.math import Math
 from xdsl.dialects.scf import Scf
 from xdsl.dialects.tensor import Tensor
 
+from tilefuse.dialects.arith_extra import ARITH
 from tilefuse.dialects.linalg_named import LINALG
 from tilefuse.dialects.tilefuse import Tilefuse
 
-DIALECTS = (Builtin, Func, Arith, Math, LINALG, Tensor, Scf, Tilefuse)
+DIALECTS = (Builtin, Func, ARITH, Math, LINALG, Tensor, Scf, Tilefuse)
 
 
 def register_dialects(ctx: Context) -> None:
