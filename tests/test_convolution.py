@@ -252,7 +252,7 @@ func.func @f(%x: tensor<2x7x6x3xf32>, %w: tensor<3x3x3x4xf32>) -> (tensor<2x7x6x
 def test_padded_convolution_then_padded_pooling():
     """`tensor.pad` (static, a constant: zeros before a 'same' convolution,
     -inf before a max pooling of the convolution's result) runs on the host
-    between kernels, as torch's F.pad."""
+    between kernels, checked against torch's F.pad."""
     x, w = rand(2, 7, 6, 3), rand(3, 3, 3, 4, seed=1)
     conv, pooled = compile(PADDED)(on_device(x), on_device(w))
     want = F.conv2d(x.permute(0, 3, 1, 2), w.permute(3, 2, 0, 1), padding=1)

@@ -168,7 +168,7 @@ def reshape_root(value: SSAValue) -> SSAValue:
 
 HOST_COPIES = (tensor.ConcatOp, tensor.InsertSliceOp, tensor.PadOp)
 """Ops the host runs as torch copies between kernels (`torch.cat`, a slice
-assignment, `torch.nn.functional.pad`)."""
+assignment, a filled tensor with the source assigned in)."""
 
 
 def pad_value(op: tensor.PadOp) -> SSAValue | None:

@@ -319,10 +319,14 @@ def _forget_resources(ctx: Context) -> None:
     context, and renames a key declared twice (`key_0`): a file parsed a second
     time would find no bytes for its constants. Each parse starts empty; the
     blobs are inlined into the constants right after (`_inline_resources`)."""
-    builtin = ctx.get_optional_dialect("builtin")
-    blobs = builtin.get_interface(OpAsmDialectInterface) if builtin is not None else None
-    if blobs is not None:
+    if (blobs := _blob_store(ctx)) is not None:
         blobs._blob_storage.clear()
+
+
+def _blob_store(ctx: Context) -> OpAsmDialectInterface | None:
+    """Where xDSL keeps the blobs of `{-# dialect_resources: {builtin: ...} #-}`."""
+    builtin = ctx.get_optional_dialect("builtin")
+    return builtin.get_interface(OpAsmDialectInterface) if builtin is not None else None
 
 
 def _inline_resources(ctx: Context, module: ModuleOp) -> None:
@@ -332,8 +336,7 @@ def _inline_resources(ctx: Context, module: ModuleOp) -> None:
     elements little-endian (one byte per i1; one element: a splat)."""
     import numpy as np
 
-    builtin = ctx.get_optional_dialect("builtin")
-    blobs = builtin.get_interface(OpAsmDialectInterface) if builtin is not None else None
+    blobs = _blob_store(ctx)
     for op in module.walk():
         if not (isinstance(op, arith.ConstantOp) and isinstance(op.value, DenseResourceAttr)):
             continue

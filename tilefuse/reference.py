@@ -149,9 +149,10 @@ ELEMENTWISE: dict[type[Operation], Fn] = {
     arith.AddiOp: np.add, arith.SubiOp: np.subtract, arith.MuliOp: np.multiply,
     arith.DivSIOp: lambda a, b: _divsi(a, b),  # exact: a / b in float64 rounds past 2**53
     arith.RemSIOp: np.fmod, arith.FloorDivSIOp: np.floor_divide,
-    arith.CeilDivSIOp: lambda a, b: np.floor_divide(a, b) + (np.mod(a, b) != 0),
+    arith.CeilDivSIOp: lambda a, b: _ceildiv(a, b),
     arith.DivUIOp: np.floor_divide, arith.RemUIOp: np.mod,  # of the unsigned views
-    arith.CeilDivUIOp: lambda a, b: np.floor_divide(a, b) + (np.mod(a, b) != 0), arith.AndIOp: np.bitwise_and, arith.OrIOp: np.bitwise_or,
+    arith.CeilDivUIOp: lambda a, b: _ceildiv(a, b),
+    arith.AndIOp: np.bitwise_and, arith.OrIOp: np.bitwise_or,
     arith.XOrIOp: np.bitwise_xor, arith.MaxSIOp: np.maximum, arith.MinSIOp: np.minimum,
     arith.ShLIOp: np.left_shift, arith.ShRSIOp: np.right_shift, arith.ExtUIOp: np.asarray,
     arith.ExtSIOp: np.asarray, arith.TruncIOp: np.asarray, arith.FPToUIOp: np.trunc,
@@ -180,6 +181,11 @@ COMBINERS: dict[type[Operation], np.ufunc] = {
     arith.AddiOp: np.add, arith.MuliOp: np.multiply, arith.MaxSIOp: np.maximum,
     arith.MinSIOp: np.minimum,
 }  # fmt: skip
+
+
+def _ceildiv(a, b):
+    """Division rounding up, in integers (signed, or of unsigned views)."""
+    return np.floor_divide(a, b) + (np.mod(a, b) != 0)
 
 
 def _divsi(a, b):
@@ -225,10 +231,16 @@ def eval_scalar_op(op: Operation, env: Env) -> None:
     else:
         raise CompileError.at(op, "is not supported by the reference evaluator")
     et = element_type(op.results[0].type)
-    if isinstance(et, IntegerType):  # wrap to the width (i1 kept as a bool)
-        value = _int_view(value, et, False)
-        value = value != 0 if et.width.data == 1 else value
-    env[op.results[0]] = round_to(value, et)
+    env[op.results[0]] = round_to(_wrapped(value, et), et)
+
+
+def _wrapped(value, et: Attribute):
+    """An integer result wrapped to its type's width (i1 as a bool); other
+    values unchanged."""
+    if not isinstance(et, IntegerType):
+        return value
+    value = _int_view(value, et, False)
+    return value != 0 if et.width.data == 1 else value
 
 
 def _int_view(x, t: Attribute, unsigned: bool):
@@ -322,9 +334,16 @@ def _input_in_loop_space(
     gathers its elements by computing each index from the loop indices."""
     if not is_window_map(s.maps[i]):
         return to_loop_space(array, s.operand_dims(i), s.num_loops)
-    base = np.zeros([1] * s.num_loops, np.int64)
+    terms = [window_terms(r) for r in s.maps[i].results]
+    return _gather(array, terms, index, [1] * s.num_loops)
+
+
+def _gather(array, terms, index: list[np.ndarray], shape) -> np.ndarray:
+    """`array` read at sum(c * index[d]) + const per dim (`terms`: a window's
+    coefficients and constants), over `shape`."""
+    base = np.zeros(shape, np.int64)
     idx = tuple(base + const + sum((c * index[d] for d, c in coeffs.items()), base)
-                for coeffs, const in (window_terms(r) for r in s.maps[i].results))  # fmt: skip
+                for coeffs, const in terms)  # fmt: skip
     return np.asarray(array)[idx]
 
 
@@ -390,10 +409,7 @@ def _eval_reduction(
             )
         with np.errstate(all="ignore"):
             value = COMBINERS[type(op)](_int_view(init, et, False), partial)
-        if isinstance(et, IntegerType):
-            value = _int_view(value, et, False)
-            value = value != 0 if et.width.data == 1 else value
-        results.append(value)
+        results.append(_wrapped(value, et))
     return results
 
 
@@ -588,10 +604,7 @@ def _eval_window(op: tf.WindowOp, env: Env) -> None:
     shape = _result_shape(op)
     index = [np.arange(r).reshape([r if d == k else 1 for k in range(len(shape))])
              for d, r in enumerate(shape)]  # fmt: skip
-    base = np.zeros(shape, np.int64)
-    idx = tuple(base + const + sum((c * index[d] for d, c in coeffs.items()), base)
-                for coeffs, const in op.terms())  # fmt: skip
-    env[op.result] = np.asarray(env[op.source])[idx]
+    env[op.result] = _gather(env[op.source], op.terms(), index, shape)
 
 
 def _tile_window(offsets: Sequence[int], tile: Sequence[int], full: Sequence[int]):

@@ -281,6 +281,18 @@ def filled(t: TensorType, value: float) -> tuple[SSAValue, list[Operation]]:
     return fill.results[0], [const, empty, fill]
 
 
+def with_inputs(
+    op: linalg.GenericOp, inputs: Sequence[SSAValue], maps: Sequence[AffineMap], body: Region
+) -> linalg.GenericOp:
+    """`op` rebuilt to read other inputs (`maps`: theirs, then the outputs'),
+    with `body` (block arguments to match); its outputs, iterators and location
+    kept. The caller puts it in `op`'s place."""
+    new = linalg.GenericOp(list(inputs), list(op.outputs), body, [AffineMapAttr(m) for m in maps],
+                           op.iterator_types, [r.type for r in op.results])  # fmt: skip
+    new.location = op.location
+    return new
+
+
 def reassociation(groups: Sequence[Sequence[int]]) -> ArrayAttr:
     """The `reassociation` of an expand/collapse_shape: the source dims of each group."""
     return ArrayAttr([ArrayAttr([IntegerAttr(i, i64) for i in g]) for g in groups])

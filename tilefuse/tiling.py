@@ -185,13 +185,12 @@ def _warps_for(elements: int, storage_bytes: int = COMPUTE_BYTES, per_thread: in
     return max(2, min(16, pow2(max(1, elements * storage_bytes // per_warp))))
 
 
-def _is_pointwise(dims: SharedDims) -> bool:
-    return all(d.is_grid for d in dims.dims)
-
-
-def _launch_bytes(dims: SharedDims) -> int:
-    """Bytes of each tensor a thread moves (see POINTWISE_BYTES_PER_THREAD)."""
-    return POINTWISE_BYTES_PER_THREAD if _is_pointwise(dims) else BYTES_PER_THREAD
+def _launch_shape(dims: SharedDims) -> tuple[int, int]:
+    """(elements per program, bytes of each tensor a thread moves): pointwise
+    groups (no reduced dim) and row groups differ (see POINTWISE_TILE_ELEMS)."""
+    if all(d.is_grid for d in dims.dims):
+        return POINTWISE_TILE_ELEMS, POINTWISE_BYTES_PER_THREAD
+    return TARGET_TILE_ELEMS, BYTES_PER_THREAD
 
 
 def _storage_bytes(graph: Graph) -> int:
@@ -229,8 +228,7 @@ def _plan_memory_bound(graph: Graph, dims: SharedDims, target: Target, budget: i
         _loop_longest_inner(graph, dims, target, values, blocks, modes, budget)
     elif (streamed := _streamed_row(graph, dims)) is not None:
         return _plan_streamed(graph, dims, target, budget, values, streamed)
-    per_thread = _launch_bytes(dims)
-    tile_elems = POINTWISE_TILE_ELEMS if _is_pointwise(dims) else TARGET_TILE_ELEMS
+    tile_elems, per_thread = _launch_shape(dims)
     for d in _grid_growth_order(graph, dims):
         while blocks[d.id] < pow2(d.extent) and math.prod(blocks.values()) < tile_elems:
             trial = {**blocks, d.id: blocks[d.id] * 2}
@@ -657,11 +655,11 @@ def _block_neighbours(graph: Graph, dims: SharedDims, target: Target, base: Tile
     first = next((grid[d.id] for d in _grid_growth_order(graph, dims) if d.id in grid), None)
     if first is None:
         return
+    per_thread = _launch_shape(dims)[1]
     for block in (first.block * 2, first.block // 2):
         if not 1 <= block <= pow2(first.extent):
             continue
         blocks = {t.dim: (block if t.dim == first.dim else t.block) for t in base.dims}
-        per_thread = _launch_bytes(dims)
         fits, _, regs, occ = _fit(target, values, blocks, base.smem_budget, per_thread=per_thread)
         if fits:
             # Launched as the model's own plans are (see _plan_memory_bound).

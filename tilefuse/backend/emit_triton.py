@@ -904,22 +904,19 @@ def _host_op(op: Operation, names) -> list[str]:
 def _host_copy(op: tensor.ConcatOp | tensor.InsertSliceOp | tensor.PadOp, names) -> list[str]:
     """`tensor.concat` as `torch.cat`; a static `tensor.insert_slice` as a copy of
     the destination with the source assigned into the slice (a new tensor: the
-    destination may be read elsewhere); a static `tensor.pad` as `F.pad`."""
+    destination may be read elsewhere); a static `tensor.pad` as a filled tensor
+    with the source assigned into it."""
     r = names(op.result)
-    if isinstance(op, tensor.PadOp):  # F.pad lists (low, high) from the last dim back
-        lows, highs = op.static_low.get_values(), op.static_high.get_values()
-        pads = [p for lo, hi in zip(reversed(lows), reversed(highs), strict=True) for p in (lo, hi)]
+    if isinstance(op, tensor.PadOp):  # (not F.pad: its value is a float, an i64 past 2**53 rounds)
         value = pad_value(op)
         assert value is not None
         data = value.owner.value.value.data
-        if isinstance(value.type, IntegerType):  # F.pad's value is a float: an i64 past 2**53 rounds
-            x, spans = names(op.source), ", ".join(
-                f"{lo}:{lo + n}" for lo, n in zip(lows, op.source.type.get_shape(), strict=True))
-            return [f"    {r} = torch.full({tuple(op.result.type.get_shape())}, {int(data)}, "
-                    f"dtype={x}.dtype, device={x}.device)",
-                    f"    {r}[{spans}] = {x}"]  # fmt: skip
-        return [f"    {r} = torch.nn.functional.pad({names(op.source)}, {tuple(pads)}, "
-                f"value={_literal(float(data))})"]  # fmt: skip
+        fill = repr(int(data)) if isinstance(value.type, IntegerType) else _literal(float(data))
+        x, lows = names(op.source), op.static_low.get_values()
+        spans = ", ".join(f"{lo}:{lo + n}" for lo, n in zip(lows, op.source.type.get_shape(), strict=True))
+        return [f"    {r} = torch.full({tuple(op.result.type.get_shape())}, {fill}, "
+                f"dtype={x}.dtype, device={x}.device)",
+                f"    {r}[{spans}] = {x}"]  # fmt: skip
     if isinstance(op, tensor.ConcatOp):
         parts = ", ".join(names(v) for v in op.inputs)
         return [f"    {r} = torch.cat([{parts}], dim={op.dim.value.data})"]
@@ -1297,12 +1294,10 @@ class GenericPrinter:
         # Operands of an f64 accumulator are widened to f64 (exact; upstream's
         # named-op semantics), whatever their storage type.
         wide = isinstance(element_type(s.outputs[0].type), Float64Type)
-        if wide:
-            self.k.emit(f"{out} = tl.dot({a}.to(tl.float64), {b}.to(tl.float64), {acc}, "
-                        f'input_precision="ieee", out_dtype=tl.float64)')  # fmt: skip
-        else:
-            self.k.emit(f"{out} = tl.dot({a}.to(DOT_DTYPE), {b}.to(DOT_DTYPE), {acc}, "
-                        f"input_precision=DOT_PRECISION)")  # fmt: skip
+        cast, precision, out_dtype = (("tl.float64", '"ieee"', ", out_dtype=tl.float64") if wide
+                                      else ("DOT_DTYPE", "DOT_PRECISION", ""))  # fmt: skip
+        self.k.emit(f"{out} = tl.dot({a}.to({cast}), {b}.to({cast}), {acc}, "
+                    f"input_precision={precision}{out_dtype})")  # fmt: skip
         # Back from (m..., n...) to the output's axis order.
         out_dims = self.kdims(s.operand_dims(2))
         grouped = m + n

@@ -142,7 +142,7 @@ def is_host_reshape(op: Operation) -> bool:
 def is_host_copy(op: Operation) -> bool:
     """A `tensor.concat`, static `tensor.insert_slice` or static constant
     `tensor.pad` at function level: the host builds the result with torch
-    (`torch.cat`, a slice assignment, `F.pad`) between the kernels that make its
+    (`torch.cat`, a slice assignment, a filled tensor) between the kernels that make its
     operands and those that read it."""
     if not isinstance(op, HOST_COPIES) or not isinstance(op.parent_op(), func.FuncOp):
         return False

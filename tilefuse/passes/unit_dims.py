@@ -34,7 +34,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tilefuse.structured import reassociation
+from tilefuse.structured import reassociation, with_inputs
 
 
 def fold_unit_dims(module: ModuleOp) -> None:
@@ -159,13 +159,9 @@ def _read_as_operand(g: linalg.GenericOp, scalar: SSAValue, source: SSAValue) ->
     arg = body.block.insert_arg(scalar.type, n_in)
     for inner in body.walk():
         inner.operands = [arg if v is scalar else v for v in inner.operands]
-    maps = [m for m in g.indexing_maps.data]
-    rank = maps[-1].data.num_dims
-    maps.insert(n_in, AffineMapAttr(AffineMap(rank, 0, ())))
-    new = linalg.GenericOp([*g.inputs, source], list(g.outputs), body, maps, g.iterator_types,
-                           [r.type for r in g.results])  # fmt: skip
-    new.location = g.location
-    Rewriter.replace_op(g, new)
+    maps = [m.data for m in g.indexing_maps.data]
+    maps.insert(n_in, AffineMap(maps[-1].num_dims, 0, ()))
+    Rewriter.replace_op(g, with_inputs(g, [*g.inputs, source], maps, body))
 
 
 def fold_host_scalars(module: ModuleOp) -> None:

@@ -29,7 +29,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from tilefuse.affine import window_terms
 from tilefuse.dataflow import FILL, classify
 from tilefuse.dialects.tilefuse import WindowOp
-from tilefuse.structured import as_structured, is_window_map
+from tilefuse.structured import as_structured, is_window_map, with_inputs
 
 
 def fold_windows(module: ModuleOp) -> None:
@@ -94,12 +94,8 @@ def _drop_unread_inputs(op: linalg.GenericOp) -> None:
     for i in reversed(unread):
         body.block.erase_arg(body.block.args[i])
     keep = [i for i in range(len(op.operands)) if i not in unread]
-    outs = list(op.outputs)
-    new = linalg.GenericOp([op.inputs[i] for i in keep if i < len(op.inputs)], outs, body,
-                           [AffineMapAttr(maps[i]) for i in keep], op.iterator_types,
-                           [v.type for v in outs])  # fmt: skip
-    new.location = op.location
-    Rewriter.replace_op(op, new)
+    inputs = [op.inputs[i] for i in keep if i < len(op.inputs)]
+    Rewriter.replace_op(op, with_inputs(op, inputs, [maps[i] for i in keep], body))
 
 
 def _view(value, amap: AffineMap, ranges: tuple[int, ...]) -> tuple[WindowOp, AffineMap]:
