@@ -5,7 +5,7 @@ interpreter runs them. Outputs come back with `.cpu()` before `.numpy()`."""
 import numpy as np
 import torch
 
-from tilefuse.runtime import gpu_available
+from tilefuse.runtime.compiled import gpu_available
 
 DEVICE = "cuda" if gpu_available() else "cpu"
 

@@ -6,12 +6,17 @@ import numpy as np
 import pytest
 
 from tests.device import on_device
-from tilefuse import autotune as at
-from tilefuse.cost.target import get_target
-from tilefuse.dataflow import build_graph, shared_dims
-from tilefuse.program import load_program, random_inputs, relative_error, tolerance
-from tilefuse.reference import evaluate
-from tilefuse.tiling import plan_tiles, tile_candidates
+from tilefuse.analysis.cost.target import get_target
+from tilefuse.analysis.dataflow import build_graph, shared_dims
+from tilefuse.analysis.tile_plan import plan_tiles, tile_candidates
+from tilefuse.frontend.program import (
+    load_program,
+    random_inputs,
+    relative_error,
+    tolerance,
+)
+from tilefuse.oracle.reference import evaluate
+from tilefuse.runtime import autotune as at
 
 SAMPLES = Path(__file__).parent.parent / "samples"
 
@@ -23,9 +28,9 @@ def private_cache(tmp_path, monkeypatch):
 
 def front(name, dims=None, dtype=None):
     module = load_program(SAMPLES / f"{name}.mlir", dims, dtype)
+    from tilefuse.ir.context import make_context
     from tilefuse.passes.fusion_groups import FusionGroupsPass
     from tilefuse.passes.linalg_generalize import LinalgGeneralizePass
-    from tilefuse.universe import make_context
 
     for p in (LinalgGeneralizePass(), FusionGroupsPass()):
         p.apply(make_context(), module)
@@ -93,7 +98,7 @@ def test_picks_the_fastest_and_caches():
 def test_out_of_range_candidate_is_an_error():
     from xdsl.dialects.builtin import IntegerAttr, i64
 
-    from tilefuse.diagnostics import CompileError
+    from tilefuse.ir.diagnostics import CompileError
 
     f = front("relu_add")
     (g,) = at._groups(f)
@@ -107,7 +112,7 @@ def test_parallel_compile_warms_every_kernel_and_restores_them():
     kernel's `warmup` (compile, no launch) with the launch's grid and arguments."""
     import types
 
-    from tilefuse.runtime import compile_in_parallel
+    from tilefuse.runtime.compiled import compile_in_parallel
 
     class FakeKernel:
         def __init__(self):
@@ -140,7 +145,7 @@ def test_parallel_compile_of_a_program_without_kernels():
     """A program that only returns its arguments (or reshapes them) has no kernels."""
     import types
 
-    from tilefuse.runtime import compile_in_parallel
+    from tilefuse.runtime.compiled import compile_in_parallel
 
     calls = []
     compile_in_parallel(types.SimpleNamespace(KERNELS=[]), lambda x: calls.append(x), ("t",))

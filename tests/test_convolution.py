@@ -7,10 +7,10 @@ import torch
 import torch.nn.functional as F
 
 from tests.device import on_device
-from tilefuse.diagnostics import CompileError
-from tilefuse.program import load_program, relative_error
-from tilefuse.reference import evaluate
-from tilefuse.runtime import compile
+from tilefuse.frontend.program import load_program, relative_error
+from tilefuse.ir.diagnostics import CompileError
+from tilefuse.oracle.reference import evaluate
+from tilefuse.runtime.compiled import compile
 
 
 def _t(shape, dtype="f32") -> str:

@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("triton")
 
-from tilefuse.backend.cubin import (
+from tilefuse.gpu.aot import (
     H100_MAX_SHARED_BYTES,
     CompiledKernel,
     ToolchainMissingError,
@@ -269,7 +269,7 @@ def test_triton_imported_for_the_interpreter(tmp_path: Path) -> None:
         import json
         import triton.language as tl
         from triton.runtime.jit import JITFunction
-        from tilefuse.backend.cubin import compile_for_gpu, load_jit_function
+        from tilefuse.gpu.aot import compile_for_gpu, load_jit_function
 
         assert not isinstance(tl.standard.sum, JITFunction)
         fn = load_jit_function({REDUCE_SOURCE!r}, "rowmax_kernel")

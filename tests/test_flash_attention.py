@@ -7,10 +7,10 @@ import pytest
 
 from tests.attention_programs import attention_mlir
 from tests.device import on_device
+from tilefuse.frontend.program import load_program, random_inputs, relative_error
+from tilefuse.oracle.reference import evaluate
 from tilefuse.pipeline import run_pipeline
-from tilefuse.program import load_program, random_inputs, relative_error
-from tilefuse.reference import evaluate
-from tilefuse.runtime import compile
+from tilefuse.runtime.compiled import compile
 
 
 def kernels_text(source: str) -> str:
@@ -96,7 +96,7 @@ def test_transformer_block_kernels_and_flash_group():
 def test_torch_mlir_style_attention_is_one_flash_kernel():
     """An explicit K transpose and keep-dim ([.., 1]) softmax statistics read
     through constant-0 maps fold away before the pattern is looked for."""
-    from tilefuse.runtime import compile as tf_compile
+    from tilefuse.runtime.compiled import compile as tf_compile
 
     prog = tf_compile("tests/programs/attention_torch_mlir_style.mlir")
     assert len(prog.kernels) == 1, prog.source

@@ -7,15 +7,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tilefuse.cost.fusion import plan_fusion, spilled_bytes
-from tilefuse.cost.opcost import group_cost, op_cost
-from tilefuse.cost.target import get_target
-from tilefuse.dataflow import build_graph
+from tilefuse.analysis.cost.opcost import group_cost, op_cost
+from tilefuse.analysis.cost.target import get_target
+from tilefuse.analysis.dataflow import build_graph
+from tilefuse.analysis.fusion_plan import plan_fusion, spilled_bytes
+from tilefuse.frontend.program import load_program, random_inputs, relative_error
+from tilefuse.ir.context import make_context
+from tilefuse.oracle.reference import entry_function, evaluate
 from tilefuse.passes.fusion_groups import FusionGroupsPass
 from tilefuse.passes.linalg_generalize import LinalgGeneralizePass
-from tilefuse.program import load_program, random_inputs, relative_error
-from tilefuse.reference import entry_function, evaluate
-from tilefuse.universe import make_context
 
 SAMPLES = Path(__file__).parent.parent / "samples"
 NAMES = sorted(p.stem for p in SAMPLES.glob("*.mlir"))
@@ -196,7 +196,7 @@ def test_fusion_groups_pass_preserves_meaning(name):
     inputs = random_inputs(before, seed=5)
     expected = evaluate(before, inputs)
     after = fusion_pipeline(load_program(SAMPLES / f"{name}.mlir"))
-    from tilefuse.frontend import verify
+    from tilefuse.frontend.parse import verify
 
     verify(after)
     groups = [op for op in after.walk() if op.name == "tilefuse.group"]
@@ -238,9 +238,9 @@ def test_reduction_not_recomputed_per_tile_of_a_dim_it_lacks():
 @pytest.mark.parametrize("target", ["v100", "a100", "h100", "h200"])
 @pytest.mark.parametrize("name", NAMES)
 def test_pipeline_preserves_meaning_on_every_target(name, target):
+    from tilefuse.frontend.program import tolerance
+    from tilefuse.frontend.specialize import read_header
     from tilefuse.pipeline import run_pipeline
-    from tilefuse.program import tolerance
-    from tilefuse.specialize import read_header
 
     path = SAMPLES / f"{name}.mlir"
     module = load_program(path)

@@ -12,8 +12,11 @@ import pytest
 
 pytest.importorskip("triton")
 
-from tilefuse.backend.emit_triton import emit_triton
-from tilefuse.backend.gpu_check import (
+from tilefuse.analysis.cost.target import get_target
+from tilefuse.analysis.tile_plan import GRID, LOOP, DimTile, TilePlan
+from tilefuse.backend.triton.emit import emit_triton
+from tilefuse.frontend.program import load_program
+from tilefuse.gpu.check import (
     KernelReport,
     TileSummary,
     check_kernels,
@@ -25,10 +28,7 @@ from tilefuse.backend.gpu_check import (
     main,
     parse_tile_summary,
 )
-from tilefuse.cost.target import get_target
 from tilefuse.pipeline import run_pipeline
-from tilefuse.program import load_program
-from tilefuse.tiling import GRID, LOOP, DimTile, TilePlan
 
 SAMPLES = Path(__file__).parent.parent / "samples"
 NAMES = sorted(p.stem for p in SAMPLES.glob("*.mlir"))

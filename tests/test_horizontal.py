@@ -4,9 +4,9 @@ import numpy as np
 import torch
 
 from tests.device import on_device
-from tilefuse.cost.horizontal import KernelInfo, plan_horizontal
-from tilefuse.cost.target import get_target
-from tilefuse.runtime import compile
+from tilefuse.analysis.cost.target import get_target
+from tilefuse.analysis.horizontal_plan import KernelInfo, plan_horizontal
+from tilefuse.runtime.compiled import compile
 
 H200 = get_target("h200")
 
@@ -206,10 +206,10 @@ func.func @two(%a: tensor<40x64xbf16>, %b: tensor<64x48xbf16>, %c: tensor<40x64x
 def test_contractions_on_different_types_keep_their_own_launch():
     """One kernel has one DOT_DTYPE: a bf16 and an f32 matmul are not merged
     (merged, the f32 one was computed in bf16)."""
+    from tilefuse.frontend.program import load_program
+    from tilefuse.oracle.reference import entry_function
     from tilefuse.passes.horizontal_fusion import fuse_horizontally
     from tilefuse.pipeline import run_pipeline
-    from tilefuse.program import load_program
-    from tilefuse.reference import entry_function
 
     module = load_program(MIXED_DOTS)
     run_pipeline(module)

@@ -5,7 +5,7 @@ import types
 
 import pytest
 
-from tilefuse.launcher import StaticLauncher, Unsupported, kernel_parameters
+from tilefuse.runtime.launcher import StaticLauncher, Unsupported, kernel_parameters
 
 
 def _src(names, signature, constants=()):
@@ -82,7 +82,7 @@ class _Jit:
 
 
 def _fast(kept=(0, 2)):
-    from tilefuse.launcher import FastKernel
+    from tilefuse.runtime.launcher import FastKernel
 
     jit = _Jit(_Compiled(list(kept), scratch=1))
     fast = FastKernel(jit)
@@ -148,7 +148,7 @@ def test_a_launch_on_another_device_goes_through_triton():
 def test_direct_launches_match_the_first_call_on_the_gpu():
     import torch
 
-    from tilefuse.runtime import compile as tf_compile
+    from tilefuse.runtime.compiled import compile as tf_compile
 
     prog = tf_compile("samples/layernorm.mlir", "h200", {"M": 300, "N": 1000}, "f32")
     args = [torch.randn(300, 1000, device="cuda"), torch.randn(1000, device="cuda"),
@@ -185,7 +185,7 @@ def test_the_static_launcher_only_inside_static_launchers_on_this_thread(monkeyp
 
     import torch
 
-    from tilefuse import launcher
+    from tilefuse.runtime import launcher
 
     monkeypatch.setattr(torch._C, "_StaticCudaLauncher",
                         types.SimpleNamespace(_launch_kernel=print), raising=False)  # fmt: skip

@@ -5,11 +5,11 @@ import pytest
 import torch
 
 from tests.device import on_device
-from tilefuse.frontend import parse_module
-from tilefuse.program import load_program, random_inputs, relative_error
-from tilefuse.reference import evaluate
-from tilefuse.runtime import compile
-from tilefuse.universe import make_context
+from tilefuse.frontend.parse import parse_module
+from tilefuse.frontend.program import load_program, random_inputs, relative_error
+from tilefuse.ir.context import make_context
+from tilefuse.oracle.reference import evaluate
+from tilefuse.runtime.compiled import compile
 
 CONTRACTIONS = {
     "batch_matmul": ("2x5x3", "2x3x4", "2x5x4", lambda a, b: a @ b),

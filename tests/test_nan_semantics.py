@@ -10,9 +10,9 @@ import torch
 from tests.attention_programs import attention_mlir
 from tests.device import on_device
 from tests.test_flash_attention import numpy_attention
-from tilefuse.program import load_program, random_inputs, relative_error
-from tilefuse.reference import evaluate
-from tilefuse.runtime import compile
+from tilefuse.frontend.program import load_program, random_inputs, relative_error
+from tilefuse.oracle.reference import evaluate
+from tilefuse.runtime.compiled import compile
 
 NAN, INF = float("nan"), float("inf")
 PROGRAMS = Path(__file__).parent / "programs"
@@ -227,7 +227,7 @@ def test_copysign_reads_the_sign_bit_of_nan():
 
 def test_short_form_reduce_applies_its_op_to_init_then_input():
     """Upstream's `linalg.reduce { arith.subf }` means subf(init, in)."""
-    from tilefuse.program import load_program as load
+    from tilefuse.frontend.program import load_program as load
 
     text = """
 func.func @f(%x: tensor<4x8xf32>, %z: tensor<4xf32>) -> tensor<4xf32> {

@@ -2,8 +2,8 @@
 
 import pytest
 
-from tilefuse.cost.occupancy import Occupancy, occupancy, occupancy_factor
-from tilefuse.cost.target import get_target
+from tilefuse.analysis.cost.occupancy import Occupancy, occupancy, occupancy_factor
+from tilefuse.analysis.cost.target import get_target
 
 
 @pytest.mark.parametrize("name", ["a100", "h100", "h200"])

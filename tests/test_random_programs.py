@@ -7,17 +7,18 @@ import pytest
 from hypothesis import given, settings
 
 from tests.device import DEVICE, on_device
-from tilefuse.frontend import verify
-from tilefuse.passes.fusion_groups import FusionGroupsPass
-from tilefuse.passes.linalg_generalize import LinalgGeneralizePass
-from tilefuse.program import (
+from tilefuse.frontend.parse import verify
+from tilefuse.frontend.program import (
     ELEMENT_FACTOR,
     load_program,
     random_inputs,
     relative_error,
     worst_element,
 )
-from tilefuse.reference import evaluate
+from tilefuse.ir.context import make_context
+from tilefuse.oracle.reference import evaluate
+from tilefuse.passes.fusion_groups import FusionGroupsPass
+from tilefuse.passes.linalg_generalize import LinalgGeneralizePass
 from tilefuse.testing.random_programs import (
     Arg,
     Op,
@@ -28,7 +29,6 @@ from tilefuse.testing.random_programs import (
     programs,
     render,
 )
-from tilefuse.universe import make_context
 
 # softmax over the rows of x, then relu((p @ w) * 1/K)
 SOFTMAX_MATMUL = ProgramSpec(
@@ -242,10 +242,10 @@ def test_render_rejects_ill_typed_specs(spec):
 
 def run_pipeline_check(text: str, seed: int = 0, smem_budget: int = 0) -> None:
     """The whole pipeline (to tile programs) keeps meaning, within the dtype's tolerance."""
+    from tilefuse.frontend.program import tolerance
+    from tilefuse.frontend.specialize import read_header
     from tilefuse.passes.flash_attention import FlashAttentionPass
     from tilefuse.passes.tile_and_fuse import TileAndFusePass
-    from tilefuse.program import tolerance
-    from tilefuse.specialize import read_header
 
     module = load_program(text)
     inputs = random_inputs(module, seed)
@@ -291,7 +291,7 @@ def test_random_programs_through_triton_kernels(text):
 
 def _through_kernels(text: str, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
     """(kernel output, evaluator output) pairs of `text` on random inputs."""
-    from tilefuse.runtime import compile
+    from tilefuse.runtime.compiled import compile
     from tilefuse.tools.run import to_torch
 
     module = load_program(text)
@@ -304,8 +304,8 @@ def _through_kernels(text: str, seed: int) -> list[tuple[np.ndarray, np.ndarray]
 @given(programs(max_ops=5, max_dim=150))
 def test_random_programs_through_triton_kernels_with_tiny_sram(text):
     """Rows looped in chunks (2 KB of shared memory), through the kernels (interpreter)."""
-    from tilefuse.diagnostics import CompileError
-    from tilefuse.runtime import compile
+    from tilefuse.ir.diagnostics import CompileError
+    from tilefuse.runtime.compiled import compile
 
     module = load_program(text)
     inputs = random_inputs(module, 6)
@@ -326,8 +326,8 @@ def test_random_programs_through_triton_kernels_with_tiny_sram(text):
 def test_low_precision_programs_through_triton_kernels(text):
     """f16/bf16 programs through the kernels (interpreter): every tile computes in
     fp32 (a bf16 contraction too small for tl.dot once multiplied in bf16)."""
-    from tilefuse.program import tolerance
-    from tilefuse.specialize import read_header
+    from tilefuse.frontend.program import tolerance
+    from tilefuse.frontend.specialize import read_header
 
     tol = tolerance(read_header(text).dtype or "f32")
     pairs = _through_kernels(text, seed=5)

@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from tests.device import on_device
-from tilefuse.program import load_program
-from tilefuse.reference import evaluate
-from tilefuse.runtime import compile
+from tilefuse.frontend.program import load_program
+from tilefuse.oracle.reference import evaluate
+from tilefuse.runtime.compiled import compile
 
 REDUCE = """
 func.func @f(%x: tensor<5x{n}x{t}>) -> tensor<5x{t}> {{
@@ -106,7 +106,7 @@ def test_i1_reductions_are_refused_and_the_reference_reads_true_as_minus_one(op,
     """A true i1 is -1 read signed: maxsi is AND, minsi is OR, addi is parity.
     The kernels computed OR for all three (a miscompile); they are refused
     with a location now, and the reference evaluator gets them right."""
-    from tilefuse.diagnostics import CompileError
+    from tilefuse.ir.diagnostics import CompileError
 
     text = I1_REDUCE.replace("OP", op)
     x = np.array([[1, 1, 1, 1], [1, -1, -1, -1]], np.float32)

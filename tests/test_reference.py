@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from tilefuse.diagnostics import CompileError
-from tilefuse.program import load_program, random_inputs
-from tilefuse.reference import evaluate, round_bf16
+from tilefuse.frontend.program import load_program, random_inputs
+from tilefuse.ir.diagnostics import CompileError
+from tilefuse.oracle.reference import evaluate, round_bf16
 
 
 def run(text: str, *inputs: np.ndarray) -> list[np.ndarray]:
@@ -169,7 +169,7 @@ def test_random_inputs_are_not_degenerate():
 
 
 def test_relative_error_compares_nans_and_infinities_by_position():
-    from tilefuse.program import relative_error
+    from tilefuse.frontend.program import relative_error
 
     ref = np.array([1.0, np.nan, np.inf, -2.0])
     assert relative_error(np.array([1.0, np.nan, np.inf, -2.0]), ref) == 0.0

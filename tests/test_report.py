@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from tilefuse.cost.target import get_target
-from tilefuse.program import load_program
-from tilefuse.report import analyze_program, format_report, timeline
+from tilefuse.analysis.cost.target import get_target
+from tilefuse.frontend.program import load_program
+from tilefuse.tools.report import analyze_program, format_report, timeline
 
 SAMPLES = Path(__file__).parent.parent / "samples"
 NAMES = sorted(p.stem for p in SAMPLES.glob("*.mlir"))
@@ -62,7 +62,7 @@ def test_cli_report_and_png(tmp_path):
 
 
 def test_bench_timeline_draws_predicted_above_measured():
-    from tilefuse.bench import kernel_timeline
+    from tilefuse.runtime.bench import kernel_timeline
 
     text = kernel_timeline(["k0", "k1"], {"k0": 1e-3, "k1": 2e-3}, {"k0": 1e-3, "k1": 3e-3}, 5e-3, width=50)
     _, predicted, measured = text.splitlines()

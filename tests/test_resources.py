@@ -7,10 +7,10 @@ import pytest
 import torch
 
 from tests.device import on_device
-from tilefuse.diagnostics import CompileError
-from tilefuse.program import load_program
-from tilefuse.reference import evaluate
-from tilefuse.runtime import compile
+from tilefuse.frontend.program import load_program
+from tilefuse.ir.diagnostics import CompileError
+from tilefuse.oracle.reference import evaluate
+from tilefuse.runtime.compiled import compile
 
 
 def program(t: str, shape: str, blob: str, key: str = "w") -> str:

@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from tilefuse.cost.roofline import format_bytes, format_seconds, roofline
-from tilefuse.cost.target import TargetError, get_target
+from tilefuse.analysis.cost.roofline import format_bytes, format_seconds, roofline
+from tilefuse.analysis.cost.target import TargetError, get_target
 
 
 @pytest.mark.parametrize("name", ["h100", "h200", "h200-datasheet"])

@@ -6,14 +6,14 @@ import argparse
 import numpy as np
 import torch
 
-from tilefuse.program import (
+from tilefuse.frontend.program import (
     ELEMENT_FACTOR,
     load_program,
     relative_error,
     tolerance,
     worst_element,
 )
-from tilefuse.reference import evaluate
+from tilefuse.oracle.reference import evaluate
 from tilefuse.tools.run import check_outputs
 
 COPY = """

@@ -8,11 +8,16 @@ import pytest
 from xdsl.printer import Printer
 
 from tests.numpy_graphs import GRAPHS
-from tilefuse.frontend import parse_module
-from tilefuse.program import load_program, random_inputs, relative_error, tolerance
-from tilefuse.reference import evaluate
-from tilefuse.specialize import read_header
-from tilefuse.universe import make_context
+from tilefuse.frontend.parse import parse_module
+from tilefuse.frontend.program import (
+    load_program,
+    random_inputs,
+    relative_error,
+    tolerance,
+)
+from tilefuse.frontend.specialize import read_header
+from tilefuse.ir.context import make_context
+from tilefuse.oracle.reference import evaluate
 
 SAMPLES = Path(__file__).parent.parent / "samples"
 NAMES = sorted(p.stem for p in SAMPLES.glob("*.mlir"))

@@ -5,7 +5,7 @@ import time
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tilefuse.cost.schedule import (
+from tilefuse.analysis.cost.schedule import (
     OperandStats,
     TileAccess,
     matmul_programs,

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from tilefuse.cost.target import (
+from tilefuse.analysis.cost.target import (
     DEFAULT_TARGET,
     Target,
     TargetError,

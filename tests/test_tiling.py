@@ -1,8 +1,8 @@
 """Tile plans of contractions: warps against the epilogue's inlined library code."""
 
-from tilefuse.backend.emit_triton import emit_triton
+from tilefuse.backend.triton.emit import emit_triton
+from tilefuse.frontend.program import load_program
 from tilefuse.pipeline import run_pipeline
-from tilefuse.program import load_program
 
 MLP_DIMS = {"M": 8192, "D": 4096, "F": 16384}
 

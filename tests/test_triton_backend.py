@@ -10,13 +10,18 @@ import pytest
 import torch
 
 from tests.device import DEVICE, on_device
-from tilefuse.backend.emit_triton import emit_triton
-from tilefuse.diagnostics import CompileError
+from tilefuse.backend.triton.emit import emit_triton
+from tilefuse.frontend.program import (
+    load_program,
+    random_inputs,
+    relative_error,
+    tolerance,
+)
+from tilefuse.frontend.specialize import read_header
+from tilefuse.ir.diagnostics import CompileError
+from tilefuse.oracle.reference import evaluate
 from tilefuse.pipeline import run_pipeline
-from tilefuse.program import load_program, random_inputs, relative_error, tolerance
-from tilefuse.reference import evaluate
-from tilefuse.runtime import compile
-from tilefuse.specialize import read_header
+from tilefuse.runtime.compiled import compile
 
 SAMPLES = Path(__file__).parent.parent / "samples"
 NAMES = sorted(p.stem for p in SAMPLES.glob("*.mlir"))
@@ -112,9 +117,9 @@ def test_contractions_use_tl_dot_and_reductions_do_not():
 
 def test_untiled_module_is_an_error():
     module = load_program(SAMPLES / "softmax.mlir")
+    from tilefuse.ir.context import make_context
     from tilefuse.passes.fusion_groups import FusionGroupsPass
     from tilefuse.passes.linalg_generalize import LinalgGeneralizePass
-    from tilefuse.universe import make_context
 
     LinalgGeneralizePass().apply(make_context(), module)
     FusionGroupsPass().apply(make_context(), module)
@@ -297,8 +302,8 @@ def test_arguments_are_checked_against_the_signature():
     with a message, never run."""
     import torch
 
-    from tilefuse.diagnostics import ArgumentError
-    from tilefuse.runtime import compile as tf_compile
+    from tilefuse.ir.diagnostics import ArgumentError
+    from tilefuse.runtime.compiled import compile as tf_compile
 
     prog = tf_compile("samples/relu_add.mlir", "h200", {"M": 8, "N": 16}, "f32")
     x = on_device(torch.randn(8, 16))
@@ -315,8 +320,8 @@ def test_arguments_are_checked_against_the_signature():
 def test_cpu_tensors_are_refused_on_a_gpu():
     """With a GPU the kernels run there: CPU tensors, alone or mixed with CUDA
     ones, are refused with a message."""
-    from tilefuse.diagnostics import ArgumentError
-    from tilefuse.runtime import compile as tf_compile
+    from tilefuse.ir.diagnostics import ArgumentError
+    from tilefuse.runtime.compiled import compile as tf_compile
 
     prog = tf_compile("samples/relu_add.mlir", "h200", {"M": 8, "N": 16}, "f32")
     x = torch.randn(8, 16)
@@ -330,7 +335,7 @@ def test_a_0d_argument_broadcasts():
     """A `tensor<f32>` argument: a 0-d tensor, no strides."""
     import torch
 
-    from tilefuse.runtime import compile as tf_compile
+    from tilefuse.runtime.compiled import compile as tf_compile
 
     src = """
 #m = affine_map<(d0) -> (d0)>
@@ -394,7 +399,7 @@ def test_unsupported_payload_ops_are_located(body, where, message):
 def test_block_constants_wrap_literals_never_names():
     """A helper's constant operand becomes a 0-d block; a Python name (`inf`,
     `nan` are names too, though float() parses them) stays a name."""
-    from tilefuse.backend.emit_triton import _is_literal
+    from tilefuse.backend.triton.emit import _is_literal
 
     assert all(_is_literal(t) for t in ("1.5", "-2", "1e-30", 'float("nan")', 'float("-inf")', "True"))
     assert not any(_is_literal(t) for t in ("inf", "nan", "v_1", "t", "_x", ""))

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from xdsl.dialects.builtin import ModuleOp
 
-from tilefuse.frontend import verify
+from tilefuse.frontend.parse import verify
+from tilefuse.ir.context import make_context
 from tilefuse.passes.flash_attention import FlashAttentionPass
 from tilefuse.passes.fusion_groups import FusionGroupsPass
 from tilefuse.passes.horizontal_fusion import HorizontalFusionPass
@@ -23,7 +24,6 @@ from tilefuse.passes.inline_calls import InlineCallsPass
 from tilefuse.passes.linalg_generalize import LinalgGeneralizePass
 from tilefuse.passes.split_reduction import SplitReductionPass
 from tilefuse.passes.tile_and_fuse import TileAndFusePass
-from tilefuse.universe import make_context
 
 
 def default_pipeline(target: str = "h200") -> str:

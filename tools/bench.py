@@ -47,9 +47,9 @@ if not torch.cuda.is_available():
 
 from torch_models import MODELS  # noqa: E402
 
-from tilefuse.program import load_program, relative_error, tolerance  # noqa: E402
-from tilefuse.runtime import compile as tf_compile  # noqa: E402
-from tilefuse.specialize import read_header  # noqa: E402
+from tilefuse.frontend.program import load_program, relative_error, tolerance  # noqa: E402
+from tilefuse.frontend.specialize import read_header  # noqa: E402
+from tilefuse.runtime.compiled import compile as tf_compile  # noqa: E402
 
 TORCH_DTYPE = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 
@@ -185,7 +185,7 @@ def _fan_in(name: str, dims: dict[str, int]) -> int:
 
 
 def make_inputs(module, case: Case, dims: dict[str, int], device: str, seed: int) -> list[torch.Tensor]:
-    from tilefuse.reference import entry_function
+    from tilefuse.oracle.reference import entry_function
 
     gen = torch.Generator(device=device).manual_seed(seed)
     f = entry_function(module)
@@ -215,7 +215,7 @@ def measure_ceilings(gpu: bool) -> dict[str, float]:
 
 def tuned_run(case: Case, path: Path, inputs: list, ours: tuple) -> tuple[float, float]:
     """(ms of the autotuned program, seconds the tuning took); checked against ours."""
-    from tilefuse.autotune import autotune
+    from tilefuse.runtime.autotune import autotune
 
     start = time.perf_counter()
     tuned, picked = autotune(path, inputs, "h200", case.dims, case.dtype,
@@ -276,8 +276,8 @@ def cold_first_call(case: Case, compiler: str) -> float | None:
 
 
 def run_case(case: Case, gpu: bool, use_compile: bool, seed: int, tune: bool = False) -> Result:
-    from tilefuse.bench import measured_kernels, predicted_kernels
-    from tilefuse.dialects.tilefuse import GroupOp
+    from tilefuse.ir.tilefuse import GroupOp
+    from tilefuse.runtime.bench import measured_kernels, predicted_kernels
 
     device = "cuda" if gpu else "cpu"
     path = ROOT / "samples" / f"{case.sample}.mlir"
@@ -394,7 +394,7 @@ def roofline_png(results: list[Result], ceilings: dict[str, float], path: str) -
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from tilefuse.cost.target import get_target
+    from tilefuse.analysis.cost.target import get_target
 
     t = get_target("h200")
     fig, ax = plt.subplots(figsize=(8, 5))
@@ -460,7 +460,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--warm-compile-only", action="store_true",
                    help="compile times from this process only (no fresh processes)")  # fmt: skip
     p.add_argument("--autotune", action="store_true",
-                   help="also time each case autotuned (tilefuse.autotune; GPU)")  # fmt: skip
+                   help="also time each case autotuned (tilefuse.runtime.autotune; GPU)")  # fmt: skip
     args = p.parse_args(argv)
     gpu = torch.cuda.is_available()
     cases = QUICK if args.quick or not gpu else CASES

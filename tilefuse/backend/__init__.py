@@ -1,1 +1,1 @@
-"""Backends: turn generated Triton kernel source into code for a real GPU."""
+"""Printers from tiled IR to code: `triton/` prints Triton kernels and their host."""

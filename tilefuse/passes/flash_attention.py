@@ -42,9 +42,9 @@ from xdsl.ir.affine import AffineDimExpr, AffineMap
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tilefuse.dataflow import Graph, build_graph, shared_dims
-from tilefuse.patterns import Attention, find_attention
-from tilefuse.structured import element_type
+from tilefuse.analysis.dataflow import Graph, build_graph, shared_dims
+from tilefuse.analysis.patterns import Attention, find_attention
+from tilefuse.ir.structured import element_type
 
 TAG = "tilefuse.attention"
 

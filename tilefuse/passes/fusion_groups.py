@@ -28,9 +28,8 @@ from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tilefuse.cost.fusion import FusionGroup, FusionPlan, group_kind, plan_fusion
-from tilefuse.cost.target import get_target
-from tilefuse.dataflow import (
+from tilefuse.analysis.cost.target import get_target
+from tilefuse.analysis.dataflow import (
     FILL,
     HOST_COPIES,
     VIEW_OPS,
@@ -41,10 +40,16 @@ from tilefuse.dataflow import (
     reshape_root,
     view_source,
 )
-from tilefuse.diagnostics import CompileError
-from tilefuse.dialects.tilefuse import GroupOp, WindowOp, YieldOp
+from tilefuse.analysis.fusion_plan import (
+    FusionGroup,
+    FusionPlan,
+    group_kind,
+    plan_fusion,
+)
+from tilefuse.ir.diagnostics import CompileError
+from tilefuse.ir.structured import as_structured
+from tilefuse.ir.tilefuse import GroupOp, WindowOp, YieldOp
 from tilefuse.passes.horizontal_fusion import sort_top_level
-from tilefuse.structured import as_structured
 
 
 def _is_free(op: Operation) -> bool:

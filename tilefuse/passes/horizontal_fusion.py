@@ -35,12 +35,16 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.traits import IsTerminator
 
-from tilefuse.cost.horizontal import HorizontalPlan, KernelInfo, plan_horizontal
-from tilefuse.cost.roofline import roofline_mixed
-from tilefuse.cost.target import Target, get_target
-from tilefuse.dataflow import host_sources, is_contraction
-from tilefuse.dialects.tilefuse import GroupOp, TileGridOp, YieldOp, same_tile_program
-from tilefuse.structured import as_structured, element_type
+from tilefuse.analysis.cost.roofline import roofline_mixed
+from tilefuse.analysis.cost.target import Target, get_target
+from tilefuse.analysis.dataflow import host_sources, is_contraction
+from tilefuse.analysis.horizontal_plan import (
+    HorizontalPlan,
+    KernelInfo,
+    plan_horizontal,
+)
+from tilefuse.ir.structured import as_structured, element_type
+from tilefuse.ir.tilefuse import GroupOp, TileGridOp, YieldOp, same_tile_program
 
 COST_KEYS = ("flops", "fused_bytes", "unfused_bytes", "tc_flops", "sfu_ops")
 

@@ -20,7 +20,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tilefuse.diagnostics import CompileError
+from tilefuse.ir.diagnostics import CompileError
 
 MAX_DEPTH = 32
 """Rounds of inlining before calls that keep appearing count as recursion."""
@@ -28,7 +28,7 @@ MAX_DEPTH = 32
 
 def inline_calls(module: ModuleOp) -> None:
     """Inline every call to a function defined in `module`, in place."""
-    from tilefuse.reference import entry_function
+    from tilefuse.oracle.reference import entry_function
 
     functions = {f.sym_name.data: f for f in module.ops if isinstance(f, func.FuncOp)}
     entry = entry_function(module) if functions else None

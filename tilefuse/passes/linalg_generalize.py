@@ -40,7 +40,8 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
 )
 
-from tilefuse.dialects.linalg_named import SoftmaxOp
+from tilefuse.ir.linalg_named import SoftmaxOp
+from tilefuse.ir.structured import as_structured, filled
 from tilefuse.passes.unit_dims import (
     extracted_scalars_as_operands,
     fold_host_scalars,
@@ -48,7 +49,6 @@ from tilefuse.passes.unit_dims import (
     fold_unit_dims,
 )
 from tilefuse.passes.windows import fold_windows
-from tilefuse.structured import as_structured, filled
 
 
 class GeneralizePattern(RewritePattern):

@@ -37,9 +37,9 @@ from xdsl.ir import Block, BlockArgument, Region
 from xdsl.ir.affine import AffineDimExpr, AffineMap
 from xdsl.passes import ModulePass
 
-from tilefuse.cost.target import get_target
-from tilefuse.dataflow import REDUCE, classify
-from tilefuse.structured import (
+from tilefuse.analysis.cost.target import get_target
+from tilefuse.analysis.dataflow import REDUCE, classify
+from tilefuse.ir.structured import (
     IDENTITY,
     StructuredOp,
     as_structured,

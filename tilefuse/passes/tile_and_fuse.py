@@ -65,8 +65,8 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineMap
 from xdsl.passes import ModulePass
 
-from tilefuse.cost.target import get_target
-from tilefuse.dataflow import (
+from tilefuse.analysis.cost.target import get_target
+from tilefuse.analysis.dataflow import (
     CONTRACTION,
     FILL,
     Graph,
@@ -75,11 +75,8 @@ from tilefuse.dataflow import (
     build_graph,
     shared_dims,
 )
-from tilefuse.diagnostics import CompileError, op_location, warn
-from tilefuse.dialects.tilefuse import GroupOp, LoadOp, StoreOp, TileGridOp, YieldOp
-from tilefuse.patterns import OnlineSoftmax, find_online_softmax
-from tilefuse.structured import IDENTITY, constant_of, reduction_combiner
-from tilefuse.tiling import (
+from tilefuse.analysis.patterns import OnlineSoftmax, find_online_softmax
+from tilefuse.analysis.tile_plan import (
     GRID,
     WHOLE,
     TilePlan,
@@ -87,6 +84,9 @@ from tilefuse.tiling import (
     plan_tiles,
     tile_candidates,
 )
+from tilefuse.ir.diagnostics import CompileError, op_location, warn
+from tilefuse.ir.structured import IDENTITY, constant_of, reduction_combiner
+from tilefuse.ir.tilefuse import GroupOp, LoadOp, StoreOp, TileGridOp, YieldOp
 
 UNTILED = "tilefuse.untiled"
 """Why tile-and-fuse left a group untiled (set on the group)."""

@@ -34,7 +34,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tilefuse.structured import reassociation, with_inputs
+from tilefuse.ir.structured import reassociation, with_inputs
 
 
 def fold_unit_dims(module: ModuleOp) -> None:
@@ -171,7 +171,7 @@ def fold_host_scalars(module: ModuleOp) -> None:
     from xdsl.dialects import arith
     from xdsl.dialects.builtin import AnyFloat, FloatAttr
 
-    from tilefuse.reference import eval_scalar_op
+    from tilefuse.oracle.reference import eval_scalar_op
 
     for op in list(module.walk()):
         if not isinstance(op.parent_op(), func.FuncOp):

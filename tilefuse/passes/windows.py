@@ -26,10 +26,10 @@ from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tilefuse.affine import window_terms
-from tilefuse.dataflow import FILL, classify
-from tilefuse.dialects.tilefuse import WindowOp
-from tilefuse.structured import as_structured, is_window_map, with_inputs
+from tilefuse.analysis.dataflow import FILL, classify
+from tilefuse.ir.affine import window_terms
+from tilefuse.ir.structured import as_structured, is_window_map, with_inputs
+from tilefuse.ir.tilefuse import WindowOp
 
 
 def fold_windows(module: ModuleOp) -> None:

@@ -23,13 +23,18 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import DiagnosticException, ParseError, PassFailedException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from tilefuse.cost.target import DEFAULT_TARGET, TargetError, get_target, target_names
-from tilefuse.diagnostics import CompileError, os_error_message
-from tilefuse.frontend import decode_source, parse_module, verify
+from tilefuse.analysis.cost.target import (
+    DEFAULT_TARGET,
+    TargetError,
+    get_target,
+    target_names,
+)
+from tilefuse.frontend.parse import decode_source, parse_module, verify
+from tilefuse.frontend.specialize import SpecializeError, specialize
+from tilefuse.ir.context import register_dialects
+from tilefuse.ir.diagnostics import CompileError, os_error_message
 from tilefuse.passes import get_all_passes
-from tilefuse.report import analyze_program, format_report, roofline_png
-from tilefuse.specialize import SpecializeError, specialize
-from tilefuse.universe import register_dialects
+from tilefuse.tools.report import analyze_program, format_report, roofline_png
 
 
 class TilefuseOptMain(xDSLOptMain):
@@ -41,7 +46,7 @@ class TilefuseOptMain(xDSLOptMain):
     def register_all_targets(self) -> None:
         from xdsl.targets.mlir import MLIRTarget
 
-        from tilefuse.backend.emit_triton import TritonTarget
+        from tilefuse.backend.triton.emit import TritonTarget
 
         self.available_targets["mlir"] = lambda: MLIRTarget
         self.available_targets["triton"] = lambda: TritonTarget
@@ -111,7 +116,7 @@ class TilefuseOptMain(xDSLOptMain):
                 roofline_png(report, self.args.roofline_png)
             return format_report(report)
         if self.args.target == "triton":
-            from tilefuse.backend.emit_triton import TritonTarget
+            from tilefuse.backend.triton.emit import TritonTarget
 
             out = io.StringIO()
             TritonTarget(gpu=self.args.gpu).emit(self.ctx, prog, out)

@@ -27,9 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
-from tilefuse.cost.target import DEFAULT_TARGET, TargetError
-from tilefuse.diagnostics import ArgumentError, CompileError, os_error_message
-from tilefuse.specialize import SpecializeError
+from tilefuse.analysis.cost.target import DEFAULT_TARGET, TargetError
+from tilefuse.frontend.specialize import SpecializeError
+from tilefuse.ir.diagnostics import ArgumentError, CompileError, os_error_message
 from tilefuse.tools.opt import parse_dim_options
 
 TORCH_OF = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16"}
@@ -53,8 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def load_inputs(args: argparse.Namespace, module) -> list[np.ndarray]:
-    from tilefuse.program import random_inputs
-    from tilefuse.reference import entry_function
+    from tilefuse.frontend.program import random_inputs
+    from tilefuse.oracle.reference import entry_function
 
     if args.inputs is None:
         return random_inputs(module, args.seed)
@@ -80,8 +80,8 @@ def load_inputs(args: argparse.Namespace, module) -> list[np.ndarray]:
 def to_torch(arrays: Sequence[np.ndarray], module, device: str):
     import torch
 
-    from tilefuse.backend.emit_triton import torch_dtype
-    from tilefuse.reference import entry_function
+    from tilefuse.backend.triton.emit import torch_dtype
+    from tilefuse.oracle.reference import entry_function
 
     f = entry_function(module)
     out = []
@@ -103,7 +103,7 @@ def check_outputs(args: argparse.Namespace, dims, module, inputs, outputs) -> in
     of large scores) the two differ by more than the tolerance while the kernels
     are closer to the exact result: a 16-bit mismatch is then judged against the
     program evaluated in f64 (when its header lets it be re-specialised)."""
-    from tilefuse.reference import evaluate
+    from tilefuse.oracle.reference import evaluate
 
     refs, exact = evaluate(module, inputs), None
     status = 0
@@ -131,7 +131,7 @@ def check_outputs(args: argparse.Namespace, dims, module, inputs, outputs) -> in
 def _judge(got: np.ndarray, ref, dt: str, prefix: str) -> tuple[bool, str]:
     """Within tolerance as a whole (relative error) and element by element
     (`program.worst_element`, ELEMENT_FACTOR tolerances)? -> (ok, text)."""
-    from tilefuse.program import (
+    from tilefuse.frontend.program import (
         ELEMENT_FACTOR,
         relative_error,
         tolerance,
@@ -148,8 +148,8 @@ def _judge(got: np.ndarray, ref, dt: str, prefix: str) -> tuple[bool, str]:
 
 
 def _evaluate_in_f64(args: argparse.Namespace, dims, inputs) -> list | None:
-    from tilefuse.program import load_program
-    from tilefuse.reference import evaluate
+    from tilefuse.frontend.program import load_program
+    from tilefuse.oracle.reference import evaluate
 
     try:
         exact = load_program(args.file, dims, "f64")
@@ -161,9 +161,9 @@ def _evaluate_in_f64(args: argparse.Namespace, dims, inputs) -> list | None:
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from tilefuse.program import load_program
-    from tilefuse.reference import entry_function
-    from tilefuse.runtime import compile, gpu_available
+    from tilefuse.frontend.program import load_program
+    from tilefuse.oracle.reference import entry_function
+    from tilefuse.runtime.compiled import compile, gpu_available
 
     dims = parse_dim_options(args.set_dim)
     module = load_program(args.file, dims, args.set_dtype)
@@ -171,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
     inputs = load_inputs(args, module)
     tensors = to_torch(inputs, module, device)
     if args.autotune and device == "cuda":
-        from tilefuse.autotune import autotune
+        from tilefuse.runtime.autotune import autotune
 
         prog, tuned = autotune(args.file, tensors, args.target, dims, args.set_dtype)
         print(tuned.format())
@@ -199,7 +199,7 @@ def run(args: argparse.Namespace) -> int:
         if device != "cuda":
             print("  --bench needs a GPU: skipped")
         else:
-            from tilefuse.bench import bench_program
+            from tilefuse.runtime.bench import bench_program
 
             print(bench_program(prog, tensors, args.target))
     return status

@@ -47,12 +47,12 @@ for mod in (drv, build):
         mod.compile_module_from_src = timed("C module build (gcc)", mod.compile_module_from_src)
 from triton.compiler.compiler import CompiledKernel
 CompiledKernel._init_handles = timed("load module + launcher", CompiledKernel._init_handles)
-import tilefuse.launcher
-tilefuse.launcher.StaticLauncher.__init__ = timed("static launcher", tilefuse.launcher.StaticLauncher.__init__)
+import tilefuse.runtime.launcher
+tilefuse.runtime.launcher.StaticLauncher.__init__ = timed("static launcher", tilefuse.runtime.launcher.StaticLauncher.__init__)
 
 from bench import CASES, MODELS, ROOT, make_inputs
-from tilefuse.program import load_program
-from tilefuse.specialize import read_header
+from tilefuse.frontend.program import load_program
+from tilefuse.frontend.specialize import read_header
 case = next(c for c in CASES if c.name == sys.argv[1])
 path = ROOT / "samples" / f"{case.sample}.mlir"
 dims = {**read_header(path.read_text()).dims, **case.dims}
@@ -67,7 +67,7 @@ if sys.argv[2] == "torch":
     torch.cuda.synchronize()
     print(f"{case.name:<22} torch.compile first call {time.perf_counter() - t:6.2f} s")
 else:
-    from tilefuse.runtime import compile as tf_compile
+    from tilefuse.runtime.compiled import compile as tf_compile
     t = time.perf_counter()
     prog = tf_compile(path, "h200", case.dims, case.dtype)
     pipeline = time.perf_counter() - t

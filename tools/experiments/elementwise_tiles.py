@@ -18,8 +18,8 @@ import torch
 import triton.testing
 
 sys.path.insert(0, ".")
-import tilefuse.tiling as tiling
-from tilefuse.runtime import compile as tf_compile
+import tilefuse.analysis.tile_plan as tiling
+from tilefuse.runtime.compiled import compile as tf_compile
 
 sys.path.insert(0, "tools")
 from torch_models import MODELS

@@ -18,16 +18,16 @@ CHILD = r"""
 import sys, time
 sys.path.insert(0, "tools"); sys.path.insert(0, ".")
 import torch
-import tilefuse.tiling
+import tilefuse.analysis.tile_plan
 cap, _, warps = sys.argv[2].partition(":")
-tilefuse.tiling.MAX_ACC_REGS = int(cap)
+tilefuse.analysis.tile_plan.MAX_ACC_REGS = int(cap)
 if warps:
-    tilefuse.tiling._contraction_warps = lambda bm, bn, calls: int(warps)
+    tilefuse.analysis.tile_plan._contraction_warps = lambda bm, bn, calls: int(warps)
 from bench import CASES, ROOT, make_inputs
-from tilefuse.bench import measured_kernels
-from tilefuse.program import load_program
-from tilefuse.runtime import compile as tf_compile
-from tilefuse.specialize import read_header
+from tilefuse.runtime.bench import measured_kernels
+from tilefuse.frontend.program import load_program
+from tilefuse.runtime.compiled import compile as tf_compile
+from tilefuse.frontend.specialize import read_header
 case = next(c for c in CASES if c.name == sys.argv[1])
 path = ROOT / "samples" / f"{case.sample}.mlir"
 dims = {**read_header(path.read_text()).dims, **case.dims}

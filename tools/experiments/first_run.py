@@ -14,9 +14,9 @@ import time
 import torch
 
 sys.path.insert(0, ".")
-from tilefuse.program import load_program
-from tilefuse.reference import entry_function
-from tilefuse.runtime import compile as tf_compile
+from tilefuse.frontend.program import load_program
+from tilefuse.oracle.reference import entry_function
+from tilefuse.runtime.compiled import compile as tf_compile
 
 DT = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
 

@@ -18,9 +18,9 @@ sys.path.insert(0, "tools"); sys.path.insert(0, ".")
 import torch
 from torch.profiler import ProfilerActivity, profile
 from bench import CASES, ROOT, make_inputs
-from tilefuse.program import load_program
-from tilefuse.runtime import compile as tf_compile, import_source
-from tilefuse.specialize import read_header
+from tilefuse.frontend.program import load_program
+from tilefuse.runtime.compiled import compile as tf_compile, import_source
+from tilefuse.frontend.specialize import read_header
 case = next(c for c in CASES if c.name == sys.argv[1])
 warps = int(sys.argv[2])
 path = ROOT / "samples" / f"{case.sample}.mlir"

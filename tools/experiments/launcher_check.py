@@ -19,9 +19,9 @@ import sys, time
 sys.path.insert(0, "tools"); sys.path.insert(0, ".")
 import torch
 from bench import CASES, ROOT, make_inputs
-from tilefuse.program import load_program
-from tilefuse.runtime import compile as tf_compile
-from tilefuse.specialize import read_header
+from tilefuse.frontend.program import load_program
+from tilefuse.runtime.compiled import compile as tf_compile
+from tilefuse.frontend.specialize import read_header
 outs = {}
 for name in sys.argv[2:]:
     case = next(c for c in CASES if c.name == name)

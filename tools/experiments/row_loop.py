@@ -23,15 +23,15 @@ sys.path.insert(0, "tools/experiments")
 from torch_models import MODELS
 from warps_sweep import alldims_of, parse_spec
 
-from tilefuse.backend.emit_triton import emit_triton
+from tilefuse.backend.triton.emit import emit_triton
+from tilefuse.frontend.program import load_program
+from tilefuse.ir.context import make_context
+from tilefuse.oracle.reference import entry_function
 from tilefuse.passes.flash_attention import FlashAttentionPass
 from tilefuse.passes.fusion_groups import FusionGroupsPass
 from tilefuse.passes.linalg_generalize import LinalgGeneralizePass
 from tilefuse.passes.tile_and_fuse import TileAndFusePass
-from tilefuse.program import load_program
-from tilefuse.reference import entry_function
-from tilefuse.runtime import import_source
-from tilefuse.universe import make_context
+from tilefuse.runtime.compiled import import_source
 
 
 def source(path, dims, dtype, budget):

@@ -14,7 +14,7 @@ import triton
 import triton.language as tl
 
 sys.path.insert(0, ".")
-from tilefuse.runtime import compile as tf_compile
+from tilefuse.runtime.compiled import compile as tf_compile
 
 
 @triton.jit

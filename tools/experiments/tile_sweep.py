@@ -13,9 +13,9 @@ import torch
 import triton.testing
 
 sys.path.insert(0, ".")
-import tilefuse.tiling as tiling
-from tilefuse.runtime import compile as tf_compile
-from tilefuse.runtime import import_source
+import tilefuse.analysis.tile_plan as tiling
+from tilefuse.runtime.compiled import compile as tf_compile
+from tilefuse.runtime.compiled import import_source
 
 
 def run(sample, dims, dtype, args):

@@ -21,17 +21,17 @@ sys.path.insert(0, ".")
 sys.path.insert(0, "tools")
 from torch_models import MODELS
 
-from tilefuse.program import load_program
-from tilefuse.runtime import compile as tf_compile
-from tilefuse.runtime import import_source
-from tilefuse.specialize import read_header
+from tilefuse.frontend.program import load_program
+from tilefuse.frontend.specialize import read_header
+from tilefuse.runtime.compiled import compile as tf_compile
+from tilefuse.runtime.compiled import import_source
 
 DT = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
 
 
 def parse_spec(spec: str):
     """`sample:DIM=N:...:dtype` -> (name, dims, dtype, path, random GPU inputs)."""
-    from tilefuse.reference import entry_function
+    from tilefuse.oracle.reference import entry_function
 
     name, *rest = spec.split(":")
     dtype = rest[-1]

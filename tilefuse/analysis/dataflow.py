@@ -19,8 +19,8 @@ from xdsl.dialects import arith, func, tensor
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Block, Operation, SSAValue
 
-from tilefuse.dialects.tilefuse import WindowOp
-from tilefuse.structured import REDUCTION, StructuredOp, as_structured
+from tilefuse.ir.structured import REDUCTION, StructuredOp, as_structured
+from tilefuse.ir.tilefuse import WindowOp
 
 FILL, POINTWISE, REDUCE, CONTRACTION = "fill", "pointwise", "reduction", "contraction"
 

@@ -34,26 +34,26 @@ from typing import Any
 
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 
-from tilefuse.backend.emit_triton import emit_triton
-from tilefuse.cost.target import get_target
-from tilefuse.dataflow import build_graph, shared_dims
-from tilefuse.dialects.tilefuse import GroupOp
-from tilefuse.frontend import verify
+from tilefuse.analysis.cost.target import get_target
+from tilefuse.analysis.dataflow import build_graph, shared_dims
+from tilefuse.analysis.tile_plan import tile_candidates
+from tilefuse.backend.triton.emit import emit_triton
+from tilefuse.frontend.parse import verify
+from tilefuse.frontend.program import load_program
+from tilefuse.ir.context import make_context
+from tilefuse.ir.tilefuse import GroupOp
 from tilefuse.passes.flash_attention import FlashAttentionPass
 from tilefuse.passes.fusion_groups import FusionGroupsPass
 from tilefuse.passes.horizontal_fusion import HorizontalFusionPass
 from tilefuse.passes.linalg_generalize import LinalgGeneralizePass
 from tilefuse.passes.tile_and_fuse import TileAndFusePass
-from tilefuse.program import load_program
-from tilefuse.runtime import (
+from tilefuse.runtime.compiled import (
     CompiledProgram,
     cache_dir,
     gpu_available,
     import_source,
     kernels_replaced,
 )
-from tilefuse.tiling import tile_candidates
-from tilefuse.universe import make_context
 
 DEFAULT_LIMIT = 4
 

@@ -38,7 +38,7 @@ from xdsl.irdl import (
 from xdsl.traits import IsolatedFromAbove, IsTerminator, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
-from tilefuse.affine import last_index, window_terms
+from tilefuse.ir.affine import last_index, window_terms
 
 
 @irdl_op_definition

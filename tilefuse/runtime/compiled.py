@@ -2,8 +2,8 @@
 Compile once, call many times: the Python API.
 
 ```python
-import tilefuse
-prog = tilefuse.compile(open("samples/softmax.mlir").read(), target="h200")
+import tilefuse.runtime as tf
+prog = tf.compile(open("samples/softmax.mlir").read(), target="h200")
 (y,) = prog(torch.randn(70, 333))      # on the GPU if there is one, else interpreted
 print(prog.source)                     # the generated Triton module
 ```
@@ -34,12 +34,12 @@ from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp
 
-from tilefuse.backend.emit_triton import emit_triton
-from tilefuse.diagnostics import ArgumentError
-from tilefuse.launcher import FastKernel, init_handles
+from tilefuse.backend.triton.emit import emit_triton
+from tilefuse.frontend.program import load_program
+from tilefuse.ir.diagnostics import ArgumentError
+from tilefuse.oracle.reference import entry_function
 from tilefuse.pipeline import run_pipeline
-from tilefuse.program import load_program
-from tilefuse.reference import entry_function
+from tilefuse.runtime.launcher import FastKernel, init_handles
 
 
 def cache_dir() -> Path:
@@ -64,7 +64,7 @@ def _ensure_interpreter() -> None:
         raise RuntimeError(
             "no GPU: tilefuse runs kernels in Triton's interpreter, which must be "
             "switched on before triton is imported: set TRITON_INTERPRET=1 or import "
-            "tilefuse.runtime first"
+            "tilefuse.runtime.compiled first"
         )
     os.environ["TRITON_INTERPRET"] = "1"
 
@@ -183,7 +183,7 @@ def fast_launches(python: ModuleType) -> None:
 
 def expected_arguments(module: ModuleOp) -> list[tuple[tuple[int, ...], str]]:
     """(shape, torch dtype name) of each argument of the entry function."""
-    from tilefuse.backend.emit_triton import torch_dtype
+    from tilefuse.backend.triton.emit import torch_dtype
 
     return [(tuple(t.get_shape()), torch_dtype(t).removeprefix("torch."))
             for t in entry_function(module).function_type.inputs.data]  # fmt: skip

@@ -12,10 +12,10 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from tilefuse.cost.roofline import format_seconds, roofline_mixed
-from tilefuse.cost.target import get_target
-from tilefuse.dialects.tilefuse import GroupOp
-from tilefuse.runtime import CompiledProgram
+from tilefuse.analysis.cost.roofline import format_seconds, roofline_mixed
+from tilefuse.analysis.cost.target import get_target
+from tilefuse.ir.tilefuse import GroupOp
+from tilefuse.runtime.compiled import CompiledProgram
 
 
 def predicted_kernels(prog: CompiledProgram, target_name: str) -> dict[str, float]:

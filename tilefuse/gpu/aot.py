@@ -483,7 +483,7 @@ def _compile_in_subprocess(
     raise _CHILD_ERRORS.get(kind, CubinCompileError)(message)
 
 
-_CHILD_MAIN = "from tilefuse.backend.cubin import _child_main; _child_main()"
+_CHILD_MAIN = "from tilefuse.gpu.aot import _child_main; _child_main()"
 
 
 def run_in_child(child_main: str, request: object, prefix: str) -> object:

@@ -34,8 +34,8 @@ from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute, SSAValue
 
-from tilefuse.dataflow import CONTRACTION, FILL, Graph, Node
-from tilefuse.structured import StructuredOp, element_type, shape_of
+from tilefuse.analysis.dataflow import CONTRACTION, FILL, Graph, Node
+from tilefuse.ir.structured import StructuredOp, element_type, shape_of
 
 _FREE = (arith.ConstantOp, arith.IndexCastOp, arith.ExtFOp, arith.TruncFOp,
          arith.SIToFPOp, arith.UIToFPOp, arith.SelectOp, arith.CmpiOp)  # fmt: skip

@@ -15,11 +15,11 @@ from pathlib import Path
 import numpy as np
 from xdsl.dialects.builtin import IntegerType, ModuleOp, TensorType
 
-from tilefuse.frontend import decode_source, parse_module
-from tilefuse.reference import entry_function, numpy_dtype, round_to
-from tilefuse.specialize import specialize
-from tilefuse.structured import element_type
-from tilefuse.universe import make_context
+from tilefuse.frontend.parse import decode_source, parse_module
+from tilefuse.frontend.specialize import specialize
+from tilefuse.ir.context import make_context
+from tilefuse.ir.structured import element_type
+from tilefuse.oracle.reference import entry_function, numpy_dtype, round_to
 
 
 def load_program(

@@ -44,12 +44,12 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
-from tilefuse.affine import window_terms
-from tilefuse.diagnostics import CompileError
-from tilefuse.dialects import tilefuse as tf
-from tilefuse.dialects.arith_extra import RemFOp
-from tilefuse.dialects.linalg_named import SoftmaxOp
-from tilefuse.structured import (
+from tilefuse.ir import tilefuse as tf
+from tilefuse.ir.affine import window_terms
+from tilefuse.ir.arith_extra import RemFOp
+from tilefuse.ir.diagnostics import CompileError
+from tilefuse.ir.linalg_named import SoftmaxOp
+from tilefuse.ir.structured import (
     REDUCTION,
     StructuredOp,
     as_structured,

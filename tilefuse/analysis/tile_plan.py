@@ -27,11 +27,11 @@ from dataclasses import dataclass
 
 from xdsl.dialects.builtin import TensorType
 
-from tilefuse.cost.occupancy import occupancy
-from tilefuse.cost.opcost import elem_bytes, payload_library_calls
-from tilefuse.cost.target import Target
-from tilefuse.dataflow import CONTRACTION, FILL, REDUCE, Graph, SharedDims
-from tilefuse.diagnostics import CompileError, op_location
+from tilefuse.analysis.cost.occupancy import occupancy
+from tilefuse.analysis.cost.opcost import elem_bytes, payload_library_calls
+from tilefuse.analysis.cost.target import Target
+from tilefuse.analysis.dataflow import CONTRACTION, FILL, REDUCE, Graph, SharedDims
+from tilefuse.ir.diagnostics import CompileError, op_location
 
 GRID, WHOLE, LOOP = "grid", "whole", "loop"
 COMPUTE_BYTES = 4
@@ -113,7 +113,7 @@ def plan_tiles(
     graph: Graph, dims: SharedDims, target: Target, smem_budget: int | None = None
 ) -> TilePlan:
     """Choose block sizes for the group made of all of `graph`'s nodes."""
-    from tilefuse.patterns import find_online_softmax
+    from tilefuse.analysis.patterns import find_online_softmax
 
     budget = target.smem_per_block if smem_budget is None else smem_budget
     plan = None
@@ -258,7 +258,7 @@ def _streamed_row(graph: Graph, dims: SharedDims):
     0.128 ms, bf16 0.0705 -> 0.0692 ms (tools/experiments/row_loop.py).
     Online softmax (one max-and-sum pass) keeps its own plan.
     """
-    from tilefuse.patterns import find_online_softmax
+    from tilefuse.analysis.patterns import find_online_softmax
 
     inner = [d for d in dims.dims if not d.is_grid]
     if len(inner) != 1 or inner[0].extent < 2 * STREAM_CHUNK or find_online_softmax(graph):
@@ -452,7 +452,7 @@ def _choose_order(plan: TilePlan, roles: _Roles, target: Target) -> TilePlan:
 def _order_misses(m, n, k, bm, bn, bk, operand_bytes, l2_bytes, sm_count) -> dict[str, int]:
     """Simulated HBM bytes of the first waves in row and grouped order (memoised:
     a model's layers repeat the same matmul shapes)."""
-    from tilefuse.cost.schedule import matmul_programs, simulate
+    from tilefuse.analysis.cost.schedule import matmul_programs, simulate
 
     misses = {}
     for order, group in (("row", 1), ("grouped", 8)):
@@ -611,7 +611,7 @@ def tile_candidates(
     Neighbours change one launch or tile choice at a time: half and double the
     warps; for pipelined loops one stage fewer or more (shared memory
     permitting); for memory-bound groups half and double the block of the
-    first grid dim (the rows per program). The autotuner (`tilefuse.autotune`)
+    first grid dim (the rows per program). The autotuner (`tilefuse.runtime.autotune`)
     times them on the GPU; nothing here is needed for the default.
     """
     base = plan_tiles(graph, dims, target, smem_budget)

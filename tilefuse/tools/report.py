@@ -15,22 +15,22 @@ from dataclasses import dataclass
 
 from xdsl.dialects.builtin import ModuleOp
 
-from tilefuse.cost.fusion import FusionPlan, plan_fusion
-from tilefuse.cost.horizontal import HorizontalPlan
-from tilefuse.cost.opcost import GroupCost, op_cost
-from tilefuse.cost.roofline import (
+from tilefuse.analysis.cost.opcost import GroupCost, op_cost
+from tilefuse.analysis.cost.roofline import (
     RooflinePoint,
     format_bytes,
     format_seconds,
     roofline_mixed,
 )
-from tilefuse.cost.target import Target, target_names
-from tilefuse.dataflow import FILL, Graph, Node, build_graph
+from tilefuse.analysis.cost.target import Target, target_names
+from tilefuse.analysis.dataflow import FILL, Graph, Node, build_graph
+from tilefuse.analysis.fusion_plan import FusionPlan, plan_fusion
+from tilefuse.analysis.horizontal_plan import HorizontalPlan
+from tilefuse.ir.context import make_context
+from tilefuse.ir.structured import element_type
+from tilefuse.oracle.reference import entry_function
 from tilefuse.passes.flash_attention import FlashAttentionPass
 from tilefuse.passes.linalg_generalize import LinalgGeneralizePass
-from tilefuse.reference import entry_function
-from tilefuse.structured import element_type
-from tilefuse.universe import make_context
 
 TIMELINE_WIDTH = 72
 
@@ -118,7 +118,7 @@ def _tiles(
 ) -> tuple[tuple[tuple[str, str], ...], HorizontalPlan | None]:
     """Run fusion-groups + tile-and-fuse on a copy; read each group's tile plan;
     then plan horizontal fusion on the tiled groups."""
-    from tilefuse.dialects.tilefuse import GroupOp
+    from tilefuse.ir.tilefuse import GroupOp
     from tilefuse.passes.fusion_groups import FusionGroupsPass
     from tilefuse.passes.horizontal_fusion import fuse_horizontally
     from tilefuse.passes.tile_and_fuse import TileAndFusePass

@@ -28,9 +28,9 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from tilefuse.cost.opcost import GroupCost, group_cost, tensor_bytes
-from tilefuse.cost.target import Target
-from tilefuse.dataflow import (
+from tilefuse.analysis.cost.opcost import GroupCost, group_cost, tensor_bytes
+from tilefuse.analysis.cost.target import Target
+from tilefuse.analysis.dataflow import (
     CONTRACTION,
     FILL,
     POINTWISE,
@@ -134,7 +134,7 @@ ATTENTION_TAG = "tilefuse.attention"
 
 def _premerge_attention(st: _State) -> None:
     """Ops the flash-attention pass tagged become one kernel (FlashAttention)."""
-    from tilefuse.tiling import flash_tile
+    from tilefuse.analysis.tile_plan import flash_tile
 
     tagged: dict[str, list[Node]] = {}
     for node in st.graph.nodes:
@@ -157,7 +157,7 @@ def _premerge_attention(st: _State) -> None:
 
 
 def _elem(node: Node):
-    from tilefuse.structured import element_type
+    from tilefuse.ir.structured import element_type
 
     return element_type(node.s.inputs[0].type)
 
@@ -279,7 +279,7 @@ def reduction_passes(graph: Graph, nodes: Sequence[Node], budget: int) -> int:
     Passes over HBM a group needs: 1 when a row fits on chip; else one per
     reduction over a row dim plus one to write the results.
     """
-    from tilefuse.patterns import find_online_softmax
+    from tilefuse.analysis.patterns import find_online_softmax
 
     if row_working_set(graph, nodes) <= budget:
         return 1
@@ -304,7 +304,7 @@ def _passes_note(st: _State, merged: list[Node]) -> str:
     if passes == 1:
         return ""
     row = row_working_set(st.graph, merged)
-    from tilefuse.patterns import find_online_softmax
+    from tilefuse.analysis.patterns import find_online_softmax
 
     members = set(merged)
     online = any(sm.max_node in members and sm.exp_node in members and

@@ -38,8 +38,8 @@ from xdsl.dialects.linalg.attrs import IteratorType, IteratorTypeAttr
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineMap
 
-from tilefuse.affine import last_index, window_terms
-from tilefuse.diagnostics import CompileError
+from tilefuse.ir.affine import last_index, window_terms
+from tilefuse.ir.diagnostics import CompileError
 
 PARALLEL = "parallel"
 REDUCTION = "reduction"

@@ -9,9 +9,9 @@ from xdsl.dialects.math import Math
 from xdsl.dialects.scf import Scf
 from xdsl.dialects.tensor import Tensor
 
-from tilefuse.dialects.arith_extra import ARITH
-from tilefuse.dialects.linalg_named import LINALG
-from tilefuse.dialects.tilefuse import Tilefuse
+from tilefuse.ir.arith_extra import ARITH
+from tilefuse.ir.linalg_named import LINALG
+from tilefuse.ir.tilefuse import Tilefuse
 
 DIALECTS = (Builtin, Func, ARITH, Math, LINALG, Tensor, Scf, Tilefuse)
 

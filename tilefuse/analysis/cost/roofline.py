@@ -18,8 +18,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from tilefuse.cost.occupancy import occupancy_factor
-from tilefuse.cost.target import Target
+from tilefuse.analysis.cost.occupancy import occupancy_factor
+from tilefuse.analysis.cost.target import Target
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyExcepti
 from xdsl.utils.lexer import Span
 from xdsl.utils.mlir_lexer import MLIRTokenKind
 
-from tilefuse.diagnostics import CompileError, op_location
+from tilefuse.ir.diagnostics import CompileError, op_location
 
 
 class LocatingParser(Parser):

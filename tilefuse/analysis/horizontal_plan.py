@@ -34,9 +34,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tilefuse.cost.fusion import Decision
-from tilefuse.cost.roofline import format_seconds
-from tilefuse.cost.target import Target
+from tilefuse.analysis.cost.roofline import format_seconds
+from tilefuse.analysis.cost.target import Target
+from tilefuse.analysis.fusion_plan import Decision
 
 MIN_SAVING = 0.05
 """A launch saved must be worth this share of the merged kernel's time."""

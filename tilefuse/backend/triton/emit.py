@@ -55,10 +55,17 @@ from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.utils.target import Target
 
-from tilefuse.dataflow import is_contraction, pad_value, product_operand
-from tilefuse.diagnostics import CompileError
-from tilefuse.dialects.arith_extra import RemFOp
-from tilefuse.dialects.tilefuse import (
+from tilefuse.analysis.dataflow import is_contraction, pad_value, product_operand
+from tilefuse.ir.arith_extra import RemFOp
+from tilefuse.ir.diagnostics import CompileError
+from tilefuse.ir.structured import (
+    REDUCTION,
+    StructuredOp,
+    as_structured,
+    cmpf_predicate,
+    element_type,
+)
+from tilefuse.ir.tilefuse import (
     GroupOp,
     LoadOp,
     StoreOp,
@@ -67,14 +74,7 @@ from tilefuse.dialects.tilefuse import (
     grid_inputs,
     same_tile_program,
 )
-from tilefuse.reference import entry_function
-from tilefuse.structured import (
-    REDUCTION,
-    StructuredOp,
-    as_structured,
-    cmpf_predicate,
-    element_type,
-)
+from tilefuse.oracle.reference import entry_function
 
 TORCH_DTYPE = {Float32Type: "torch.float32", Float16Type: "torch.float16",
                BFloat16Type: "torch.bfloat16", Float64Type: "torch.float64"}  # fmt: skip
@@ -725,7 +725,7 @@ class KernelPrinter:
         self.bind(op.result, f"tl.load({ptr}{masked}){upcast}", kept_shape(op.result.type))
 
     def _only_dot_operand(self, value: SSAValue) -> bool:
-        from tilefuse.dataflow import is_contraction
+        from tilefuse.analysis.dataflow import is_contraction
 
         for use in value.uses:
             s = as_structured(use.operation)
@@ -791,7 +791,7 @@ def stacked_tensors(grids: Sequence[TileGridOp]) -> list[list[SSAValue]] | None:
 
 def _host_constant(op: arith.ConstantOp) -> str:
     """A tensor constant built on the host: `torch.full` for a splat."""
-    from tilefuse.reference import constant_value
+    from tilefuse.oracle.reference import constant_value
 
     values = constant_value(op)
     shape = tuple(op.result.type.get_shape())

@@ -24,7 +24,7 @@ from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import FloatAttr
 from xdsl.ir import Operation, SSAValue
 
-from tilefuse.dataflow import (
+from tilefuse.analysis.dataflow import (
     CONTRACTION,
     FILL,
     POINTWISE,

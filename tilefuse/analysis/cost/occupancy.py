@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tilefuse.cost.target import Target
+from tilefuse.analysis.cost.target import Target
 
 LIMITERS = ("blocks", "threads", "registers", "shared memory")
 """The resources that can limit occupancy, in the order ties are reported."""

@@ -9,7 +9,7 @@ launch it with, and reports what ptxas made of it next to what the cost model
 predicted:
 
 ```
-python -m tilefuse.backend.gpu_check samples/softmax.mlir --set-dim M=4096 \
+python -m tilefuse.gpu.check samples/softmax.mlir --set-dim M=4096 \
     --set-dim N=8192 --set-dtype bf16
 ```
 
@@ -42,7 +42,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from tilefuse.backend.cubin import CompiledKernel, CubinCompileError, run_in_child
+from tilefuse.gpu.aot import CompiledKernel, CubinCompileError, run_in_child
 
 __all__ = [
     "KernelReport",
@@ -168,8 +168,8 @@ def _constexpr_value(node: ast.expr) -> object:
 
 
 def _is_contraction_group(group: Any) -> bool:
-    from tilefuse.dataflow import is_contraction
-    from tilefuse.structured import as_structured
+    from tilefuse.analysis.dataflow import is_contraction
+    from tilefuse.ir.structured import as_structured
 
     for op in group.walk():
         s = as_structured(op)
@@ -179,15 +179,15 @@ def _is_contraction_group(group: Any) -> bool:
 
 
 def _dtype_name(t: Any) -> str:
-    from tilefuse.structured import element_type
+    from tilefuse.ir.structured import element_type
 
     return str(element_type(t))
 
 
 def kernel_specs(module: Any, source_text: str) -> list[KernelSpec]:
     """One spec per group of `module` (after the pipeline), from `source_text`."""
-    from tilefuse.dialects.tilefuse import GroupOp, TileGridOp
-    from tilefuse.reference import entry_function
+    from tilefuse.ir.tilefuse import GroupOp, TileGridOp
+    from tilefuse.oracle.reference import entry_function
 
     tree = ast.parse(source_text)
     specs = []
@@ -208,7 +208,7 @@ def _group_spec(g: Any, grid: Any, tree: ast.Module) -> KernelSpec:
     consts: dict[str, object] = {}
     div: list[str] = []
     k = 0
-    from tilefuse.backend.emit_triton import pointer_only, stacked_tensors
+    from tilefuse.backend.triton.emit import pointer_only, stacked_tensors
 
     grids = [o for o in g.entry.ops if isinstance(o, type(grid))]
     dests = [d for o in grids for d in o.destinations]
@@ -259,7 +259,7 @@ def _compile_one(source_text: str, spec: KernelSpec, arch: int) -> CompiledKerne
     """Compile in this process (triton.language not interpreted)."""
     import triton.language as tl
 
-    from tilefuse.backend.cubin import compile_for_gpu, load_jit_function
+    from tilefuse.gpu.aot import compile_for_gpu, load_jit_function
 
     fn = load_jit_function(kernel_only_source(source_text), spec.name, interpret=False)
     consts = dict(spec.constexprs)
@@ -297,7 +297,7 @@ def _compile_batch(batch: Batch, arch: int) -> list[list[CompiledKernel | str]]:
 
 
 def _language_is_interpreted() -> bool:
-    from tilefuse.backend import cubin
+    from tilefuse.gpu import aot as cubin
 
     return cubin._language_is_interpreted()
 
@@ -331,7 +331,7 @@ def _raise_errors(results: list[CompiledKernel | str]) -> list[CompiledKernel]:
     return [r for r in results if isinstance(r, CompiledKernel)]
 
 
-_CHILD_MAIN = "from tilefuse.backend.gpu_check import _child_main; _child_main()"
+_CHILD_MAIN = "from tilefuse.gpu.check import _child_main; _child_main()"
 
 
 def _compile_in_child(batch: Batch, arch: int) -> list[list[CompiledKernel | str]]:
@@ -398,8 +398,8 @@ def check_programs(
     Under the interpreter all kernels compile in one child process. A program
     whose kernel fails to compile gets the error (not raised) in its place.
     """
-    from tilefuse.backend.emit_triton import emit_triton
-    from tilefuse.cost.target import get_target
+    from tilefuse.analysis.cost.target import get_target
+    from tilefuse.backend.triton.emit import emit_triton
 
     if isinstance(target, str):
         target = get_target(target)
@@ -478,10 +478,10 @@ def format_reports(reports: Iterable[KernelReport], title: str | None = None) ->
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from tilefuse.cost.target import DEFAULT_TARGET
+    from tilefuse.analysis.cost.target import DEFAULT_TARGET
 
     p = argparse.ArgumentParser(
-        prog="python -m tilefuse.backend.gpu_check",
+        prog="python -m tilefuse.gpu.check",
         description="Compile a program's kernels for the target GPU (no GPU "
         "needed) and report registers, spills and shared memory.",
     )
@@ -494,11 +494,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the table; exit status 1 if a kernel exceeds shared memory or registers."""
-    from tilefuse.cost.target import TargetError, get_target
-    from tilefuse.diagnostics import CompileError
+    from tilefuse.analysis.cost.target import TargetError, get_target
+    from tilefuse.frontend.program import load_program
+    from tilefuse.frontend.specialize import SpecializeError
+    from tilefuse.ir.diagnostics import CompileError
     from tilefuse.pipeline import run_pipeline
-    from tilefuse.program import load_program
-    from tilefuse.specialize import SpecializeError
     from tilefuse.tools.opt import parse_dim_options
 
     args = build_parser().parse_args(argv)

@@ -1,0 +1,1 @@
+"""GPU toolchain checks without a GPU: AOT compiles for sm_90 and resource checks."""
