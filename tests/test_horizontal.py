@@ -207,7 +207,7 @@ def test_contractions_on_different_types_keep_their_own_launch():
     """One kernel has one DOT_DTYPE: a bf16 and an f32 matmul are not merged
     (merged, the f32 one was computed in bf16)."""
     from tilefuse.frontend.program import load_program
-    from tilefuse.oracle.reference import entry_function
+    from tilefuse.ir.module import entry_function
     from tilefuse.passes.horizontal_fusion import fuse_horizontally
     from tilefuse.pipeline import run_pipeline
 

@@ -7,7 +7,6 @@ import pytest
 from hypothesis import given, settings
 
 from tests.device import DEVICE, on_device
-from tilefuse.frontend.parse import verify
 from tilefuse.frontend.program import (
     ELEMENT_FACTOR,
     load_program,
@@ -15,10 +14,8 @@ from tilefuse.frontend.program import (
     relative_error,
     worst_element,
 )
-from tilefuse.ir.context import make_context
 from tilefuse.oracle.reference import evaluate
-from tilefuse.passes.fusion_groups import FusionGroupsPass
-from tilefuse.passes.linalg_generalize import LinalgGeneralizePass
+from tilefuse.pipeline import run_pipeline
 from tilefuse.testing.random_programs import (
     Arg,
     Op,
@@ -148,10 +145,7 @@ def run_passes(text: str, seed: int = 0) -> None:
     before = evaluate(module, inputs)
     for out in before:
         assert np.isfinite(out).all(), "a program's outputs must be finite"
-    ctx = make_context()
-    LinalgGeneralizePass().apply(ctx, module)
-    FusionGroupsPass().apply(ctx, module)
-    verify(module)
+    run_pipeline(module, until="fusion-groups")
     after = evaluate(module, inputs)
     assert len(after) == len(before)
     for out, ref in zip(after, before, strict=True):
@@ -244,17 +238,12 @@ def run_pipeline_check(text: str, seed: int = 0, smem_budget: int = 0) -> None:
     """The whole pipeline (to tile programs) keeps meaning, within the dtype's tolerance."""
     from tilefuse.frontend.program import tolerance
     from tilefuse.frontend.specialize import read_header
-    from tilefuse.passes.flash_attention import FlashAttentionPass
-    from tilefuse.passes.tile_and_fuse import TileAndFusePass
 
     module = load_program(text)
     inputs = random_inputs(module, seed)
     before = evaluate(module, inputs)
-    ctx = make_context()
-    for p in (LinalgGeneralizePass(), FlashAttentionPass(), FusionGroupsPass(),
-              TileAndFusePass(smem_budget=smem_budget)):  # fmt: skip
-        p.apply(ctx, module)
-        verify(module)
+    options = {"tile-and-fuse": {"smem_budget": smem_budget}} if smem_budget else {}
+    run_pipeline(module, until="tile-and-fuse", options=options)
     after = evaluate(module, inputs)
     tol = tolerance(read_header(text).dtype or "f32")
     for out, ref in zip(after, before, strict=True):

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from tilefuse.analysis.cost.target import get_target
 from tilefuse.frontend.program import load_program
 from tilefuse.tools.report import analyze_program, format_report, timeline
 
@@ -16,7 +15,7 @@ NAMES = sorted(p.stem for p in SAMPLES.glob("*.mlir"))
 
 @pytest.mark.parametrize("name", NAMES)
 def test_report_for_every_sample(name):
-    report = analyze_program(load_program(SAMPLES / f"{name}.mlir"), get_target("h200"))
+    report = analyze_program(load_program(SAMPLES / f"{name}.mlir"), "h200")
     text = format_report(report)
     assert f"@{name} on h200" in text
     assert "unfused (one kernel per op):" in text and "fused:" in text and "decisions:" in text
@@ -28,7 +27,7 @@ def test_report_for_every_sample(name):
 
 def test_relu_add_report_numbers():
     # One generic over 37 x 300 f32: reads x, y, writes z: 3 x 44400 bytes.
-    report = analyze_program(load_program(SAMPLES / "relu_add.mlir"), get_target("h200"))
+    report = analyze_program(load_program(SAMPLES / "relu_add.mlir"), "h200")
     (fused,) = report.fused
     assert fused.point.bytes == 3 * 37 * 300 * 4
     assert fused.point.flops == 2 * 37 * 300
@@ -36,7 +35,7 @@ def test_relu_add_report_numbers():
 
 
 def test_timeline_puts_unfused_above_fused():
-    report = analyze_program(load_program(SAMPLES / "softmax.mlir"), get_target("h200"))
+    report = analyze_program(load_program(SAMPLES / "softmax.mlir"), "h200")
     lines = timeline(report).splitlines()
     assert lines[1].lstrip().startswith("unfused") and lines[2].lstrip().startswith("fused")
     assert lines[1].count("|") - 1 == len(report.unfused)
@@ -45,8 +44,8 @@ def test_timeline_puts_unfused_above_fused():
 
 def test_tiles_follow_the_target():
     module = load_program(SAMPLES / "softmax.mlir", dims={"M": 64, "N": 16384})
-    h200 = dict(analyze_program(module, get_target("h200")).tiles)["fused_kernel_0"]
-    v100 = dict(analyze_program(module, get_target("v100")).tiles)["fused_kernel_0"]
+    h200 = dict(analyze_program(module, "h200").tiles)["fused_kernel_0"]
+    v100 = dict(analyze_program(module, "v100").tiles)["fused_kernel_0"]
     assert "of 227 KB" in h200 and "(loop)" not in h200
     assert "of 96 KB" in v100 and "(loop)" in v100  # the row no longer fits: looped
 

@@ -117,12 +117,7 @@ def test_contractions_use_tl_dot_and_reductions_do_not():
 
 def test_untiled_module_is_an_error():
     module = load_program(SAMPLES / "softmax.mlir")
-    from tilefuse.ir.context import make_context
-    from tilefuse.passes.fusion_groups import FusionGroupsPass
-    from tilefuse.passes.linalg_generalize import LinalgGeneralizePass
-
-    LinalgGeneralizePass().apply(make_context(), module)
-    FusionGroupsPass().apply(make_context(), module)
+    run_pipeline(module, until="fusion-groups")
     with pytest.raises(CompileError, match="was not tiled"):
         emit_triton(module)
 

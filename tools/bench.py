@@ -185,7 +185,7 @@ def _fan_in(name: str, dims: dict[str, int]) -> int:
 
 
 def make_inputs(module, case: Case, dims: dict[str, int], device: str, seed: int) -> list[torch.Tensor]:
-    from tilefuse.oracle.reference import entry_function
+    from tilefuse.ir.module import entry_function
 
     gen = torch.Generator(device=device).manual_seed(seed)
     f = entry_function(module)

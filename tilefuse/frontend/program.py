@@ -18,8 +18,9 @@ from xdsl.dialects.builtin import IntegerType, ModuleOp, TensorType
 from tilefuse.frontend.parse import decode_source, parse_module
 from tilefuse.frontend.specialize import specialize
 from tilefuse.ir.context import make_context
+from tilefuse.ir.module import entry_function
 from tilefuse.ir.structured import element_type
-from tilefuse.oracle.reference import entry_function, numpy_dtype, round_to
+from tilefuse.oracle.reference import numpy_dtype, round_to
 
 
 def load_program(

@@ -186,8 +186,8 @@ def _dtype_name(t: Any) -> str:
 
 def kernel_specs(module: Any, source_text: str) -> list[KernelSpec]:
     """One spec per group of `module` (after the pipeline), from `source_text`."""
+    from tilefuse.ir.module import entry_function
     from tilefuse.ir.tilefuse import GroupOp, TileGridOp
-    from tilefuse.oracle.reference import entry_function
 
     tree = ast.parse(source_text)
     specs = []

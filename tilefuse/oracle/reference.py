@@ -49,6 +49,7 @@ from tilefuse.ir.affine import window_terms
 from tilefuse.ir.arith_extra import RemFOp
 from tilefuse.ir.diagnostics import CompileError
 from tilefuse.ir.linalg_named import SoftmaxOp
+from tilefuse.ir.module import entry_function
 from tilefuse.ir.structured import (
     REDUCTION,
     StructuredOp,
@@ -669,24 +670,6 @@ def eval_block(block: Block, args: Sequence[np.ndarray], outer: Env) -> list[np.
 # ---------------------------------------------------------------------------
 # Entry points
 # ---------------------------------------------------------------------------
-
-
-def entry_function(module: ModuleOp, name: str | None = None) -> func.FuncOp:
-    """The function to run: `name`, or the module's last public function that no
-    other function calls."""
-    funcs = [op for op in module.ops if isinstance(op, func.FuncOp)]
-    if name is not None:
-        funcs = [f for f in funcs if f.sym_name.data == name]
-        if not funcs:
-            raise CompileError(f"the module has no function named @{name}")
-    if not funcs:
-        raise CompileError("the module has no func.func to run")
-    # The last public function no other function calls (helpers are called).
-    called = {op.callee.root_reference.data for f in funcs for op in f.walk()
-              if isinstance(op, func.CallOp)}  # fmt: skip
-    public = [f for f in funcs if f.sym_visibility is None or f.sym_visibility.data != "private"]
-    roots = [f for f in public or funcs if f.sym_name.data not in called]
-    return (roots or public or funcs)[-1]
 
 
 def evaluate(

@@ -46,6 +46,7 @@ from tilefuse.analysis.fusion_plan import (
     group_kind,
     plan_fusion,
 )
+from tilefuse.ir import forms
 from tilefuse.ir.diagnostics import CompileError
 from tilefuse.ir.structured import as_structured
 from tilefuse.ir.tilefuse import GroupOp, WindowOp, YieldOp
@@ -74,6 +75,10 @@ class FusionGroupsPass(ModulePass):
     max_group_ops: int = 24
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        named = forms.first_named_op(op)
+        if named is not None:
+            raise CompileError.at(named, "must be generalized before fusion-groups: "
+                                  "run linalg-generalize first")  # fmt: skip
         target = get_target(self.target)
         for f in [o for o in op.walk() if isinstance(o, func.FuncOp)]:
             if any(isinstance(o, GroupOp) for o in f.body.walk()):

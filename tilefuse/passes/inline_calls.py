@@ -28,7 +28,7 @@ MAX_DEPTH = 32
 
 def inline_calls(module: ModuleOp) -> None:
     """Inline every call to a function defined in `module`, in place."""
-    from tilefuse.oracle.reference import entry_function
+    from tilefuse.ir.module import entry_function
 
     functions = {f.sym_name.data: f for f in module.ops if isinstance(f, func.FuncOp)}
     entry = entry_function(module) if functions else None

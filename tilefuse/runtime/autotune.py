@@ -4,8 +4,8 @@ Optional autotuning: time the cost model's top tile candidates, keep the fastest
 The default pipeline compiles the model's plan and never needs this. With
 `autotune(source, args)` (or `tilefuse-run FILE --autotune`):
 
-1. the front of the pipeline runs once (to `fusion-groups`), and for every
-   group `tiling.tile_candidates` lists the model's plan and at most
+1. the front of the pipeline runs once (`run_pipeline(until="fusion-groups")`),
+   and for every group `tile_plan.tile_candidates` lists the model's plan and at most
    `limit - 1` neighbours (warps, stages, rows per program);
 2. for i = 0, 1, ...: every group with an i-th candidate is tiled with it
    (the `tile_candidate` attribute `tile-and-fuse` reads), the program is
@@ -15,8 +15,8 @@ The default pipeline compiles the model's plan and never needs this. With
 3. each group keeps its fastest candidate; the picks go to a JSON cache
    (`$TILEFUSE_CACHE/autotune.json`) keyed by the program after fusion, the
    target, the device, Triton's version and `limit`, so a second call only
-   compiles. The program is then built with the picks and horizontal fusion,
-   as the default pipeline would.
+   compiles. The program is then built with the picks by the rest of the
+   pipeline (`run_pipeline(start="tile-and-fuse")`).
 
 So the cost is bounded: at most `limit` compilations of each kernel and
 `limit` timings, once per program and machine.
@@ -38,15 +38,9 @@ from tilefuse.analysis.cost.target import get_target
 from tilefuse.analysis.dataflow import build_graph, shared_dims
 from tilefuse.analysis.tile_plan import tile_candidates
 from tilefuse.backend.triton.emit import emit_triton
-from tilefuse.frontend.parse import verify
 from tilefuse.frontend.program import load_program
-from tilefuse.ir.context import make_context
 from tilefuse.ir.tilefuse import GroupOp
-from tilefuse.passes.flash_attention import FlashAttentionPass
-from tilefuse.passes.fusion_groups import FusionGroupsPass
-from tilefuse.passes.horizontal_fusion import HorizontalFusionPass
-from tilefuse.passes.linalg_generalize import LinalgGeneralizePass
-from tilefuse.passes.tile_and_fuse import TileAndFusePass
+from tilefuse.pipeline import run_pipeline
 from tilefuse.runtime.compiled import (
     CompiledProgram,
     cache_dir,
@@ -97,10 +91,7 @@ def autotune(
     """Compile `source` with each group's fastest tile candidate on `args`."""
     start = time.perf_counter()
     module = source.clone() if isinstance(source, ModuleOp) else load_program(source, dims, dtype)
-    ctx = make_context()
-    for p in (LinalgGeneralizePass(), FlashAttentionPass(), FusionGroupsPass(target=target)):
-        p.apply(ctx, module)
-    verify(module)
+    run_pipeline(module, target, until="fusion-groups")
     counts = _candidate_counts(module, target, limit)
     key = _cache_key(module, target, limit)
     cache = _read_cache()
@@ -140,11 +131,8 @@ def _build(front: ModuleOp, picks: Mapping[str, int], target: str, horizontal: b
     for g in _groups(module):
         if picks.get(g.sym_name.data, 0):
             g.attributes["tile_candidate"] = IntegerAttr(picks[g.sym_name.data], i64)
-    ctx = make_context()
-    TileAndFusePass(target=target).apply(ctx, module)
-    if horizontal:
-        HorizontalFusionPass(target=target).apply(ctx, module)
-    verify(module)
+    run_pipeline(module, target, start="tile-and-fuse",
+                 until=None if horizontal else "tile-and-fuse")  # fmt: skip
     text = emit_triton(module, "<autotune>")
     python = import_source(text)
     return CompiledProgram(module, text, python, python.ENTRY, 0.0,

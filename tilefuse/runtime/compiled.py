@@ -8,7 +8,7 @@ prog = tf.compile(open("samples/softmax.mlir").read(), target="h200")
 print(prog.source)                     # the generated Triton module
 ```
 
-`compile` runs the default pipeline (`pipeline.DEFAULT_PIPELINE`), prints the
+`compile` runs the default pipeline (`pipeline.STAGES`), prints the
 Triton module, and imports it from an on-disk cache keyed by the hash of its
 source (`$TILEFUSE_CACHE`, default `~/.cache/tilefuse`). Without a GPU the
 kernels run under Triton's interpreter: `TRITON_INTERPRET=1` is set before the
@@ -37,7 +37,7 @@ from xdsl.dialects.builtin import ModuleOp
 from tilefuse.backend.triton.emit import emit_triton
 from tilefuse.frontend.program import load_program
 from tilefuse.ir.diagnostics import ArgumentError
-from tilefuse.oracle.reference import entry_function
+from tilefuse.ir.module import entry_function
 from tilefuse.pipeline import run_pipeline
 from tilefuse.runtime.launcher import FastKernel, init_handles
 
@@ -284,6 +284,10 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+def _budget(smem_budget: int) -> dict[str, dict[str, int]]:
+    return {"tile-and-fuse": {"smem_budget": smem_budget}} if smem_budget else {}
+
+
 def compile(
     source: str | Path | ModuleOp,
     target: str = "h200",
@@ -292,7 +296,8 @@ def compile(
     smem_budget: int = 0,
 ) -> CompiledProgram:
     """Compile MLIR text, a `.mlir` path or a parsed module to Triton kernels
-    (`smem_budget`: see `pipeline.run_pipeline`)."""
+    (`smem_budget`: bytes of shared memory tiles may use, `tile-and-fuse`'s option;
+    0 keeps the target's)."""
     start = time.perf_counter()
     with _gc_paused():
         if isinstance(source, ModuleOp):
@@ -300,7 +305,7 @@ def compile(
         else:
             module = load_program(source, dims, dtype)
             name = str(source) if str(source).endswith(".mlir") else "<input>"
-        run_pipeline(module, target, smem_budget)
+        run_pipeline(module, target, options=_budget(smem_budget))
         text = emit_triton(module, name)
     python = import_source(text)
     return CompiledProgram(module, text, python, python.ENTRY,

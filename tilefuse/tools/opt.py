@@ -15,25 +15,26 @@ import argparse
 import io
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import IO
 
+from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.printer import Printer
+from xdsl.targets.mlir import MLIRTarget
 from xdsl.utils.exceptions import DiagnosticException, ParseError, PassFailedException
+from xdsl.utils.target import Target
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from tilefuse.analysis.cost.target import (
-    DEFAULT_TARGET,
-    TargetError,
-    get_target,
-    target_names,
-)
+from tilefuse.analysis.cost.target import DEFAULT_TARGET, TargetError, target_names
+from tilefuse.backend.triton.emit import emit_triton
 from tilefuse.frontend.parse import decode_source, parse_module, verify
 from tilefuse.frontend.specialize import SpecializeError, specialize
 from tilefuse.ir.context import register_dialects
 from tilefuse.ir.diagnostics import CompileError, os_error_message
 from tilefuse.passes import get_all_passes
+from tilefuse.pipeline import default_pipeline, unmet_stage
 from tilefuse.tools.report import analyze_program, format_report, roofline_png
 
 
@@ -44,10 +45,6 @@ class TilefuseOptMain(xDSLOptMain):
         register_dialects(self.ctx)
 
     def register_all_targets(self) -> None:
-        from xdsl.targets.mlir import MLIRTarget
-
-        from tilefuse.backend.triton.emit import TritonTarget
-
         self.available_targets["mlir"] = lambda: MLIRTarget
         self.available_targets["triton"] = lambda: TritonTarget
 
@@ -97,6 +94,10 @@ class TilefuseOptMain(xDSLOptMain):
         )
 
     def setup_pipeline(self) -> None:
+        if self.args.target == "triton" and not self.args.passes:
+            # `--emit triton` alone compiles: the default pipeline is its `-p`.
+            self.args.passes = default_pipeline(self.args.gpu)
+
         def callback(
             previous: ModulePass | None, module: ModuleOp, next_pass: ModulePass | None
         ) -> None:
@@ -111,17 +112,20 @@ class TilefuseOptMain(xDSLOptMain):
 
     def output_resulting_program(self, prog: ModuleOp) -> str:
         if self.args.report:
-            report = analyze_program(prog, get_target(self.args.gpu))
+            dump = self._dump if self.args.print_ir_after_all else None
+            report = analyze_program(prog, self.args.gpu, after_each=dump)
             if self.args.roofline_png:
                 roofline_png(report, self.args.roofline_png)
             return format_report(report)
         if self.args.target == "triton":
-            from tilefuse.backend.triton.emit import TritonTarget
-
             out = io.StringIO()
-            TritonTarget(gpu=self.args.gpu).emit(self.ctx, prog, out)
+            TritonTarget(self.get_input_name()).emit(self.ctx, prog, out)
             return out.getvalue()
         return super().output_resulting_program(prog)
+
+    @staticmethod
+    def _dump(stage: str, module: ModuleOp) -> None:
+        dump_ir(stage, module, sys.stderr)
 
     def get_input_stream(self):
         if self.args.input_file == "-":  # MLIR's spelling of stdin
@@ -135,6 +139,27 @@ class TilefuseOptMain(xDSLOptMain):
         dims = parse_dim_options(self.args.set_dim)
         text = specialize(text, dims, self.args.set_dtype)
         return parse_module(self.ctx, text, self.get_input_name(), start_offset)
+
+
+@dataclass(frozen=True)
+class TritonTarget(Target):
+    """`--emit triton`: print the Triton module of IR the pipeline has tiled.
+
+    It runs no pass: a module that has not been through a stage the printer needs
+    (see `pipeline.unmet_stage`) is an error naming that stage."""
+
+    source_name: str = "<input>"
+    name = "triton"
+
+    def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        missing = unmet_stage(module)
+        if missing is not None:
+            raise CompileError(
+                f"--emit triton prints tiled IR, but this module has not been "
+                f"through {missing}: add it to -p (the default pipeline is "
+                f"`python -m tilefuse.pipeline`), or give no -p to run them all"
+            )
+        output.write(emit_triton(module, self.source_name))
 
 
 def _rename_emit_option(arg_parser: argparse.ArgumentParser) -> None:

@@ -1,7 +1,7 @@
 """
 The fusion report: per kernel and for the whole program, fused vs unfused.
 
-`fusion_report(module, target)` prices every op run alone (unfused, one kernel
+`analyze_program(module, target)` prices every op run alone (unfused, one kernel
 each) and every fusion group (one kernel) on the roofline of `target`, and
 prints a table, the totals, a text timeline in the style of an Nsight Systems
 trace (kernels and launch gaps on one time axis, unfused above fused), and the
@@ -11,6 +11,7 @@ decision log. `roofline_png` draws the same points on a roofline plot.
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import ModuleOp
@@ -22,15 +23,16 @@ from tilefuse.analysis.cost.roofline import (
     format_seconds,
     roofline_mixed,
 )
-from tilefuse.analysis.cost.target import Target, target_names
+from tilefuse.analysis.cost.target import Target, get_target
 from tilefuse.analysis.dataflow import FILL, Graph, Node, build_graph
 from tilefuse.analysis.fusion_plan import FusionPlan, plan_fusion
 from tilefuse.analysis.horizontal_plan import HorizontalPlan
-from tilefuse.ir.context import make_context
+from tilefuse.ir.diagnostics import CompileError
+from tilefuse.ir.module import entry_function
 from tilefuse.ir.structured import element_type
-from tilefuse.oracle.reference import entry_function
-from tilefuse.passes.flash_attention import FlashAttentionPass
-from tilefuse.passes.linalg_generalize import LinalgGeneralizePass
+from tilefuse.ir.tilefuse import GroupOp
+from tilefuse.passes.horizontal_fusion import fuse_horizontally
+from tilefuse.pipeline import run_pipeline
 
 TIMELINE_WIDTH = 72
 
@@ -91,51 +93,37 @@ def _point(cost, nodes: list[Node], target: Target) -> RooflinePoint:
     return roofline_mixed(flops, nbytes, target, dtype, tc_flops=tc, sfu_ops=sfu)
 
 
-def analyze_program(module: ModuleOp, target: Target) -> ProgramReport:
-    """Price `module`'s entry function unfused and fused on `target`."""
-    from tilefuse.passes.split_reduction import SplitReductionPass
-
-    module = module.clone()
-    LinalgGeneralizePass().apply(make_context(), module)
-    if target.name in target_names():
-        SplitReductionPass(target=target.name).apply(make_context(), module)
-    FlashAttentionPass().apply(make_context(), module)
-    f = entry_function(module)
+def analyze_program(
+    module: ModuleOp, target: str, after_each: Callable[[str, ModuleOp], None] | None = None
+) -> ProgramReport:
+    """Price `module`'s entry function unfused and fused on `target` (a name or a
+    JSON file): the pipeline runs to `flash-attention` for the prices and on to
+    `tile-and-fuse` for the tiles, on copies (`after_each` sees every stage)."""
+    if any(isinstance(op, GroupOp) for op in module.walk()):
+        raise CompileError(
+            "--report prices the program before fusion-groups, but this one has "
+            "tilefuse.group ops already: leave fusion-groups and later stages out of -p"
+        )
+    gpu = get_target(target)
+    front = run_pipeline(module.clone(), target, until="flash-attention", after_each=after_each)
+    f = entry_function(front)
     graph = build_graph(f)
-    plan = plan_fusion(graph, target)
+    plan = plan_fusion(graph, gpu)
     unfused = tuple(
-        KernelLine(f"{n.label}#{n.index}", n.label, _op_point(n, target))
+        KernelLine(f"{n.label}#{n.index}", n.label, _op_point(n, gpu))
         for n in graph.nodes
         if n.kind != FILL
     )
-    fused = tuple(_group_line(graph, g.name, g.all_nodes, g.cost, target) for g in plan.groups)
-    tiles, horizontal = _tiles(module, target)
-    return ProgramReport(f.sym_name.data, target, plan, unfused, fused, tiles, horizontal)
-
-
-def _tiles(
-    module: ModuleOp, target: Target
-) -> tuple[tuple[tuple[str, str], ...], HorizontalPlan | None]:
-    """Run fusion-groups + tile-and-fuse on a copy; read each group's tile plan;
-    then plan horizontal fusion on the tiled groups."""
-    from tilefuse.ir.tilefuse import GroupOp
-    from tilefuse.passes.fusion_groups import FusionGroupsPass
-    from tilefuse.passes.horizontal_fusion import fuse_horizontally
-    from tilefuse.passes.tile_and_fuse import TileAndFusePass
-
-    module = module.clone()
-    ctx = make_context()
-    target_arg = target.name if target.name in target_names() else None
-    if target_arg is None:
-        return (), None
-    FusionGroupsPass(target=target_arg).apply(ctx, module)
-    TileAndFusePass(target=target_arg).apply(ctx, module)
+    fused = tuple(_group_line(graph, g.name, g.all_nodes, g.cost, gpu) for g in plan.groups)
+    tiled = run_pipeline(front.clone(), target, start="fusion-groups", until="tile-and-fuse",
+                         after_each=after_each)  # fmt: skip
     tiles = tuple(
         (g.sym_name.data, g.attributes["tile"].data if "tile" in g.attributes else "untiled")
-        for g in module.walk()
+        for g in tiled.walk()
         if isinstance(g, GroupOp)
     )
-    return tiles, fuse_horizontally(entry_function(module), target)
+    horizontal = fuse_horizontally(entry_function(tiled), gpu)
+    return ProgramReport(f.sym_name.data, gpu, plan, unfused, fused, tiles, horizontal)
 
 
 def _op_point(node: Node, target: Target) -> RooflinePoint:

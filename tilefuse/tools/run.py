@@ -54,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def load_inputs(args: argparse.Namespace, module) -> list[np.ndarray]:
     from tilefuse.frontend.program import random_inputs
-    from tilefuse.oracle.reference import entry_function
+    from tilefuse.ir.module import entry_function
 
     if args.inputs is None:
         return random_inputs(module, args.seed)
@@ -81,7 +81,7 @@ def to_torch(arrays: Sequence[np.ndarray], module, device: str):
     import torch
 
     from tilefuse.backend.triton.emit import torch_dtype
-    from tilefuse.oracle.reference import entry_function
+    from tilefuse.ir.module import entry_function
 
     f = entry_function(module)
     out = []
@@ -162,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from tilefuse.frontend.program import load_program
-    from tilefuse.oracle.reference import entry_function
+    from tilefuse.ir.module import entry_function
     from tilefuse.runtime.compiled import compile, gpu_available
 
     dims = parse_dim_options(args.set_dim)

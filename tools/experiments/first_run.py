@@ -15,7 +15,7 @@ import torch
 
 sys.path.insert(0, ".")
 from tilefuse.frontend.program import load_program
-from tilefuse.oracle.reference import entry_function
+from tilefuse.ir.module import entry_function
 from tilefuse.runtime.compiled import compile as tf_compile
 
 DT = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}

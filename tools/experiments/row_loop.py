@@ -25,21 +25,15 @@ from warps_sweep import alldims_of, parse_spec
 
 from tilefuse.backend.triton.emit import emit_triton
 from tilefuse.frontend.program import load_program
-from tilefuse.ir.context import make_context
-from tilefuse.oracle.reference import entry_function
-from tilefuse.passes.flash_attention import FlashAttentionPass
-from tilefuse.passes.fusion_groups import FusionGroupsPass
-from tilefuse.passes.linalg_generalize import LinalgGeneralizePass
-from tilefuse.passes.tile_and_fuse import TileAndFusePass
+from tilefuse.ir.module import entry_function
+from tilefuse.pipeline import run_pipeline
 from tilefuse.runtime.compiled import import_source
 
 
 def source(path, dims, dtype, budget):
     module = load_program(path, dims, dtype)
-    ctx = make_context()
-    for p in (LinalgGeneralizePass(), FlashAttentionPass(), FusionGroupsPass(),
-              TileAndFusePass(smem_budget=budget)):  # fmt: skip
-        p.apply(ctx, module)
+    options = {"tile-and-fuse": {"smem_budget": budget}}
+    run_pipeline(module, until="tile-and-fuse", options=options)
     return emit_triton(module), entry_function(module).sym_name.data
 
 

@@ -31,7 +31,7 @@ DT = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
 
 def parse_spec(spec: str):
     """`sample:DIM=N:...:dtype` -> (name, dims, dtype, path, random GPU inputs)."""
-    from tilefuse.oracle.reference import entry_function
+    from tilefuse.ir.module import entry_function
 
     name, *rest = spec.split(":")
     dtype = rest[-1]

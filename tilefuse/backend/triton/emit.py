@@ -32,10 +32,7 @@ import io
 import keyword
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import IO
 
-from xdsl.context import Context
 from xdsl.dialects import arith, func, scf, tensor
 from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import (
@@ -53,11 +50,11 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Attribute, Block, Operation, SSAValue
-from xdsl.utils.target import Target
 
 from tilefuse.analysis.dataflow import is_contraction, pad_value, product_operand
 from tilefuse.ir.arith_extra import RemFOp
 from tilefuse.ir.diagnostics import CompileError
+from tilefuse.ir.module import entry_function
 from tilefuse.ir.structured import (
     REDUCTION,
     StructuredOp,
@@ -74,7 +71,6 @@ from tilefuse.ir.tilefuse import (
     grid_inputs,
     same_tile_program,
 )
-from tilefuse.oracle.reference import entry_function
 
 TORCH_DTYPE = {Float32Type: "torch.float32", Float16Type: "torch.float16",
                BFloat16Type: "torch.bfloat16", Float64Type: "torch.float64"}  # fmt: skip
@@ -1420,18 +1416,3 @@ class ModulePrinter:
 def emit_triton(module: ModuleOp, source_name: str = "<input>") -> str:
     """The Python source of `module`'s kernels and host function."""
     return ModulePrinter(module, source_name).print()
-
-
-@dataclass(frozen=True)
-class TritonTarget(Target):
-    """`tilefuse-opt --emit triton`: run what remains of the default pipeline, print Python."""
-
-    name = "triton"
-
-    gpu: str = "h200"
-
-    def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
-        from tilefuse.pipeline import run_pipeline
-
-        run_pipeline(module, self.gpu)
-        output.write(emit_triton(module))
