@@ -26,6 +26,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -40,9 +41,11 @@ def programs() -> Iterator[Path]:
 
 
 def _tool(module: str, *args: str) -> subprocess.CompletedProcess[str]:
+    # Run outside the checkout: `python -m` puts the working directory first on the
+    # path, which would shadow the PYTHONPATH tree being snapshotted.
     env = dict(os.environ, TRITON_INTERPRET="1")
     return subprocess.run([sys.executable, "-m", module, *args], capture_output=True,
-                          text=True, env=env, check=False)  # fmt: skip
+                          text=True, env=env, cwd=tempfile.gettempdir(), check=False)  # fmt: skip
 
 
 def snapshot(out: Path, numerics: bool) -> None:
