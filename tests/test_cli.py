@@ -46,8 +46,8 @@ def test_a_quoted_option_value_parses(tmp_path, capsys):
 
 def test_an_unknown_pass_lists_the_passes(capsys):
     err = one_line_error(capsys, [SOFTMAX, "-p", "linalg-generalise"])
-    assert err.startswith("error: -p: unknown pass 'linalg-generalise' "
-                          "(did you mean linalg-generalize?); the passes are inline-calls, ")  # fmt: skip
+    assert err.startswith("error: -p: unknown pass 'linalg-generalise' (did you mean "
+                          "linalg-generalize?); the passes are inline-calls, ")  # fmt: skip
     assert "horizontal-fusion" in err and "canonicalize" in err
 
 
@@ -315,7 +315,7 @@ def test_the_universe_imports_nothing_heavy():
     import subprocess
     import sys
 
-    code = ("import sys, tilefuse.passes; "
-            "print(sorted(m for m in sys.modules if m.startswith(('tilefuse.', 'triton', 'torch'))))")  # fmt: skip
+    code = ("import sys, tilefuse.passes; print(sorted(m for m in sys.modules "
+            "if m.startswith(('tilefuse.', 'triton', 'torch'))))")  # fmt: skip
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "['tilefuse.passes']"

@@ -327,7 +327,10 @@ def _rename_emit_option(arg_parser: argparse.ArgumentParser, formats: list[str])
     arg_parser._option_string_actions["--emit"] = action
 
 
-UNDOCUMENTED = {"cse": "Eliminate common subexpressions.", "dce": "Erase ops whose results are unused."}
+UNDOCUMENTED = {
+    "cse": "Eliminate common subexpressions.",
+    "dce": "Erase ops whose results are unused.",
+}
 """Descriptions of the xDSL passes whose class has no docstring."""
 
 

@@ -86,7 +86,8 @@ def load_inputs(args: argparse.Namespace, module) -> list[np.ndarray]:
             raise CompileError(f"--inputs {args.inputs}: {e}") from e
     for i, (x, t) in enumerate(zip(arrays, f.function_type.inputs.data, strict=True)):
         hint = f.body.block.args[i].name_hint
-        _check_dtype(args.inputs, f"arg{i}{f' (%{hint})' if hint else ''} of @{f.sym_name.data}", x, t)
+        name = f"arg{i}{f' (%{hint})' if hint else ''} of @{f.sym_name.data}"
+        _check_dtype(args.inputs, name, x, t)
     return arrays
 
 
