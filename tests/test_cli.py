@@ -319,3 +319,36 @@ def test_the_universe_imports_nothing_heavy():
             "if m.startswith(('tilefuse.', 'triton', 'torch'))))")  # fmt: skip
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "['tilefuse.passes']"
+
+
+# -- the roofline plot -----------------------------------------------------------------
+
+
+def test_the_roof_bends_at_the_ridge_point():
+    from tilefuse.analysis.cost.target import get_target
+    from tilefuse.tools.report import roof_line
+
+    h200 = get_target("h200")
+    xs, ys = roof_line(h200)
+    peak = h200.peak_flops("f32", tensor_cores=False)
+    ridge = peak / h200.hbm_bandwidth
+    assert ridge in xs and ys[xs.index(ridge)] == peak
+    assert all(y == min(peak, x * h200.hbm_bandwidth) for x, y in zip(xs, ys, strict=True))
+
+
+def test_roofline_png_labels_every_kernel(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("matplotlib")
+    from matplotlib.axes import Axes
+
+    labels = []
+    original = Axes.annotate
+
+    def annotate(ax, text, *args, **kwargs):
+        labels.append(text)
+        return original(ax, text, *args, **kwargs)
+
+    monkeypatch.setattr(Axes, "annotate", annotate)
+    png = tmp_path / "r.png"
+    assert opt.main([SOFTMAX, "--report", "--roofline-png", str(png)]) == 0
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    assert "fused_kernel_0" in labels and len(labels) == 1 + 4  # the fused kernel, 4 ops
