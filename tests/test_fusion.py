@@ -159,8 +159,12 @@ def test_rows_over_sram_are_refused_when_multi_pass_costs_more():
     # over the budget the fused kernel would read x three times, exactly what
     # two kernels do, so the merge is refused with its numbers.
     g = graph_of(SAMPLES / "layernorm.mlir", dims={"N": 200000, "M": 2}, dtype="f32")
-    log = plan_fusion(g, H200).log()
-    assert "> budget 227.0 KB" in log or "passes over HBM" in log
+    plan = plan_fusion(g, H200)
+    refused = [d for d in plan.decisions if not d.taken and d.kind == "reduction"]
+    assert [d.ops for d in refused] == [("reduce_add", "mul")]
+    assert "> budget 227.0 KB" in refused[0].reason
+    assert "not less than 1562.5 KB unfused" in refused[0].reason
+    assert len(plan.groups) == 2  # the two reductions stay apart
 
 
 def test_smaller_sram_needs_passes_where_a_larger_one_does_not():

@@ -2,7 +2,9 @@
 The pass registry: every pass `tilefuse-opt -p` knows, by name.
 
 Passes of our own live one per file in this package; a few general-purpose
-xDSL passes (canonicalize, cse, dce) are registered alongside.
+xDSL passes (canonicalize, cse, dce) are registered alongside. `UNIVERSE` offers
+ours, the `tilefuse` dialect and the `triton` target to `xdsl-opt` (the
+`xdsl.universe` entry point in pyproject.toml); it imports nothing until asked.
 """
 
 from __future__ import annotations
@@ -11,7 +13,10 @@ import functools
 import importlib
 from collections.abc import Callable
 
+from xdsl.ir import Dialect
 from xdsl.passes import ModulePass
+from xdsl.universe import Universe
+from xdsl.utils.target import Target
 
 PASSES = {
     "inline-calls": "tilefuse.passes.inline_calls:InlineCallsPass",
@@ -36,3 +41,25 @@ def _load(path: str) -> type[ModulePass]:
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """Pass name -> factory returning the pass class (imported lazily)."""
     return {name: functools.partial(_load, path) for name, path in PASSES.items()}
+
+
+def _tilefuse_dialect() -> Dialect:
+    from tilefuse.ir.tilefuse import Tilefuse
+
+    return Tilefuse
+
+
+def _triton_target() -> type[Target]:
+    from tilefuse.tools.opt import TritonTarget
+
+    return TritonTarget
+
+
+OWN_PASSES = {n: f for n, f in get_all_passes().items() if PASSES[n].startswith("tilefuse.")}
+
+UNIVERSE = Universe(
+    all_dialects={"tilefuse": _tilefuse_dialect},
+    all_passes=OWN_PASSES,
+    all_targets={"triton": _triton_target},
+)
+"""What `xdsl-opt` gains from tilefuse (xDSL has the other dialects and passes)."""

@@ -288,16 +288,28 @@ def _budget(smem_budget: int) -> dict[str, dict[str, int]]:
     return {"tile-and-fuse": {"smem_budget": smem_budget}} if smem_budget else {}
 
 
+def _program_dump(dump_dir: str | Path | None, name: str, module: ModuleOp, target: str):
+    """The dump folder for this compilation, or None; the dump directory is a debugging
+    aid of the tools (it writes the report), imported only when one is asked for."""
+    if dump_dir is None and not os.environ.get("TILEFUSE_DEBUG_DIR"):
+        return None
+    from tilefuse.tools.dump_dir import open_program_dump
+
+    return open_program_dump(dump_dir, name, module, target)
+
+
 def compile(
     source: str | Path | ModuleOp,
     target: str = "h200",
     dims: Mapping[str, int] | None = None,
     dtype: str | None = None,
     smem_budget: int = 0,
+    dump_dir: str | Path | None = None,
 ) -> CompiledProgram:
     """Compile MLIR text, a `.mlir` path or a parsed module to Triton kernels
     (`smem_budget`: bytes of shared memory tiles may use, `tile-and-fuse`'s option;
-    0 keeps the target's)."""
+    0 keeps the target's; `dump_dir`: where to write the IR after each stage, the
+    report and the kernels, default `$TILEFUSE_DEBUG_DIR`, see `tools/dump_dir.py`)."""
     start = time.perf_counter()
     with _gc_paused():
         if isinstance(source, ModuleOp):
@@ -305,8 +317,13 @@ def compile(
         else:
             module = load_program(source, dims, dtype)
             name = str(source) if str(source).endswith(".mlir") else "<input>"
-        run_pipeline(module, target, options=_budget(smem_budget))
+        dump = _program_dump(dump_dir, name, module, target)
+        run_pipeline(module, target, options=_budget(smem_budget),
+                     after_each=dump.stage if dump else None)  # fmt: skip
         text = emit_triton(module, name)
+        if dump is not None:
+            dump.write("kernels.py", text)
+            dump.write_report()
     python = import_source(text)
     return CompiledProgram(module, text, python, python.ENTRY,
                            time.perf_counter() - start, tuple(python.KERNELS))  # fmt: skip

@@ -196,8 +196,16 @@ def timeline(report: ProgramReport, width: int = TIMELINE_WIDTH) -> str:
     return "\n".join(rows)
 
 
+def roof_line(target: Target) -> tuple[list[float], list[float]]:
+    """The f32 SIMT roof from 1/16 to 2048 FLOP/byte, its ridge point a vertex (a line
+    through powers of two alone cuts the corner)."""
+    peak = target.peak_flops("f32", tensor_cores=False)
+    xs = sorted({*(2.0**e for e in range(-4, 12)), peak / target.hbm_bandwidth})
+    return xs, [min(peak, x * target.hbm_bandwidth) for x in xs]
+
+
 def roofline_png(report: ProgramReport, path: str) -> None:
-    """Draw each kernel (unfused and fused) on the target's roofline."""
+    """Draw each kernel (unfused and fused, labelled) on the target's roofline."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -205,14 +213,15 @@ def roofline_png(report: ProgramReport, path: str) -> None:
 
     t = report.target
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    xs = [2.0**e for e in range(-4, 12)]
-    peak = t.peak_flops("f32", tensor_cores=False)
-    ax.plot(xs, [min(peak, x * t.hbm_bandwidth) for x in xs], "k-", label="f32 SIMT roof")
+    ax.plot(*roof_line(t), "k-", label="f32 SIMT roof")
     for lines, marker, label in ((report.unfused, "o", "unfused op"),
                                  (report.fused, "*", "fused kernel")):  # fmt: skip
-        pts = [(k.point.intensity, k.point.flops / k.point.time) for k in lines if k.point.bytes]
+        drawn = [k for k in lines if k.point.bytes]
+        pts = [(k.point.intensity, k.point.flops / k.point.time) for k in drawn]
         if pts:
             ax.scatter(*zip(*pts, strict=True), marker=marker, s=60, label=label)
+        for k, xy in zip(drawn, pts, strict=True):
+            ax.annotate(k.name, xy, xytext=(4, 4), textcoords="offset points", fontsize=7)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")

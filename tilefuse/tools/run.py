@@ -7,13 +7,16 @@ tilefuse-run samples/softmax.mlir --set-dim N=8192 --set-dim M=4096 --set-dtype 
 ```
 
 Inputs come from `--inputs IN.npz` (arrays `arg0`, `arg1`, ... in argument
-order; bf16 arguments arrive as float32 and are cast) or are drawn at random
+order, each of its argument's dtype; bf16 and f16 arguments may arrive as float32
+and are cast; any other dtype is an error) or are drawn at random
 (`--seed N`, standard normal). `--check` compares every output with the
 reference evaluator, as a whole and element by element (`_judge`), and exits 1
 on a mismatch; `--save-outputs OUT.npz` writes
 `out0`, ... (bf16 as float32); `--bench` (GPU only) times the program and each
 kernel next to the cost model's prediction; `--autotune` (GPU only) times the
-model's top tile candidates of each kernel and keeps the fastest (cached).
+model's top tile candidates of each kernel and keeps the fastest (cached);
+`--dump-dir DIR` (or `$TILEFUSE_DEBUG_DIR`) keeps the IR after every stage, the
+report and the kernels (`tools/dump_dir.py`).
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import numpy as np
 from tilefuse.analysis.cost.target import DEFAULT_TARGET, TargetError
 from tilefuse.frontend.specialize import SpecializeError
 from tilefuse.ir.diagnostics import ArgumentError, CompileError, os_error_message
-from tilefuse.tools.opt import parse_dim_options
+from tilefuse.tools.opt import parse_dim_options, version_line
 
 TORCH_OF = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16"}
 
@@ -48,7 +51,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="time the model's top tile candidates per kernel, keep the fastest (GPU; cached)")  # fmt: skip
     p.add_argument("--set-dim", action="append", default=[], metavar="NAME=SIZE")
     p.add_argument("--set-dtype", metavar="TYPE")
+    p.add_argument("--dump-dir", metavar="DIR",
+                   help="write the IR after every stage, the report and the kernels to a "
+                        "folder under DIR (default $TILEFUSE_DEBUG_DIR)")  # fmt: skip
     p.add_argument("--debug", action="store_true", help="show tracebacks")
+    p.add_argument("--version", action="version", version=version_line("tilefuse-run"))
     return p
 
 
@@ -70,11 +77,39 @@ def load_inputs(args: argparse.Namespace, module) -> list[np.ndarray]:
         n = len(f.function_type.inputs.data)
         missing = [f"arg{i}" for i in range(n) if f"arg{i}" not in data]
         if missing:
-            raise CompileError(f"{args.inputs} lacks {', '.join(missing)}")
+            held = ", ".join(data.files) or "no arrays"
+            raise CompileError(f"{args.inputs} lacks {', '.join(missing)} (arrays arg0, arg1, "
+                               f"... in argument order); it holds {held}")  # fmt: skip
         try:
-            return [np.asarray(data[f"arg{i}"]) for i in range(n)]
+            arrays = [np.asarray(data[f"arg{i}"]) for i in range(n)]
         except (ValueError, zipfile.BadZipFile) as e:
             raise CompileError(f"--inputs {args.inputs}: {e}") from e
+    for i, (x, t) in enumerate(zip(arrays, f.function_type.inputs.data, strict=True)):
+        hint = f.body.block.args[i].name_hint
+        name = f"arg{i}{f' (%{hint})' if hint else ''} of @{f.sym_name.data}"
+        _check_dtype(args.inputs, name, x, t)
+    return arrays
+
+
+ALSO_ACCEPTED = {"bfloat16": ("float32",), "float16": ("float16", "float32")}
+"""numpy dtypes an `--inputs` array may have, by torch dtype, where it is not the same:
+numpy has no bfloat16, and `--save-outputs` writes 16-bit floats as float32."""
+
+
+def _check_dtype(inputs: str, argument: str, x: np.ndarray, t) -> None:
+    """An array of another dtype than its argument's is refused, not converted
+    (a float array for an integer argument would be truncated)."""
+    from tilefuse.backend.triton.emit import torch_dtype
+    from tilefuse.ir.structured import element_type
+
+    wanted = torch_dtype(t).removeprefix("torch.")
+    accepted = ALSO_ACCEPTED.get(wanted, (wanted,))
+    if x.dtype.name not in accepted:
+        raise CompileError(
+            f"--inputs {inputs}: {argument} is {element_type(t)} (numpy "
+            f"{' or '.join(accepted)}), but the array is {x.dtype.name}: save it with "
+            f".astype(np.{accepted[0]})"
+        )
 
 
 def to_torch(arrays: Sequence[np.ndarray], module, device: str):
@@ -178,7 +213,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         if args.autotune:
             print("--autotune needs a GPU: using the model's tiles")
-        prog = compile(args.file, args.target, dims, args.set_dtype)
+        prog = compile(args.file, args.target, dims, args.set_dtype, dump_dir=args.dump_dir)
     start = time.perf_counter()
     outputs = prog(*tensors)
     if device == "cuda":
@@ -195,6 +230,8 @@ def run(args: argparse.Namespace) -> int:
     if args.save_outputs:
         np.savez(args.save_outputs, **{f"out{i}": (o.float() if o.dtype.is_floating_point else o).cpu().numpy()
                                        for i, o in enumerate(outputs)})  # fmt: skip
+        names = ", ".join(f"out{i}" for i in range(len(outputs))) or "no arrays"
+        print(f"  wrote {names} to {args.save_outputs}")
     if args.bench:
         if device != "cuda":
             print("  --bench needs a GPU: skipped")
