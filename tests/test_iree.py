@@ -33,6 +33,7 @@ from tilefuse.oracle.reference import evaluate
 from tilefuse.pipeline import run_pipeline
 from tilefuse.runtime.compiled import compile
 from tilefuse.testing.random_programs import generate, render
+from tilefuse.tools.run import to_torch
 
 ROOT = Path(__file__).parent.parent
 FILES = sorted((ROOT / "tests" / "programs").glob("*.mlir")) + sorted(
@@ -50,9 +51,9 @@ IREE_FLAGS = [
 ]
 
 XFAIL = {
-    "math_edges": "IREE expands math.powf as exp(b * log(a)): NaN for a negative base "
-    "(pow(-2, 3)) and for pow(1, NaN), where libm (and the MLIR LLVM lowering, "
-    "llvm.pow) gives -8 and 1 (llvm/llvm-project#132202)",
+    "math_edges": "IREE expands math.powf through exp(b * log(a)) (llvm/llvm-project#132202) "
+    "and misses libm's special cases (C99 F.9.4.4): pow(1, NaN), pow(-1, inf), pow(-0.0, -1), "
+    "pow(-2, inf) come out inf, 0, inf, 0, not 1, 1, -inf, inf (and pow(-2, 3) is NaN)",
     "f64_compute": "IREE's llvm-cpu backend has no f64 math.tanh: it links to an undefined "
     "symbol tanh (unless f64 is demoted to f32, IREE's default)",
     "math_functions": "IREE's llvm-cpu backend has no libm: math.log10 links to an "
@@ -161,7 +162,7 @@ def test_iree_agrees_with_the_reference_and_the_kernels(text):
     ref = evaluate(module, inputs)
     iree = run_iree(upstream, module, inputs)
     kernels = [o.cpu().double().numpy() if o.dtype.is_floating_point else o.cpu().numpy()
-               for o in compile(text)(*_to_torch(inputs, module))]  # fmt: skip
+               for o in compile(text)(*to_torch(inputs, module, DEVICE))]  # fmt: skip
     tol = _tolerance(module)
     assert len(iree) == len(ref) == len(kernels)
     for i, (a, r, k) in enumerate(zip(iree, ref, kernels, strict=True)):
@@ -169,12 +170,6 @@ def test_iree_agrees_with_the_reference_and_the_kernels(text):
             assert_agree(a, r, tol, f"result {i}: IREE ({form}) against the reference")
             assert_agree(k, a.astype(np.float64) if r.dtype.kind == "f" else a, tol,
                          f"result {i}: our kernels against IREE")  # fmt: skip
-
-
-def _to_torch(inputs: list[np.ndarray], module: ModuleOp) -> list:
-    from tilefuse.tools.run import to_torch
-
-    return to_torch(inputs, module, DEVICE)
 
 
 def test_iree_compares_most_programs():
