@@ -9,12 +9,8 @@ from tests.device import on_device
 from tilefuse.analysis.cost.target import get_target
 from tilefuse.analysis.dataflow import build_graph, shared_dims
 from tilefuse.analysis.tile_plan import plan_tiles, tile_candidates
-from tilefuse.frontend.program import (
-    load_program,
-    random_inputs,
-    relative_error,
-    tolerance,
-)
+from tilefuse.frontend.program import load_program, random_inputs
+from tilefuse.oracle.compare import relative_error, tolerance
 from tilefuse.oracle.reference import evaluate
 from tilefuse.pipeline import run_pipeline
 from tilefuse.runtime import autotune as at

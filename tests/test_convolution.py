@@ -7,8 +7,9 @@ import torch
 import torch.nn.functional as F
 
 from tests.device import on_device
-from tilefuse.frontend.program import load_program, relative_error
+from tilefuse.frontend.program import load_program
 from tilefuse.ir.diagnostics import CompileError
+from tilefuse.oracle.compare import relative_error
 from tilefuse.oracle.reference import evaluate
 from tilefuse.runtime.compiled import compile
 

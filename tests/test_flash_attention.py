@@ -7,7 +7,8 @@ import pytest
 
 from tests.attention_programs import attention_mlir
 from tests.device import on_device
-from tilefuse.frontend.program import load_program, random_inputs, relative_error
+from tilefuse.frontend.program import load_program, random_inputs
+from tilefuse.oracle.compare import relative_error
 from tilefuse.oracle.reference import evaluate
 from tilefuse.pipeline import run_pipeline
 from tilefuse.runtime.compiled import compile

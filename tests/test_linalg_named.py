@@ -6,8 +6,9 @@ import torch
 
 from tests.device import on_device
 from tilefuse.frontend.parse import parse_module
-from tilefuse.frontend.program import load_program, random_inputs, relative_error
+from tilefuse.frontend.program import load_program, random_inputs
 from tilefuse.ir.context import make_context
+from tilefuse.oracle.compare import relative_error
 from tilefuse.oracle.reference import evaluate
 from tilefuse.runtime.compiled import compile
 

@@ -10,7 +10,8 @@ import torch
 from tests.attention_programs import attention_mlir
 from tests.device import on_device
 from tests.test_flash_attention import numpy_attention
-from tilefuse.frontend.program import load_program, random_inputs, relative_error
+from tilefuse.frontend.program import load_program, random_inputs
+from tilefuse.oracle.compare import relative_error
 from tilefuse.oracle.reference import evaluate
 from tilefuse.runtime.compiled import compile
 

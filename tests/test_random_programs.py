@@ -7,13 +7,8 @@ import pytest
 from hypothesis import given, settings
 
 from tests.device import DEVICE, on_device
-from tilefuse.frontend.program import (
-    ELEMENT_FACTOR,
-    load_program,
-    random_inputs,
-    relative_error,
-    worst_element,
-)
+from tilefuse.frontend.program import load_program, random_inputs
+from tilefuse.oracle.compare import ELEMENT_FACTOR, relative_error, worst_element
 from tilefuse.oracle.reference import evaluate
 from tilefuse.pipeline import run_pipeline
 from tilefuse.testing.random_programs import (
@@ -236,8 +231,8 @@ def test_render_rejects_ill_typed_specs(spec):
 
 def run_pipeline_check(text: str, seed: int = 0, smem_budget: int = 0) -> None:
     """The whole pipeline (to tile programs) keeps meaning, within the dtype's tolerance."""
-    from tilefuse.frontend.program import tolerance
     from tilefuse.frontend.specialize import read_header
+    from tilefuse.oracle.compare import tolerance
 
     module = load_program(text)
     inputs = random_inputs(module, seed)
@@ -315,8 +310,8 @@ def test_random_programs_through_triton_kernels_with_tiny_sram(text):
 def test_low_precision_programs_through_triton_kernels(text):
     """f16/bf16 programs through the kernels (interpreter): every tile computes in
     fp32 (a bf16 contraction too small for tl.dot once multiplied in bf16)."""
-    from tilefuse.frontend.program import tolerance
     from tilefuse.frontend.specialize import read_header
+    from tilefuse.oracle.compare import tolerance
 
     tol = tolerance(read_header(text).dtype or "f32")
     pairs = _through_kernels(text, seed=5)

@@ -1,11 +1,15 @@
 """The reference evaluator on the IR forms later passes produce."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from tilefuse.frontend.program import load_program, random_inputs
 from tilefuse.ir.diagnostics import CompileError
-from tilefuse.oracle.reference import evaluate, round_bf16
+from tilefuse.oracle.reference import evaluate
+from tilefuse.oracle.scalar import round_bf16
+from tilefuse.pipeline import run_pipeline
 
 
 def run(text: str, *inputs: np.ndarray) -> list[np.ndarray]:
@@ -169,7 +173,7 @@ def test_random_inputs_are_not_degenerate():
 
 
 def test_relative_error_compares_nans_and_infinities_by_position():
-    from tilefuse.frontend.program import relative_error
+    from tilefuse.oracle.compare import relative_error
 
     ref = np.array([1.0, np.nan, np.inf, -2.0])
     assert relative_error(np.array([1.0, np.nan, np.inf, -2.0]), ref) == 0.0
@@ -191,3 +195,63 @@ func.func @d(%a: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<f32> {
     a, b = np.arange(8, dtype=np.float32), np.ones(8, np.float32)
     (d,) = evaluate(load_program(src), [a, b])
     assert np.asarray(d).shape == () and float(d) == 28.0
+
+
+# Constant map results as torch-mlir prints them: a keep-dim row max and sum
+# written at column 0 of tensor<3x1xf32>, read back at column 0; and a column
+# written at index 2 of a wider output that keeps its other columns.
+KEEPDIM = """
+#x = affine_map<(d0, d1) -> (d0, d1)>
+#k = affine_map<(d0, d1) -> (d0, 0)>
+func.func @keepdim(%x: tensor<3x5xf32>, %w: tensor<3x4xf32>) -> (tensor<3x5xf32>, tensor<3x1xf32>, tensor<3x4xf32>) {
+  %ninf = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.0 : f32
+  %e1 = tensor.empty() : tensor<3x1xf32>
+  %im = linalg.fill ins(%ninf : f32) outs(%e1 : tensor<3x1xf32>) -> tensor<3x1xf32>
+  %m = linalg.generic {indexing_maps = [#x, #k], iterator_types = ["parallel", "reduction"]} ins(%x : tensor<3x5xf32>) outs(%im : tensor<3x1xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.maximumf %a, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<3x1xf32>
+  %e = tensor.empty() : tensor<3x5xf32>
+  %d = linalg.generic {indexing_maps = [#x, #k, #x], iterator_types = ["parallel", "parallel"]} ins(%x, %m : tensor<3x5xf32>, tensor<3x1xf32>) outs(%e : tensor<3x5xf32>) {
+  ^bb0(%a: f32, %mm: f32, %o: f32):
+    %r = arith.subf %a, %mm : f32
+    linalg.yield %r : f32
+  } -> tensor<3x5xf32>
+  %col = linalg.generic {indexing_maps = [#x, affine_map<(d0, d1) -> (d0, 2)>], iterator_types = ["parallel", "reduction"]} ins(%x : tensor<3x5xf32>) outs(%w : tensor<3x4xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.addf %a, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<3x4xf32>
+  func.return %d, %m, %col : tensor<3x5xf32>, tensor<3x1xf32>, tensor<3x4xf32>
+}
+"""
+
+
+def test_constant_map_results_read_and_write_where_they_point():
+    rng = np.random.default_rng(2)
+    x, w = rng.standard_normal((3, 5)), rng.standard_normal((3, 4))
+    d, m, col = run(KEEPDIM, x.astype(np.float32), w.astype(np.float32))
+    x, w = x.astype(np.float32).astype(np.float64), w.astype(np.float32).astype(np.float64)
+    np.testing.assert_array_equal(m, x.max(1, keepdims=True))
+    np.testing.assert_allclose(d, x - x.max(1, keepdims=True), rtol=1e-6)
+    want = w.copy()
+    want[:, 2] += x.sum(1)
+    np.testing.assert_allclose(col, want, rtol=1e-6)
+
+
+PROGRAMS = Path(__file__).parent / "programs"
+
+
+@pytest.mark.parametrize("name", ["keepdim_softmax", "keepdim_over_all_dims", "constant_map_bias"])
+def test_unit_dim_folding_keeps_meaning(name):
+    """The oracle reads constant map results as written, and `linalg-generalize`
+    folds them away (`passes/unit_dims.py`): two independent readings agree."""
+    module = load_program(PROGRAMS / f"{name}.mlir")
+    inputs = random_inputs(module, seed=1)
+    before = evaluate(module, inputs)
+    run_pipeline(module, until="linalg-generalize")
+    assert "(0" not in str(module) and ", 0)" not in str(module)
+    for out, ref in zip(evaluate(module, inputs), before, strict=True):
+        np.testing.assert_allclose(out, ref, rtol=1e-6)

@@ -6,9 +6,9 @@ import argparse
 import numpy as np
 import torch
 
-from tilefuse.frontend.program import (
+from tilefuse.frontend.program import load_program
+from tilefuse.oracle.compare import (
     ELEMENT_FACTOR,
-    load_program,
     relative_error,
     tolerance,
     worst_element,

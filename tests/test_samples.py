@@ -9,14 +9,10 @@ from xdsl.printer import Printer
 
 from tests.numpy_graphs import GRAPHS
 from tilefuse.frontend.parse import parse_module
-from tilefuse.frontend.program import (
-    load_program,
-    random_inputs,
-    relative_error,
-    tolerance,
-)
+from tilefuse.frontend.program import load_program, random_inputs
 from tilefuse.frontend.specialize import read_header
 from tilefuse.ir.context import make_context
+from tilefuse.oracle.compare import relative_error, tolerance
 from tilefuse.oracle.reference import evaluate
 
 SAMPLES = Path(__file__).parent.parent / "samples"

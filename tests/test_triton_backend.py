@@ -11,14 +11,10 @@ import torch
 
 from tests.device import DEVICE, on_device
 from tilefuse.backend.triton.emit import emit_triton
-from tilefuse.frontend.program import (
-    load_program,
-    random_inputs,
-    relative_error,
-    tolerance,
-)
+from tilefuse.frontend.program import load_program, random_inputs
 from tilefuse.frontend.specialize import read_header
 from tilefuse.ir.diagnostics import CompileError
+from tilefuse.oracle.compare import relative_error, tolerance
 from tilefuse.oracle.reference import evaluate
 from tilefuse.pipeline import run_pipeline
 from tilefuse.runtime.compiled import compile

@@ -47,8 +47,9 @@ if not torch.cuda.is_available():
 
 from torch_models import MODELS  # noqa: E402
 
-from tilefuse.frontend.program import load_program, relative_error, tolerance  # noqa: E402
+from tilefuse.frontend.program import load_program  # noqa: E402
 from tilefuse.frontend.specialize import read_header  # noqa: E402
+from tilefuse.oracle.compare import relative_error, tolerance  # noqa: E402
 from tilefuse.runtime.compiled import compile as tf_compile  # noqa: E402
 
 TORCH_DTYPE = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}

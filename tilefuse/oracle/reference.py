@@ -4,49 +4,41 @@ The reference evaluator: runs a program with numpy, the oracle for every pass.
 `evaluate(module, inputs)` executes the module's entry function on numpy
 arrays and returns its results. It interprets every IR form the pipeline
 produces (linalg in any spelling, tensor slices, `scf` loops, `tilefuse`
-groups), so "this pass preserved meaning" is one comparison of two runs.
+groups), so "this pass preserved meaning" is one comparison of two runs. It
+imports only the IR layer: no pass, so no pass can lend it its mistakes.
 
-Floating-point values are held in float64 and rounded to their IR type after
-every op (f16 through numpy, bf16 by round-to-nearest-even on the bits), so an
-f16/bf16 program is evaluated at its own precision, except that reductions
-accumulate in float64 before rounding, as every GPU kernel accumulates wider.
+Scalars follow `oracle/scalar.py`: every op's result is rounded to its IR
+type, so an f16/bf16 program is evaluated at its own precision, except that
+reductions accumulate in float64 before rounding, as every GPU kernel
+accumulates wider.
 
 Linalg ops are vectorised over their whole loop space: each operand is viewed
 with one axis per loop (size 1 where it does not vary), the payload runs once
 on those arrays, and reductions use the payload's combiner as a numpy
 reduction (`np.add.reduce`, `np.maximum.reduce`, ...) or, for a contraction,
 `np.einsum`. Payloads with no recognised combiner fall back to a loop over the
-reduction indices only, still vectorised over the parallel loops.
+reduction indices only, still vectorised over the parallel loops. Maps are
+read as written: an input indexed by sums of loops or by constants (a
+convolution's `oh + kh`, torch-mlir's `(d0, d1) -> (0, d1)` broadcast of a
+size-1 dim) is gathered index by index, and an output indexed by a constant
+(a keep-dim reduction's `(d0, d1) -> (d0, 0)`) is computed where the constant
+points and written there.
 """
 
 from __future__ import annotations
 
 import itertools
-import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from xdsl.dialects import arith, func, scf, tensor
-from xdsl.dialects import math as mathd
-from xdsl.dialects.builtin import (
-    BFloat16Type,
-    DenseIntOrFPElementsAttr,
-    Float16Type,
-    Float32Type,
-    Float64Type,
-    FloatAttr,
-    IndexType,
-    IntegerAttr,
-    IntegerType,
-    ModuleOp,
-    TensorType,
-)
+from xdsl.dialects.builtin import IndexType, IntegerType, ModuleOp, TensorType
 from xdsl.dialects.linalg import ops as linalg
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineMap
 
 from tilefuse.ir import tilefuse as tf
 from tilefuse.ir.affine import window_terms
-from tilefuse.ir.arith_extra import RemFOp
 from tilefuse.ir.diagnostics import CompileError
 from tilefuse.ir.linalg_named import SoftmaxOp
 from tilefuse.ir.module import entry_function
@@ -54,126 +46,18 @@ from tilefuse.ir.structured import (
     REDUCTION,
     StructuredOp,
     as_structured,
-    cmpf_predicate,
     element_type,
     is_window_map,
+    shape_of,
 )
-
-Env = dict[SSAValue, np.ndarray]
-
-# ---------------------------------------------------------------------------
-# Element types
-# ---------------------------------------------------------------------------
-
-
-def round_bf16(x: np.ndarray) -> np.ndarray:
-    """Round float values to bfloat16 (nearest even), returned as float64."""
-    f = np.asarray(x, dtype=np.float32)
-    bits = f.view(np.uint32).astype(np.uint64)
-    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
-    out = rounded.astype(np.uint32).view(np.float32)
-    return np.where(np.isnan(f), f, out).astype(np.float64)
-
-
-def round_to(x: np.ndarray, t: Attribute) -> np.ndarray:
-    """Round `x` to element type `t` (held as float64 or int64); values beyond
-    the type's range become infinities, as the hardware's would."""
-    with np.errstate(over="ignore"):
-        return _round_to(x, t)
-
-
-def _round_to(x: np.ndarray, t: Attribute) -> np.ndarray:
-    if isinstance(t, Float32Type):
-        return np.asarray(x, np.float32).astype(np.float64)
-    if isinstance(t, Float16Type):
-        return np.asarray(x, np.float16).astype(np.float64)
-    if isinstance(t, BFloat16Type):
-        return round_bf16(x)
-    if isinstance(t, Float64Type):
-        return np.asarray(x, np.float64)
-    if isinstance(t, IntegerType) and t.width.data == 1:
-        return np.asarray(x, bool)
-    if isinstance(t, IntegerType | IndexType):
-        return np.asarray(x, np.int64)
-    raise CompileError(f"the reference evaluator does not support type {t}")
-
-
-def numpy_dtype(t: Attribute) -> np.dtype:
-    """The numpy dtype used to hand values of element type `t` to callers."""
-    if isinstance(t, Float32Type):
-        return np.dtype(np.float32)
-    if isinstance(t, Float16Type):
-        return np.dtype(np.float16)
-    if isinstance(t, Float64Type):
-        return np.dtype(np.float64)
-    if isinstance(t, BFloat16Type):
-        return np.dtype(np.float32)  # numpy has no bfloat16: values are bf16-exact
-    if isinstance(t, IntegerType | IndexType):
-        return np.dtype(np.int64)
-    raise CompileError(f"the reference evaluator does not support type {t}")
-
-
-# ---------------------------------------------------------------------------
-# Scalar payload ops (applied elementwise to arrays)
-# ---------------------------------------------------------------------------
-
-
-def _erf(x: np.ndarray) -> np.ndarray:
-    return np.frompyfunc(math.erf, 1, 1)(x).astype(np.float64)
-
-
-def _unordered(cmp: Fn) -> Fn:
-    """`cmp`, or true where either operand is NaN (the `u` predicates)."""
-    return lambda a, b: cmp(a, b) | np.isnan(a) | np.isnan(b)
-
-
-# numpy's comparisons are false on NaN (ordered), except !=, which is true (une).
-_CMPF: dict[str, Fn] = {
-    "oeq": np.equal, "ogt": np.greater, "oge": np.greater_equal, "olt": np.less,
-    "ole": np.less_equal, "one": lambda a, b: np.not_equal(a, b) & ~np.isnan(a) & ~np.isnan(b),
-    "ord": lambda a, b: ~np.isnan(a) & ~np.isnan(b), "ueq": _unordered(np.equal),
-    "ugt": _unordered(np.greater), "uge": _unordered(np.greater_equal),
-    "ult": _unordered(np.less), "ule": _unordered(np.less_equal), "une": np.not_equal,
-    "uno": lambda a, b: np.isnan(a) | np.isnan(b),
-    "true": lambda a, b: np.ones(np.broadcast(a, b).shape, bool),
-    "false": lambda a, b: np.zeros(np.broadcast(a, b).shape, bool),
-}  # fmt: skip
-_CMPI = {0: np.equal, 1: np.not_equal, 2: np.less, 3: np.less_equal, 4: np.greater,
-         5: np.greater_equal, 6: np.less, 7: np.less_equal, 8: np.greater,
-         9: np.greater_equal}  # fmt: skip
-
-Fn = Callable[..., np.ndarray]
-ELEMENTWISE: dict[type[Operation], Fn] = {
-    arith.AddfOp: np.add, arith.SubfOp: np.subtract, arith.MulfOp: np.multiply,
-    arith.DivfOp: np.divide, arith.MaximumfOp: np.maximum, arith.MinimumfOp: np.minimum,
-    arith.MaxnumfOp: np.fmax, arith.MinnumfOp: np.fmin, arith.NegfOp: np.negative,
-    arith.AddiOp: np.add, arith.SubiOp: np.subtract, arith.MuliOp: np.multiply,
-    arith.DivSIOp: lambda a, b: _divsi(a, b),  # exact: a / b in float64 rounds past 2**53
-    arith.RemSIOp: np.fmod, arith.FloorDivSIOp: np.floor_divide,
-    arith.CeilDivSIOp: lambda a, b: _ceildiv(a, b),
-    arith.DivUIOp: np.floor_divide, arith.RemUIOp: np.mod,  # of the unsigned views
-    arith.CeilDivUIOp: lambda a, b: _ceildiv(a, b),
-    arith.AndIOp: np.bitwise_and, arith.OrIOp: np.bitwise_or,
-    arith.XOrIOp: np.bitwise_xor, arith.MaxSIOp: np.maximum, arith.MinSIOp: np.minimum,
-    arith.ShLIOp: np.left_shift, arith.ShRSIOp: np.right_shift, arith.ExtUIOp: np.asarray,
-    arith.ExtSIOp: np.asarray, arith.TruncIOp: np.asarray, arith.FPToUIOp: np.trunc,
-    arith.SelectOp: np.where,
-    arith.ExtFOp: np.asarray, arith.TruncFOp: np.asarray, arith.SIToFPOp: np.asarray,
-    arith.UIToFPOp: np.asarray, arith.FPToSIOp: np.trunc, arith.IndexCastOp: np.asarray,
-    mathd.ExpOp: np.exp, mathd.Exp2Op: np.exp2, mathd.LogOp: np.log,
-    mathd.Log2Op: np.log2, mathd.Log1pOp: np.log1p, mathd.TanhOp: np.tanh,
-    mathd.ErfOp: _erf, mathd.SqrtOp: np.sqrt, mathd.RsqrtOp: lambda a: 1.0 / np.sqrt(a),
-    mathd.AbsFOp: np.abs, mathd.PowFOp: np.power, mathd.FmaOp: lambda a, b, c: a * b + c,
-    mathd.SinOp: np.sin, mathd.CosOp: np.cos, mathd.FloorOp: np.floor,
-    mathd.CeilOp: np.ceil, mathd.AbsIOp: np.abs, mathd.ExpM1Op: np.expm1,
-    mathd.Log10Op: np.log10, mathd.TanOp: np.tan, mathd.SinhOp: np.sinh,
-    mathd.CoshOp: np.cosh, mathd.TruncOp: np.trunc, mathd.RoundEvenOp: np.rint,
-    mathd.RoundOp: lambda a: np.copysign(np.floor(np.abs(a)) + (np.abs(a) % 1.0 >= 0.5), a),
-    mathd.CopySignOp: np.copysign, mathd.CbrtOp: np.cbrt, mathd.AtanOp: np.arctan,
-    mathd.Atan2Op: np.arctan2, mathd.AsinOp: np.arcsin, mathd.AcosOp: np.arccos,
-    mathd.AsinhOp: np.arcsinh, mathd.AcoshOp: np.arccosh, mathd.AtanhOp: np.arctanh,
-    RemFOp: np.fmod,
-}  # fmt: skip
+from tilefuse.oracle.scalar import (
+    Env,
+    eval_scalar_op,
+    int_view,
+    numpy_dtype,
+    round_to,
+    wrapped,
+)
 
 # Combiners a reduction payload may end in, and the numpy reduction they become.
 COMBINERS: dict[type[Operation], np.ufunc] = {
@@ -182,80 +66,6 @@ COMBINERS: dict[type[Operation], np.ufunc] = {
     arith.AddiOp: np.add, arith.MuliOp: np.multiply, arith.MaxSIOp: np.maximum,
     arith.MinSIOp: np.minimum,
 }  # fmt: skip
-
-
-def _ceildiv(a, b):
-    """Division rounding up, in integers (signed, or of unsigned views)."""
-    return np.floor_divide(a, b) + (np.mod(a, b) != 0)
-
-
-def _divsi(a, b):
-    """Signed division truncating toward zero, in integers."""
-    q = np.floor_divide(a, b)
-    return np.where((np.mod(a, b) != 0) & ((np.asarray(a) < 0) != (np.asarray(b) < 0)), q + 1, q)
-
-
-def constant_value(op: arith.ConstantOp) -> np.ndarray:
-    """The value of an `arith.constant`, as an array (0-d for a scalar)."""
-    v = op.value
-    if isinstance(v, FloatAttr | IntegerAttr):
-        return round_to(np.asarray(v.value.data), op.result.type)
-    if isinstance(v, DenseIntOrFPElementsAttr):
-        t = v.get_type()
-        integer = isinstance(t.element_type, IntegerType | IndexType)
-        data = np.asarray(v.get_values(), dtype=np.int64 if integer else np.float64)
-        shape = tuple(t.get_shape())
-        if data.size == int(np.prod(shape)):
-            data = data.reshape(shape)  # every element listed (or a splat xDSL expanded)
-        return round_to(np.broadcast_to(data, shape), t.element_type)
-    raise CompileError.at(op, f"has a constant the evaluator cannot read: {v}")
-
-
-def eval_scalar_op(op: Operation, env: Env) -> None:
-    """Evaluate an `arith`/`math` op on (arrays of) scalars."""
-    if isinstance(op, arith.ConstantOp):
-        env[op.result] = constant_value(op)
-        return
-    # Integers as signed values of their width (a true i1 is -1); the unsigned
-    # ops read them modulo 2^width.
-    unsigned = isinstance(op, arith.UIToFPOp | arith.ExtUIOp | arith.DivUIOp | arith.RemUIOp
-                          | arith.CeilDivUIOp) or (
-        isinstance(op, arith.CmpiOp) and op.predicate.value.data >= 6)  # fmt: skip
-    args = [_int_view(env[o], o.type, unsigned) for o in op.operands]
-    if isinstance(op, arith.CmpfOp):
-        value = _CMPF[cmpf_predicate(op)](*args)
-    elif isinstance(op, arith.CmpiOp):
-        value = _CMPI[op.predicate.value.data](*args)
-    elif (fn := ELEMENTWISE.get(type(op))) is not None:
-        with np.errstate(all="ignore"):
-            value = fn(*args)
-    else:
-        raise CompileError.at(op, "is not supported by the reference evaluator")
-    et = element_type(op.results[0].type)
-    env[op.results[0]] = round_to(_wrapped(value, et), et)
-
-
-def _wrapped(value, et: Attribute):
-    """An integer result wrapped to its type's width (i1 as a bool); other
-    values unchanged."""
-    if not isinstance(et, IntegerType):
-        return value
-    value = _int_view(value, et, False)
-    return value != 0 if et.width.data == 1 else value
-
-
-def _int_view(x, t: Attribute, unsigned: bool):
-    """An integer value of type `t` as int64 (signed, or modulo 2^width); other
-    values unchanged."""
-    et = element_type(t)
-    if not isinstance(et, IntegerType | IndexType):
-        return x
-    w = et.width.data if isinstance(et, IntegerType) else 64  # index: 64 bits
-    x = np.asarray(x).astype(np.int64) if w < 64 else np.asarray(x)
-    if w >= 64:
-        return x.astype(np.uint64) if unsigned else x
-    x = np.bitwise_and(x, (1 << w) - 1)
-    return x if unsigned else np.where(x >= 1 << (w - 1), x - (1 << w), x)
 
 
 # ---------------------------------------------------------------------------
@@ -303,17 +113,20 @@ def eval_payload(
     raise CompileError("payload block without linalg.yield")
 
 
-def eval_structured(s: StructuredOp, env: Env) -> list[np.ndarray]:
-    """Evaluate a linalg op, vectorised over its loop space."""
+def eval_structured(
+    s: StructuredOp, env: Env, outs: Sequence[np.ndarray] | None = None
+) -> list[np.ndarray]:
+    """Evaluate a linalg op, vectorised over its loop space (on `outs` as the
+    output values when given, else the outputs' values in `env`)."""
     n = s.num_loops
     index = [
         np.arange(r).reshape([r if d == k else 1 for k in range(n)])
         for d, r in enumerate(s.loop_ranges)
     ]
     ins = [_input_in_loop_space(s, i, env[v], index) for i, v in enumerate(s.inputs)]
+    outs = [env[v] for v in s.outputs] if outs is None else outs
     inits = [
-        to_loop_space(env[v], s.operand_dims(len(s.inputs) + i), n)
-        for i, v in enumerate(s.outputs)
+        to_loop_space(x, s.operand_dims(len(s.inputs) + i), n) for i, x in enumerate(outs)
     ]
     if not s.reduction_dims:
         results = eval_payload(s.payload, ins + inits, env, index)
@@ -326,6 +139,64 @@ def eval_structured(s: StructuredOp, env: Env) -> list[np.ndarray]:
         )
         for i, r in enumerate(results)
     ]
+
+
+def _eval_constant_outputs(op: linalg.GenericOp, env: Env) -> list[np.ndarray]:
+    """A generic writing an output at a constant index (`(d0, d1) -> (d0, 0)`, a
+    keep-dim row sum into `tensor<20x1xf32>`): that output is the sub-array the
+    constants select, computed through the map without them, and written back
+    there; the rest of the output keeps its value, as in upstream linalg."""
+    n_in = len(op.inputs)
+    maps = [m.data for m in op.indexing_maps.data]
+    picks = [_constant_pick(op, m) for m in maps[n_in:]]
+    projected = [
+        AffineMap(m.num_dims, m.num_symbols,
+                  tuple(r for r in m.results if not isinstance(r, AffineConstantExpr)))
+        for m in maps[n_in:]
+    ]  # fmt: skip
+    s = StructuredOp(op, tuple(op.inputs), tuple(op.outputs), (*maps[:n_in], *projected),
+                     tuple(str(it.data) for it in op.iterator_types),
+                     op.body.block, _loop_ranges(op, maps))  # fmt: skip
+    outs = [np.asarray(env[v]) for v in op.outputs]
+    results = eval_structured(s, env, [x[p] for x, p in zip(outs, picks, strict=True)])
+    return [_written(x, p, r) for x, p, r in zip(outs, picks, results, strict=True)]
+
+
+def _constant_pick(op: Operation, amap: AffineMap) -> tuple[int | slice, ...]:
+    """The index an output map selects: its constants, and every element along
+    its dims."""
+    if not all(isinstance(r, AffineDimExpr | AffineConstantExpr) for r in amap.results):
+        raise CompileError.at(op, f"writes an output through {amap}, which the "
+                                  "reference evaluator cannot evaluate")  # fmt: skip
+    return tuple(r.value if isinstance(r, AffineConstantExpr) else slice(None)
+                 for r in amap.results)  # fmt: skip
+
+
+def _loop_ranges(op: linalg.GenericOp, maps: list[AffineMap]) -> tuple[int, ...]:
+    """Each loop's trip count: the size of a dim some map indexes by that loop alone."""
+    ranges = [0] * maps[0].num_dims
+    for value, amap in zip(op.operands, maps, strict=True):
+        for size, r in zip(shape_of(value), amap.results, strict=True):
+            if isinstance(r, AffineDimExpr):
+                ranges[r.position] = size
+    return tuple(ranges)
+
+
+def _written(out: np.ndarray, pick: tuple, value: np.ndarray) -> np.ndarray:
+    """`out` with `value` written at `pick`."""
+    if value.size == out.size:  # the constants pick size-1 dims: all of `out`
+        return value.reshape(out.shape)
+    with np.errstate(invalid="ignore"):  # an integer written into tensor.empty's NaNs
+        result = out.astype(value.dtype)
+    result[pick] = value
+    return result
+
+
+def _has_constant_outputs(op: Operation) -> bool:
+    if not isinstance(op, linalg.GenericOp):
+        return False
+    maps = op.indexing_maps.data[len(op.inputs) :]
+    return any(isinstance(r, AffineConstantExpr) for m in maps for r in m.data.results)
 
 
 def _input_in_loop_space(
@@ -403,14 +274,14 @@ def _eval_reduction(
         et = element_type(out.type)
         if (partial := _einsum_contraction(s, op, x, ins)) is None:
             # integers combined as signed values (a true i1 is -1), wrapped after
-            contrib = _int_view(_eval_value(x, s, ins, inits, env, index), et, False)
+            contrib = int_view(_eval_value(x, s, ins, inits, env, index), et, False)
             full = np.broadcast_shapes(contrib.shape, tuple(s.loop_ranges))
             partial = COMBINERS[type(op)].reduce(
                 np.broadcast_to(contrib, full), axis=axes, keepdims=True
             )
         with np.errstate(all="ignore"):
-            value = COMBINERS[type(op)](_int_view(init, et, False), partial)
-        results.append(_wrapped(value, et))
+            value = COMBINERS[type(op)](int_view(init, et, False), partial)
+        results.append(wrapped(value, et))
     return results
 
 
@@ -514,7 +385,9 @@ def _result_shape(op: Operation) -> tuple[int, ...]:
 
 def eval_op(op: Operation, env: Env) -> list[np.ndarray] | None:
     """Evaluate one op; returns the values of a terminator, else None."""
-    if (s := as_structured(op)) is not None:
+    if _has_constant_outputs(op):
+        _bind(op, _eval_constant_outputs(op, env), env)
+    elif (s := as_structured(op)) is not None:
         _bind(op, eval_structured(s, env), env)
     elif isinstance(op, func.ReturnOp | scf.YieldOp | tf.YieldOp):
         return [env[v] for v in op.operands]
@@ -676,13 +549,6 @@ def evaluate(
     module: ModuleOp, inputs: Sequence[np.ndarray], name: str | None = None
 ) -> list[np.ndarray]:
     """Run the entry function on `inputs`; results come back in their IR dtypes."""
-    if _has_constant_map_results(module):
-        # Constant map results (a size-1 dim read at 0) are evaluated on the
-        # module with those dims viewed away (`passes/unit_dims.py`).
-        from tilefuse.passes.unit_dims import fold_unit_dims
-
-        module = module.clone()
-        fold_unit_dims(module)
     f = entry_function(module, name)
     arg_types = f.function_type.inputs.data
     if len(inputs) != len(arg_types):
@@ -703,11 +569,3 @@ def evaluate(
         np.asarray(r).astype(numpy_dtype(element_type(t)))
         for r, t in zip(results, out_types, strict=True)
     ]
-
-
-def _has_constant_map_results(module: ModuleOp) -> bool:
-    from xdsl.ir.affine import AffineConstantExpr
-
-    return any(isinstance(r, AffineConstantExpr) for op in module.walk()
-               if isinstance(op, linalg.GenericOp)
-               for m in op.indexing_maps.data for r in m.data.results)  # fmt: skip

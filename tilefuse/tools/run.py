@@ -165,8 +165,8 @@ def check_outputs(args: argparse.Namespace, dims, module, inputs, outputs) -> in
 
 def _judge(got: np.ndarray, ref, dt: str, prefix: str) -> tuple[bool, str]:
     """Within tolerance as a whole (relative error) and element by element
-    (`program.worst_element`, ELEMENT_FACTOR tolerances)? -> (ok, text)."""
-    from tilefuse.frontend.program import (
+    (`compare.worst_element`, ELEMENT_FACTOR tolerances)? -> (ok, text)."""
+    from tilefuse.oracle.compare import (
         ELEMENT_FACTOR,
         relative_error,
         tolerance,

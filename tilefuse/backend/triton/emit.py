@@ -787,7 +787,7 @@ def stacked_tensors(grids: Sequence[TileGridOp]) -> list[list[SSAValue]] | None:
 
 def _host_constant(op: arith.ConstantOp) -> str:
     """A tensor constant built on the host: `torch.full` for a splat."""
-    from tilefuse.oracle.reference import constant_value
+    from tilefuse.oracle.scalar import constant_value
 
     values = constant_value(op)
     shape = tuple(op.result.type.get_shape())
