@@ -1,5 +1,5 @@
 """
-Windowed reads as strided views: convolutions become plain contractions.
+`fold-windows`: windowed reads become strided views; convolutions become contractions.
 
 A convolution reads its input at `oh * stride + kh * dilation`, which is not a
 projected permutation, the form tiling and code generation work on. It is
@@ -15,21 +15,48 @@ becomes the contraction `out[n, oh, ow, f] += P[n, oh, kh, ow, kw, c] *
 w[kh, kw, c, f]` over (kh, kw, c), tiled and lowered to `tl.dot` like any
 other, with its bias and activation fused as an epilogue. The host makes the
 view with `torch.as_strided`; the kernel reads the input through it, each
-input element from HBM once and from L2 for its other windows.
+input element from HBM once and from L2 for its other windows. A window of an
+empty or of a fill is made in the window's shape instead, and the empties and
+fills left unread are erased (`passes/cleanup.py`).
+
+```mlir
+%r = linalg.generic {indexing_maps = [affine_map<(i) -> (i, i)>, #id, #id], ...}
+       ins(%x, %y : tensor<5x5xf32>, tensor<5xf32>) ...
+// becomes
+%d = tilefuse.window %x affine_map<(d0) -> (d0, d0)> : tensor<5x5xf32> -> tensor<5xf32>
+%r = linalg.generic {indexing_maps = [#id, #id, #id], ...}
+       ins(%d, %y : tensor<5xf32>, tensor<5xf32>) ...
+```
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from xdsl.context import Context
 from xdsl.dialects import func, tensor
 from xdsl.dialects.builtin import AffineMapAttr, ArrayAttr, ModuleOp, TensorType
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
+from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tilefuse.analysis.dataflow import FILL, classify
 from tilefuse.ir.affine import window_terms
 from tilefuse.ir.structured import as_structured, is_window_map, with_inputs
 from tilefuse.ir.tilefuse import WindowOp
+from tilefuse.passes.cleanup import erase_dead_views
+
+
+@dataclass(frozen=True)
+class FoldWindowsPass(ModulePass):
+    """View every windowed input of a function-level generic (convolutions, pooling)."""
+
+    name = "fold-windows"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        fold_windows(op)
+        erase_dead_views(op)
 
 
 def fold_windows(module: ModuleOp) -> None:
