@@ -16,6 +16,7 @@ from tilefuse.frontend.program import (
     tolerance,
 )
 from tilefuse.oracle.reference import evaluate
+from tilefuse.pipeline import run_pipeline
 from tilefuse.runtime import autotune as at
 
 SAMPLES = Path(__file__).parent.parent / "samples"
@@ -28,13 +29,7 @@ def private_cache(tmp_path, monkeypatch):
 
 def front(name, dims=None, dtype=None):
     module = load_program(SAMPLES / f"{name}.mlir", dims, dtype)
-    from tilefuse.ir.context import make_context
-    from tilefuse.passes.fusion_groups import FusionGroupsPass
-    from tilefuse.passes.linalg_generalize import LinalgGeneralizePass
-
-    for p in (LinalgGeneralizePass(), FusionGroupsPass()):
-        p.apply(make_context(), module)
-    return module
+    return run_pipeline(module, until="fusion-groups")
 
 
 @pytest.mark.parametrize(
