@@ -74,8 +74,6 @@ def fold_windows(module: ModuleOp) -> None:
                 view, maps[i] = _view(op.inputs[i], amap, ranges)
                 view.location = op.location
                 created = _created(op.inputs[i], view.result.type)
-                if created:
-                    view.erase()  # never inserted: it would keep the empty or fill read
                 new_ops = created[1] if created else [view]
                 Rewriter.insert_op(new_ops, InsertPoint.before(op))
                 operands[i] = created[0] if created else view.result
