@@ -30,6 +30,12 @@ from xdsl.dialects.builtin import AffineMapAttr, ArrayAttr, ModuleOp, TensorType
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir.affine import AffineMap
 from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
 
 from tilefuse.passes.cleanup import erase_dead_views
 
@@ -41,21 +47,23 @@ class FoldTransposesPass(ModulePass):
     name = "fold-transposes"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        fold_transposes(op)
+        walker = PatternRewriteWalker(FoldTransposeIntoReaders(), apply_recursively=False)
+        walker.rewrite_module(op)
         erase_dead_views(op)
 
 
-def fold_transposes(module: ModuleOp) -> None:
-    """A `linalg.generic` that only permutes its input (a generalized
-    `linalg.transpose`) is folded into the generics reading its result: they
-    read the input through the composed map instead (K^T for Q K^T becomes a
-    permuted load of K inside the attention kernel, not a copy through HBM)."""
-    for op in list(module.walk()):
-        if not (isinstance(op, linalg.GenericOp) and isinstance(op.parent_op(), func.FuncOp)):
-            continue
+class FoldTransposeIntoReaders(RewritePattern):
+    """A function-level `linalg.generic` that only permutes its input (a
+    generalized `linalg.transpose`) is folded into the generics reading its
+    result as an input: they read its input through the composed map instead."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: linalg.GenericOp, rewriter: PatternRewriter) -> None:
+        if not isinstance(op.parent_op(), func.FuncOp):
+            return
         permutation = _pure_permutation(op)
         if permutation is None:
-            continue
+            return
         for use in list(op.results[0].uses):
             reader = use.operation
             if not isinstance(reader, linalg.GenericOp) or use.index >= len(reader.inputs):
@@ -66,9 +74,9 @@ def fold_transposes(module: ModuleOp) -> None:
             operands[use.index] = op.inputs[0]
             reader.operands = operands
             reader.properties["indexing_maps"] = ArrayAttr([AffineMapAttr(m) for m in maps])
+            rewriter.notify_op_modified(reader)
         if not op.results[0].uses:
-            op.detach()
-            op.erase()
+            rewriter.erase(op)
 
 
 def _pure_permutation(op: linalg.GenericOp) -> AffineMap | None:

@@ -47,7 +47,13 @@ from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineMap
 from xdsl.passes import ModulePass
-from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.rewriter import InsertPoint
 
 from tilefuse.ir.structured import reassociation
 from tilefuse.passes.cleanup import erase_dead_views, fold_reshapes_of_creations
@@ -65,14 +71,24 @@ class FoldUnitDimsPass(ModulePass):
         erase_dead_views(op)
 
 
+class FoldUnitDimsPattern(RewritePattern):
+    """A function-level generic indexing unit dims by the constant 0 reads and
+    writes views without them. Producers come before their readers (the walk is
+    in program order), so a reader meets the expansion its producer got here."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: linalg.GenericOp, rewriter: PatternRewriter) -> None:
+        if not isinstance(op.parent_op(), func.FuncOp):
+            return
+        maps = [m.data for m in op.indexing_maps.data]
+        drops = [_dropped(m, v) for m, v in zip(maps, op.operands, strict=True)]
+        if any(drops) and all(d is not None for d in drops):
+            _rewrite(op, maps, drops, rewriter)
+
+
 def fold_unit_dims(module: ModuleOp) -> None:
     """Rewrite every function-level `linalg.generic` with constant map results."""
-    for op in list(module.walk()):
-        if isinstance(op, linalg.GenericOp) and isinstance(op.parent_op(), func.FuncOp):
-            maps = [m.data for m in op.indexing_maps.data]
-            drops = [_dropped(m, v) for m, v in zip(maps, op.operands, strict=True)]
-            if any(drops) and all(d is not None for d in drops):
-                _rewrite(op, maps, drops)
+    PatternRewriteWalker(FoldUnitDimsPattern(), apply_recursively=False).rewrite_module(module)
 
 
 def _dropped(amap: AffineMap, value: SSAValue) -> list[int] | None:
@@ -102,7 +118,8 @@ def _reassociation(rank: int, drop: list[int]) -> list[list[int]]:
     return [sorted(g) for g in groups]
 
 
-def _collapse(value: SSAValue, drop: list[int], before: Operation) -> SSAValue:
+def _collapse(value: SSAValue, drop: list[int], before: Operation,
+              rewriter: PatternRewriter) -> SSAValue:  # fmt: skip
     t = value.type
     assert isinstance(t, TensorType)
     shape = [n for i, n in enumerate(t.get_shape()) if i not in drop]
@@ -111,18 +128,21 @@ def _collapse(value: SSAValue, drop: list[int], before: Operation) -> SSAValue:
     if (isinstance(owner, tensor.ExpandShapeOp) and owner.reassociation == reassociation(groups)
             and list(owner.src.type.get_shape()) == shape):  # fmt: skip
         return owner.src  # the expansion this pass made for a producer
-    view = tensor.CollapseShapeOp(operands=[value], result_types=[TensorType(t.get_element_type(), shape)],
+    view = tensor.CollapseShapeOp(operands=[value],
+                                  result_types=[TensorType(t.get_element_type(), shape)],
                                   properties={"reassociation": reassociation(groups)})  # fmt: skip
-    Rewriter.insert_op(view, InsertPoint.before(before))
+    rewriter.insert(view, InsertPoint.before(before))
     return view.result
 
 
-def _rewrite(op: linalg.GenericOp, maps: list[AffineMap], drops: list[list[int]]) -> None:
+def _rewrite(op: linalg.GenericOp, maps: list[AffineMap], drops: list[list[int]],
+             rewriter: PatternRewriter) -> None:  # fmt: skip
     n_in = len(op.inputs)
     # A value with every dim constant (a keep-dim sum over all dims, 1x1) keeps its
     # last one, indexed by a new parallel loop of extent 1: views of rank 0 are
     # not expressible as xDSL's expand_shape.
-    whole = [bool(d) and len(d) == len(v.type.get_shape()) for v, d in zip(op.operands, drops, strict=True)]
+    whole = [bool(d) and len(d) == len(v.type.get_shape())
+             for v, d in zip(op.operands, drops, strict=True)]  # fmt: skip
     drops = [d[:-1] if w else d for d, w in zip(drops, whole, strict=True)]
     unit = AffineDimExpr(maps[0].num_dims)
     num_dims = maps[0].num_dims + any(whole)
@@ -134,21 +154,22 @@ def _rewrite(op: linalg.GenericOp, maps: list[AffineMap], drops: list[list[int]]
     iterators = op.iterator_types
     if any(whole):
         iterators = ArrayAttr([*iterators.data, linalg.IteratorTypeAttr.parallel()])
-    operands = [_collapse(v, d, op) if d else v for v, d in zip(op.operands, drops, strict=True)]
+    operands = [_collapse(v, d, op, rewriter) if d else v
+                for v, d in zip(op.operands, drops, strict=True)]  # fmt: skip
     outs = operands[n_in:]
     body = op.body.clone()
     new = linalg.GenericOp(operands[:n_in], outs, body, new_maps, iterators,
                            [v.type for v in outs])  # fmt: skip
     new.location = op.location
-    Rewriter.insert_op(new, InsertPoint.before(op))
+    new_ops: list[Operation] = [new]
+    values: list[SSAValue] = []
     for old, res, d in zip(op.results, new.results, drops[n_in:], strict=True):
         value = res
         if d:
             t = old.type
-            expand = tensor.ExpandShapeOp(res, [], reassociation(_reassociation(len(t.get_shape()), d)),
-                                          list(t.get_shape()), t)  # fmt: skip
-            Rewriter.insert_op(expand, InsertPoint.before(op))
+            groups = reassociation(_reassociation(len(t.get_shape()), d))
+            expand = tensor.ExpandShapeOp(res, [], groups, list(t.get_shape()), t)
+            new_ops.append(expand)
             value = expand.result
-        old.replace_all_uses_with(value)
-    op.detach()
-    op.erase()
+        values.append(value)
+    rewriter.replace(op, new_ops, values)

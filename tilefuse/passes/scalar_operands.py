@@ -35,7 +35,12 @@ from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineMap
 from xdsl.passes import ModulePass
-from xdsl.rewriter import Rewriter
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
 
 from tilefuse.ir.structured import with_inputs
 
@@ -47,25 +52,27 @@ class ScalarOperandsPass(ModulePass):
     name = "scalar-operands"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        extracted_scalars_as_operands(op)
+        walker = PatternRewriteWalker(ExtractedScalarAsOperand(), apply_recursively=False)
+        walker.rewrite_module(op)
 
 
-def extracted_scalars_as_operands(module: ModuleOp) -> None:
+class ExtractedScalarAsOperand(RewritePattern):
     """`%v = tensor.extract %t[]` of a 0-d tensor at function level, read inside
     `linalg.generic` payloads (torch-mlir's scalar operands): each such generic
     reads `%t` as a 0-d input instead (map `-> ()`), its payload the new block
     argument. Uses outside payloads are left (refused later, with a location)."""
-    for op in list(module.walk()):
-        if not (isinstance(op, tensor.ExtractOp) and isinstance(op.parent_op(), func.FuncOp)
-                and not op.indices and isinstance(op.tensor.type, TensorType)):  # fmt: skip
-            continue
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tensor.ExtractOp, rewriter: PatternRewriter) -> None:
+        if (not isinstance(op.parent_op(), func.FuncOp) or op.indices
+                or not isinstance(op.tensor.type, TensorType)):  # fmt: skip
+            return
         readers = {u.operation for u in op.result.uses}
         generics = {g for r in readers if (g := _enclosing_function_generic(r)) is not None}
         for g in generics:
-            _read_as_operand(g, op.result, op.tensor)
+            _read_as_operand(g, op.result, op.tensor, rewriter)
         if not op.result.uses:
-            op.detach()
-            op.erase()
+            rewriter.erase(op)
 
 
 def _enclosing_function_generic(op: Operation) -> linalg.GenericOp | None:
@@ -77,7 +84,8 @@ def _enclosing_function_generic(op: Operation) -> linalg.GenericOp | None:
     return parent
 
 
-def _read_as_operand(g: linalg.GenericOp, scalar: SSAValue, source: SSAValue) -> None:
+def _read_as_operand(g: linalg.GenericOp, scalar: SSAValue, source: SSAValue,
+                     rewriter: PatternRewriter) -> None:  # fmt: skip
     n_in = len(g.inputs)
     body = g.body.clone()
     arg = body.block.insert_arg(scalar.type, n_in)
@@ -85,4 +93,4 @@ def _read_as_operand(g: linalg.GenericOp, scalar: SSAValue, source: SSAValue) ->
         inner.operands = [arg if v is scalar else v for v in inner.operands]
     maps = [m.data for m in g.indexing_maps.data]
     maps.insert(n_in, AffineMap(maps[-1].num_dims, 0, ()))
-    Rewriter.replace_op(g, with_inputs(g, [*g.inputs, source], maps, body))
+    rewriter.replace(g, with_inputs(g, [*g.inputs, source], maps, body))
