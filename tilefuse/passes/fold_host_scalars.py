@@ -137,7 +137,8 @@ class FoldIdentityCast(RewritePattern):
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if (isinstance(op, tensor.CastOp) and isinstance(op.parent_op(), func.FuncOp)
                 and op.source.type == op.dest.type):  # fmt: skip
-            rewriter.replace(op, [], [op.source])
+            rewriter.replace_all_uses_with(op.dest, op.source)  # the source keeps its name
+            rewriter.erase(op)
 
 
 @dataclass(frozen=True)

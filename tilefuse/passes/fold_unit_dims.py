@@ -161,15 +161,15 @@ def _rewrite(op: linalg.GenericOp, maps: list[AffineMap], drops: list[list[int]]
     new = linalg.GenericOp(operands[:n_in], outs, body, new_maps, iterators,
                            [v.type for v in outs])  # fmt: skip
     new.location = op.location
-    new_ops: list[Operation] = [new]
-    values: list[SSAValue] = []
+    rewriter.insert(new, InsertPoint.before(op))
     for old, res, d in zip(op.results, new.results, drops[n_in:], strict=True):
         value = res
         if d:
             t = old.type
             groups = reassociation(_reassociation(len(t.get_shape()), d))
             expand = tensor.ExpandShapeOp(res, [], groups, list(t.get_shape()), t)
-            new_ops.append(expand)
+            rewriter.insert(expand, InsertPoint.before(op))
             value = expand.result
-        values.append(value)
-    rewriter.replace(op, new_ops, values)
+        # (not `rewriter.replace`: that would name the new values after the old)
+        rewriter.replace_all_uses_with(old, value)
+    rewriter.erase(op)

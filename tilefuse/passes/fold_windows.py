@@ -131,7 +131,10 @@ def _drop_unread_inputs(op: linalg.GenericOp, rewriter: PatternRewriter) -> None
         body.block.erase_arg(body.block.args[i])
     keep = [i for i in range(len(op.operands)) if i not in unread]
     inputs = [op.inputs[i] for i in keep if i < len(op.inputs)]
-    rewriter.replace(op, with_inputs(op, inputs, [maps[i] for i in keep], body))
+    new = with_inputs(op, inputs, [maps[i] for i in keep], body)
+    for r in new.results:  # every result named after the first, as before
+        r.name_hint = r.name_hint or op.results[0].name_hint
+    rewriter.replace(op, new)
 
 
 def _view(value, amap: AffineMap, ranges: tuple[int, ...]) -> tuple[WindowOp, AffineMap]:

@@ -93,4 +93,7 @@ def _read_as_operand(g: linalg.GenericOp, scalar: SSAValue, source: SSAValue,
         inner.operands = [arg if v is scalar else v for v in inner.operands]
     maps = [m.data for m in g.indexing_maps.data]
     maps.insert(n_in, AffineMap(maps[-1].num_dims, 0, ()))
-    rewriter.replace(g, with_inputs(g, [*g.inputs, source], maps, body))
+    new = with_inputs(g, [*g.inputs, source], maps, body)
+    for r in new.results:  # every result named after the first, as before
+        r.name_hint = r.name_hint or g.results[0].name_hint
+    rewriter.replace(g, new)
