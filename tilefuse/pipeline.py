@@ -2,7 +2,9 @@
 The default pipeline: the one ordered list of stages, and the one way to run it.
 
 ```
-inline-calls -> linalg-generalize -> split-reduction{target} -> flash-attention
+inline-calls -> fold-host-scalars -> fold-reshape-of-creation -> decompose-softmax
+    -> fold-unit-dims -> linalg-generalize -> scalar-operands -> fold-transposes
+    -> fold-windows -> split-reduction{target} -> flash-attention
     -> fusion-groups{target} -> tile-and-fuse{target} -> horizontal-fusion{target}
     -> (emit triton)
 ```
@@ -30,11 +32,18 @@ from xdsl.passes import ModulePass
 from tilefuse.frontend.parse import verify
 from tilefuse.ir import forms
 from tilefuse.ir.context import make_context
+from tilefuse.passes.decompose_softmax import DecomposeSoftmaxPass
 from tilefuse.passes.flash_attention import FlashAttentionPass
+from tilefuse.passes.fold_host_scalars import FoldHostScalarsPass
+from tilefuse.passes.fold_reshape_of_creation import FoldReshapeOfCreationPass
+from tilefuse.passes.fold_transposes import FoldTransposesPass
+from tilefuse.passes.fold_unit_dims import FoldUnitDimsPass
+from tilefuse.passes.fold_windows import FoldWindowsPass
 from tilefuse.passes.fusion_groups import FusionGroupsPass
 from tilefuse.passes.horizontal_fusion import HorizontalFusionPass
 from tilefuse.passes.inline_calls import InlineCallsPass
 from tilefuse.passes.linalg_generalize import LinalgGeneralizePass
+from tilefuse.passes.scalar_operands import ScalarOperandsPass
 from tilefuse.passes.split_reduction import SplitReductionPass
 from tilefuse.passes.tile_and_fuse import TileAndFusePass
 
@@ -80,7 +89,14 @@ class Stage:
 
 STAGES: tuple[Stage, ...] = (
     Stage("inline-calls", InlineCallsPass, done=_no_calls),
+    Stage("fold-host-scalars", FoldHostScalarsPass),
+    Stage("fold-reshape-of-creation", FoldReshapeOfCreationPass),
+    Stage("decompose-softmax", DecomposeSoftmaxPass),
+    Stage("fold-unit-dims", FoldUnitDimsPass),
     Stage("linalg-generalize", LinalgGeneralizePass, done=_generalized),
+    Stage("scalar-operands", ScalarOperandsPass),
+    Stage("fold-transposes", FoldTransposesPass),
+    Stage("fold-windows", FoldWindowsPass),
     Stage("split-reduction", SplitReductionPass, targeted=True),
     Stage("flash-attention", FlashAttentionPass),
     Stage("fusion-groups", FusionGroupsPass, targeted=True, done=_grouped),

@@ -3,7 +3,7 @@ Affine expressions of indexing maps beyond projected permutations.
 
 A convolution reads its input at `oh * stride + kh * dilation`: a sum of loop
 dims times constants. `window_terms` reads such an expression as coefficients
-and a constant; `tilefuse.window` and `passes/windows.py` turn an operand read
+and a constant; `tilefuse.window` and `passes/fold_windows.py` turn an operand read
 that way into a strided view the rest of the compiler reads with a projection.
 """
 

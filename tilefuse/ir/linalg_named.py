@@ -452,7 +452,7 @@ class SoftmaxOp(IRDLOperation):
     """
     `linalg.softmax dimension(d) ins(%x : T) outs(%o : T) -> T`: softmax of `x`
     along `d`. Not structured; `linalg-generalize` decomposes it as upstream does
-    (max, sub + exp, sum, div; see `passes/linalg_generalize.py`).
+    (max, sub + exp, sum, div; see `passes/decompose_softmax.py`).
     """
 
     name = "linalg.softmax"

@@ -83,12 +83,12 @@ class StructuredOp:
 
     def operand_dims(self, index: int) -> tuple[int, ...]:
         """The loop dim read by each index of operand `index` (projected maps;
-        `passes/windows.py` views windowed reads before anything asks)."""
+        `passes/fold_windows.py` views windowed reads before anything asks)."""
         try:
             return map_dims(self.maps[index])
         except ValueError as e:
             raise CompileError.at(self.op, f"reads an operand through a window ({e}); "
-                                           "linalg-generalize views it first") from e  # fmt: skip
+                                           "fold-windows views it first") from e  # fmt: skip
 
 
 def map_dims(amap: AffineMap) -> tuple[int, ...]:

@@ -309,7 +309,7 @@ class WindowOp(IRDLOperation):
     the view's indices times non-negative constants plus a non-negative
     constant, inside the source. A convolution's input read through
     `(n, oh, ow, kh, kw, c) -> (n, oh * 2 + kh, ow * 2 + kw, c)` is one: the
-    contraction then reads the view with a plain projection (`passes/windows.py`),
+    contraction then reads the view with a plain projection (`passes/fold_windows.py`),
     and the host makes the view with `torch.as_strided` (no copy).
 
     ```mlir

@@ -20,7 +20,15 @@ from xdsl.utils.target import Target
 
 PASSES = {
     "inline-calls": "tilefuse.passes.inline_calls:InlineCallsPass",
+    "fold-host-scalars": "tilefuse.passes.fold_host_scalars:FoldHostScalarsPass",
+    "fold-reshape-of-creation":
+        "tilefuse.passes.fold_reshape_of_creation:FoldReshapeOfCreationPass",
+    "decompose-softmax": "tilefuse.passes.decompose_softmax:DecomposeSoftmaxPass",
+    "fold-unit-dims": "tilefuse.passes.fold_unit_dims:FoldUnitDimsPass",
     "linalg-generalize": "tilefuse.passes.linalg_generalize:LinalgGeneralizePass",
+    "scalar-operands": "tilefuse.passes.scalar_operands:ScalarOperandsPass",
+    "fold-transposes": "tilefuse.passes.fold_transposes:FoldTransposesPass",
+    "fold-windows": "tilefuse.passes.fold_windows:FoldWindowsPass",
     "split-reduction": "tilefuse.passes.split_reduction:SplitReductionPass",
     "flash-attention": "tilefuse.passes.flash_attention:FlashAttentionPass",
     "fusion-groups": "tilefuse.passes.fusion_groups:FusionGroupsPass",

@@ -144,7 +144,7 @@ def is_host_reshape(op: Operation) -> bool:
         return True
     s = as_structured(root.owner)
     # a window of a fill-like generic that reads linalg.index (an iota): the
-    # generic is its own kernel, as a pad's source is (`passes/windows.py`
+    # generic is its own kernel, as a pad's source is (`passes/fold_windows.py`
     # folds windows of plain fills and broadcasts)
     return s is not None and (classify(s) != FILL or isinstance(op, WindowOp))
 

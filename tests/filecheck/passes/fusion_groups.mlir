@@ -1,4 +1,4 @@
-// RUN: tilefuse-opt %s --split-input-file -p 'linalg-generalize,fusion-groups' | filecheck %s
+// RUN: tilefuse-opt %s --split-input-file -p fusion-groups | filecheck %s
 
 // relu(x + y): one group, fused traffic 3N x 4 B, unfused 5N x 4 B.
 // CHECK-LABEL: func.func @relu_add
@@ -9,16 +9,16 @@
 // CHECK:      func.return %[[Z]]
 func.func @relu_add(%x: tensor<1000xf32>, %y: tensor<1000xf32>) -> tensor<1000xf32> {
   %e = tensor.empty() : tensor<1000xf32>
-  %zero = arith.constant 0.0 : f32
+  %zero = arith.constant 0.000000e+00 : f32
   %s = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%x, %y : tensor<1000xf32>, tensor<1000xf32>) outs(%e : tensor<1000xf32>) {
   ^bb0(%a: f32, %b: f32, %o: f32):
     %r = arith.addf %a, %b : f32
     linalg.yield %r : f32
   } -> tensor<1000xf32>
   %z = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%s : tensor<1000xf32>) outs(%e : tensor<1000xf32>) {
-  ^bb0(%a: f32, %o: f32):
-    %r = arith.maximumf %a, %zero : f32
-    linalg.yield %r : f32
+  ^bb0(%a_1: f32, %o_1: f32):
+    %r_1 = arith.maximumf %a_1, %zero : f32
+    linalg.yield %r_1 : f32
   } -> tensor<1000xf32>
   func.return %z : tensor<1000xf32>
 }
@@ -38,9 +38,17 @@ func.func @prologue_refused(%x: tensor<64x32xf32>, %w: tensor<32x16xf32>) -> ten
     %r = math.tanh %a : f32
     linalg.yield %r : f32
   } -> tensor<64x32xf32>
-  %zero = arith.constant 0.0 : f32
+  %zero = arith.constant 0.000000e+00 : f32
   %em = tensor.empty() : tensor<64x16xf32>
-  %f = linalg.fill ins(%zero : f32) outs(%em : tensor<64x16xf32>) -> tensor<64x16xf32>
-  %m = linalg.matmul ins(%t, %w : tensor<64x32xf32>, tensor<32x16xf32>) outs(%f : tensor<64x16xf32>) -> tensor<64x16xf32>
+  %f = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%zero : f32) outs(%em : tensor<64x16xf32>) {
+  ^bb0(%0: f32, %1: f32):
+    linalg.yield %0 : f32
+  } -> tensor<64x16xf32>
+  %m = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%t, %w : tensor<64x32xf32>, tensor<32x16xf32>) outs(%f : tensor<64x16xf32>) {
+  ^bb0(%2: f32, %3: f32, %4: f32):
+    %5 = arith.mulf %2, %3 : f32
+    %6 = arith.addf %4, %5 : f32
+    linalg.yield %6 : f32
+  } -> tensor<64x16xf32>
   func.return %m : tensor<64x16xf32>
 }

@@ -1,4 +1,4 @@
-// RUN: tilefuse-opt %s -p linalg-generalize | filecheck %s
+// RUN: tilefuse-opt %s --split-input-file -p linalg-generalize | filecheck %s
 
 // CHECK-LABEL: func.func @named_ops
 // CHECK-NOT: linalg.fill
@@ -33,22 +33,12 @@ func.func @named_ops(%a: tensor<4x8xf32>, %b: tensor<8x6xf32>, %v: tensor<6xf32>
 
 // -----
 
-// linalg.softmax decomposes as upstream does: max (from -inf), exp(x - max),
-// sum (from 0), divide; each a linalg.generic over the op's loops.
-// CHECK-LABEL: func.func @softmax_op
-// CHECK:       arith.constant 0xff800000 : f32
-// CHECK:       %[[MAX:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%x : tensor<4x10xf32>)
-// CHECK:         arith.maximumf
-// CHECK:       %[[EXP:.*]] = linalg.generic {{.*}} ins(%x, %[[MAX]] : tensor<4x10xf32>, tensor<4xf32>)
-// CHECK:         arith.subf
-// CHECK-NEXT:    math.exp
-// CHECK:       %[[SUM:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[EXP]] : tensor<4x10xf32>)
-// CHECK:         arith.addf
-// CHECK:       %[[P:.*]] = linalg.generic {{.*}} ins(%[[EXP]], %[[SUM]] : tensor<4x10xf32>, tensor<4xf32>)
-// CHECK:         arith.divf
-// CHECK:       func.return %[[P]]
-func.func @softmax_op(%x: tensor<4x10xf32>) -> tensor<4x10xf32> {
-  %o = tensor.empty() : tensor<4x10xf32>
-  %r = linalg.softmax dimension(1) ins(%x : tensor<4x10xf32>) outs(%o : tensor<4x10xf32>) -> tensor<4x10xf32>
-  func.return %r : tensor<4x10xf32>
+// A convolution becomes the generic reading its input through the window
+// (`oh * 2 + kh * 3`); viewing it is `fold-windows`'s job.
+// CHECK-LABEL: func.func @conv
+// CHECK:       linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, ((d1 * 2) + (d4 * 3)), ((d2 * 2) + (d5 * 3)), d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d4, d5, d6, d3)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %w : tensor<1x20x20x4xf32>, tensor<3x3x4x8xf32>)
+// CHECK-NOT:   tilefuse.window
+func.func @conv(%x: tensor<1x20x20x4xf32>, %w: tensor<3x3x4x8xf32>, %o: tensor<1x7x7x8xf32>) -> tensor<1x7x7x8xf32> {
+  %r = linalg.conv_2d_nhwc_hwcf {dilations = dense<3> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>} ins(%x, %w : tensor<1x20x20x4xf32>, tensor<3x3x4x8xf32>) outs(%o : tensor<1x7x7x8xf32>) -> tensor<1x7x7x8xf32>
+  func.return %r : tensor<1x7x7x8xf32>
 }

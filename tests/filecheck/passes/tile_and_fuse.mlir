@@ -1,12 +1,11 @@
-// RUN: tilefuse-opt %s --split-input-file -p 'linalg-generalize,fusion-groups,tile-and-fuse' | filecheck %s
-// RUN: tilefuse-opt %s --split-input-file -p 'linalg-generalize,fusion-groups,tile-and-fuse{smem_budget=2048}' | filecheck %s --check-prefix=LOOP
+// RUN: tilefuse-opt %s --split-input-file -p 'tile-and-fuse' | filecheck %s
+// RUN: tilefuse-opt %s --split-input-file -p 'tile-and-fuse{smem_budget=2048}' | filecheck %s --check-prefix=LOOP
 
 // Row sum with a fill init. With the whole row in the tile, the reduction is
 // one op on a 8x512 tile, masked past column 300. With a 2 KB budget the row
 // is looped in chunks and the fill stays OUTSIDE the loop (llvm/llvm-project#58398
 // puts it inside and recomputes the init every iteration); inside, each lane
 // of the chunk adds to its own partial sum.
-
 // CHECK-LABEL: func.func @row_sum
 // CHECK:       tilefuse.tile_grid [5] outs
 // CHECK:         %[[INIT:.*]] = linalg.generic {{.*}} ins(%{{.*}} : f32) outs(%{{.*}} : tensor<8xf32>)
@@ -19,7 +18,6 @@
 // CHECK-NEXT:      %[[SEL:.*]] = arith.select %[[OK]], %{{.*}}, %[[ZERO]] : f32
 // CHECK-NEXT:      arith.addf %[[SEL]], %{{.*}} : f32
 // CHECK:         tilefuse.store %{{.*}} into %{{.*}}[%{{.*}}] : tensor<8xf32> into tensor<37xf32>
-
 // LOOP-LABEL: func.func @row_sum
 // LOOP:       tilefuse.tile_grid
 // LOOP:         %[[INIT:.*]] = linalg.generic {{.*}} ins(%{{.*}} : f32) outs(%{{.*}} : tensor<1xf32>)
@@ -38,14 +36,21 @@
 // LOOP-NEXT:      arith.addf %[[L]], %[[A]] : f32
 // LOOP:         tilefuse.store %[[TOTAL]]
 func.func @row_sum(%x: tensor<37x300xf32>) -> tensor<37xf32> {
-  %zero = arith.constant 0.0 : f32
-  %e = tensor.empty() : tensor<37xf32>
-  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<37xf32>) -> tensor<37xf32>
-  %s = linalg.reduce ins(%x : tensor<37x300xf32>) outs(%init : tensor<37xf32>) dimensions = [1]
-    (%in: f32, %acc: f32) {
+  %s = tilefuse.group "fused_kernel_0" ins(%x : tensor<37x300xf32>) reason "reduction: reduce_add (2 ops)" attributes {flops = 11100 : i64, fused_bytes = 44548 : i64, unfused_bytes = 44844 : i64, tc_flops = 0 : i64, sfu_ops = 0 : i64} {
+  ^bb0(%0: tensor<37x300xf32>):
+    %zero = arith.constant 0.000000e+00 : f32
+    %e = tensor.empty() : tensor<37xf32>
+    %init = linalg.generic {indexing_maps = [affine_map<(d0) -> ()>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%zero : f32) outs(%e : tensor<37xf32>) {
+    ^bb0(%1: f32, %2: f32):
+      linalg.yield %1 : f32
+    } -> tensor<37xf32>
+    %s_1 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]} ins(%0 : tensor<37x300xf32>) outs(%init : tensor<37xf32>) {
+    ^bb0(%in: f32, %acc: f32):
       %v = arith.addf %in, %acc : f32
       linalg.yield %v : f32
-    }
+    } -> tensor<37xf32>
+    tilefuse.yield %s_1 : tensor<37xf32>
+  } -> (tensor<37xf32>)
   func.return %s : tensor<37xf32>
 }
 
@@ -53,7 +58,6 @@ func.func @row_sum(%x: tensor<37x300xf32>) -> tensor<37xf32> {
 
 // A producer with two users in the group (t = tanh(x) feeds both the sum and
 // the product) is computed once per tile and read twice.
-
 // CHECK-LABEL: func.func @multi_use
 // CHECK:       tilefuse.tile_grid
 // CHECK:         %[[X:.*]] = tilefuse.load
@@ -62,22 +66,26 @@ func.func @row_sum(%x: tensor<37x300xf32>) -> tensor<37xf32> {
 // CHECK:         tilefuse.store
 // CHECK:         tilefuse.store
 func.func @multi_use(%x: tensor<64x128xf32>) -> (tensor<64x128xf32>, tensor<64x128xf32>) {
-  %e = tensor.empty() : tensor<64x128xf32>
-  %t = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<64x128xf32>) outs(%e : tensor<64x128xf32>) {
-  ^bb0(%a: f32, %o: f32):
-    %r = math.tanh %a : f32
-    linalg.yield %r : f32
-  } -> tensor<64x128xf32>
-  %s = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%t, %x : tensor<64x128xf32>, tensor<64x128xf32>) outs(%e : tensor<64x128xf32>) {
-  ^bb0(%a: f32, %b: f32, %o: f32):
-    %r = arith.addf %a, %b : f32
-    linalg.yield %r : f32
-  } -> tensor<64x128xf32>
-  %p = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%t, %x : tensor<64x128xf32>, tensor<64x128xf32>) outs(%e : tensor<64x128xf32>) {
-  ^bb0(%a: f32, %b: f32, %o: f32):
-    %r = arith.mulf %a, %b : f32
-    linalg.yield %r : f32
-  } -> tensor<64x128xf32>
+  %s, %p = tilefuse.group "fused_kernel_0" ins(%x : tensor<64x128xf32>) reason "pointwise: tanh + add + mul (3 ops)" attributes {flops = 24576 : i64, fused_bytes = 98304 : i64, unfused_bytes = 262144 : i64, tc_flops = 0 : i64, sfu_ops = 8192 : i64} {
+  ^bb0(%0: tensor<64x128xf32>):
+    %e = tensor.empty() : tensor<64x128xf32>
+    %t = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%0 : tensor<64x128xf32>) outs(%e : tensor<64x128xf32>) {
+    ^bb0(%a: f32, %o: f32):
+      %r = math.tanh %a : f32
+      linalg.yield %r : f32
+    } -> tensor<64x128xf32>
+    %s_1 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%t, %0 : tensor<64x128xf32>, tensor<64x128xf32>) outs(%e : tensor<64x128xf32>) {
+    ^bb0(%a_1: f32, %b: f32, %o_1: f32):
+      %r_1 = arith.addf %a_1, %b : f32
+      linalg.yield %r_1 : f32
+    } -> tensor<64x128xf32>
+    %p_1 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%t, %0 : tensor<64x128xf32>, tensor<64x128xf32>) outs(%e : tensor<64x128xf32>) {
+    ^bb0(%a_2: f32, %b_1: f32, %o_2: f32):
+      %r_2 = arith.mulf %a_2, %b_1 : f32
+      linalg.yield %r_2 : f32
+    } -> tensor<64x128xf32>
+    tilefuse.yield %s_1, %p_1 : tensor<64x128xf32>, tensor<64x128xf32>
+  } -> (tensor<64x128xf32>, tensor<64x128xf32>)
   func.return %s, %p : tensor<64x128xf32>, tensor<64x128xf32>
 }
 
@@ -85,7 +93,6 @@ func.func @multi_use(%x: tensor<64x128xf32>) -> (tensor<64x128xf32>, tensor<64x1
 
 // Matmul + bias epilogue: K becomes a loop carrying the accumulator tile, the
 // zero init before it, operands loaded per K chunk, the bias added after.
-
 // CHECK-LABEL: func.func @linear
 // CHECK:       tilefuse.tile_grid [{{[0-9]+}}, {{[0-9]+}}]
 // CHECK:         %[[ZERO:.*]] = linalg.generic {{.*}} ins(%{{.*}} : f32)
@@ -99,14 +106,26 @@ func.func @multi_use(%x: tensor<64x128xf32>) -> (tensor<64x128xf32>, tensor<64x1
 // CHECK:         linalg.generic {{.*}} ins(%[[ACC]], %{{.*}} :
 // CHECK:         tilefuse.store
 func.func @linear(%x: tensor<100x200xf32>, %w: tensor<200x80xf32>, %b: tensor<80xf32>) -> tensor<100x80xf32> {
-  %zero = arith.constant 0.0 : f32
-  %e = tensor.empty() : tensor<100x80xf32>
-  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<100x80xf32>) -> tensor<100x80xf32>
-  %m = linalg.matmul ins(%x, %w : tensor<100x200xf32>, tensor<200x80xf32>) outs(%f : tensor<100x80xf32>) -> tensor<100x80xf32>
-  %y = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%m, %b : tensor<100x80xf32>, tensor<80xf32>) outs(%e : tensor<100x80xf32>) {
-  ^bb0(%a: f32, %c: f32, %o: f32):
-    %r = arith.addf %a, %c : f32
-    linalg.yield %r : f32
-  } -> tensor<100x80xf32>
+  %y = tilefuse.group "fused_kernel_0" ins(%x, %w, %b : tensor<100x200xf32>, tensor<200x80xf32>, tensor<80xf32>) reason "epilogue: matmul + add (3 ops)" attributes {flops = 3208000 : i64, fused_bytes = 176320 : i64, unfused_bytes = 304320 : i64, tc_flops = 0 : i64, sfu_ops = 0 : i64} {
+  ^bb0(%0: tensor<100x200xf32>, %1: tensor<200x80xf32>, %2: tensor<80xf32>):
+    %zero = arith.constant 0.000000e+00 : f32
+    %e = tensor.empty() : tensor<100x80xf32>
+    %f = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%zero : f32) outs(%e : tensor<100x80xf32>) {
+    ^bb0(%3: f32, %4: f32):
+      linalg.yield %3 : f32
+    } -> tensor<100x80xf32>
+    %m = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%0, %1 : tensor<100x200xf32>, tensor<200x80xf32>) outs(%f : tensor<100x80xf32>) {
+    ^bb0(%5: f32, %6: f32, %7: f32):
+      %8 = arith.mulf %5, %6 : f32
+      %9 = arith.addf %7, %8 : f32
+      linalg.yield %9 : f32
+    } -> tensor<100x80xf32>
+    %y_1 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%m, %2 : tensor<100x80xf32>, tensor<80xf32>) outs(%e : tensor<100x80xf32>) {
+    ^bb0(%a: f32, %c: f32, %o: f32):
+      %r = arith.addf %a, %c : f32
+      linalg.yield %r : f32
+    } -> tensor<100x80xf32>
+    tilefuse.yield %y_1 : tensor<100x80xf32>
+  } -> (tensor<100x80xf32>)
   func.return %y : tensor<100x80xf32>
 }

@@ -1,4 +1,4 @@
-// RUN: tilefuse-opt %s --split-input-file -p linalg-generalize | filecheck %s
+// RUN: tilefuse-opt %s --split-input-file -p fold-unit-dims | filecheck %s
 
 // A [1, N] bias read through (0, d1): viewed as [N] (a host collapse of the
 // argument), read through (d1).
@@ -46,37 +46,6 @@ func.func @keepdim(%x: tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<8x1xf32>) 
 
 // -----
 
-// A transpose read by a contraction: folded into the contraction's map, so the
-// copy (and its trip through HBM) disappears; the contraction reads k directly.
-// CHECK-LABEL: func.func @scores
-// CHECK-NOT:   permutation
-// CHECK:       linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>]{{.*}} ins(%q, %k : tensor<2x8x4xf32>, tensor<2x8x4xf32>)
-func.func @scores(%q: tensor<2x8x4xf32>, %k: tensor<2x8x4xf32>) -> tensor<2x8x8xf32> {
-  %zero = arith.constant 0.0 : f32
-  %et = tensor.empty() : tensor<2x4x8xf32>
-  %kt = linalg.transpose ins(%k : tensor<2x8x4xf32>) outs(%et : tensor<2x4x8xf32>) permutation = [0, 2, 1]
-  %e = tensor.empty() : tensor<2x8x8xf32>
-  %i = linalg.fill ins(%zero : f32) outs(%e : tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
-  %s = linalg.batch_matmul ins(%q, %kt : tensor<2x8x4xf32>, tensor<2x4x8xf32>) outs(%i : tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
-  func.return %s : tensor<2x8x8xf32>
-}
-
-// -----
-
-// A cyclic permutation (not its own inverse): the reader's map is the
-// transpose's input map composed with the reader's own.
-// CHECK-LABEL: func.func @cyclic
-// CHECK-NOT:   linalg.transpose
-// CHECK:       linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d2, d0, d1)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>]{{.*}} ins(%x : tensor<5x3x4xf32>)
-func.func @cyclic(%x: tensor<5x3x4xf32>) -> tensor<3x4x5xf32> {
-  %et = tensor.empty() : tensor<3x4x5xf32>
-  %t = linalg.transpose ins(%x : tensor<5x3x4xf32>) outs(%et : tensor<3x4x5xf32>) permutation = [1, 2, 0]
-  %r = linalg.exp ins(%t : tensor<3x4x5xf32>) outs(%et : tensor<3x4x5xf32>) -> tensor<3x4x5xf32>
-  func.return %r : tensor<3x4x5xf32>
-}
-
-// -----
-
 // A keep-dim sum over every dim: the 1x1 result keeps its last dim, indexed by a
 // new parallel loop of extent 1 (xDSL's expand_shape has no rank-0 source); its
 // reader indexes the [1] view by the same new loop.
@@ -100,4 +69,42 @@ func.func @keep_all(%x: tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<1x1xf32>)
     linalg.yield %d : f32
   } -> tensor<8x16xf32>
   func.return %y, %s : tensor<8x16xf32>, tensor<1x1xf32>
+}
+
+// -----
+
+// A keep-dim row sum whose fill is made as [N, 1]: the fill's collapse becomes
+// a fill of [N], and the [N, 1] fill and empty, unread, are erased.
+// CHECK-LABEL: func.func @fill_of_the_collapsed_shape
+// CHECK-NOT:   tensor.empty() : tensor<8x1xf32>
+// CHECK:       %[[E:.*]] = tensor.empty() : tensor<8xf32>
+// CHECK:       %[[F:.*]] = linalg.fill ins(%zero : f32) outs(%[[E]] : tensor<8xf32>)
+// CHECK:       linalg.generic {{.*}} ins(%x : tensor<8x16xf32>) outs(%[[F]] : tensor<8xf32>)
+// CHECK:       tensor.expand_shape
+// CHECK-NOT:   linalg.fill
+func.func @fill_of_the_collapsed_shape(%x: tensor<8x16xf32>) -> tensor<8x1xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x1xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<8x1xf32>) -> tensor<8x1xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, 0)>], iterator_types = ["parallel", "reduction"]} ins(%x : tensor<8x16xf32>) outs(%f : tensor<8x1xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.addf %a, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<8x1xf32>
+  func.return %s : tensor<8x1xf32>
+}
+
+// -----
+
+// Any constant other than 0 on a unit dim is a slice, not ours to fold: the
+// generic is left as it is (and refused later, with a location).
+// CHECK-LABEL: func.func @slice
+// CHECK:       affine_map<(d0, d1) -> (1, d1)>
+// CHECK-NOT:   collapse_shape
+func.func @slice(%x: tensor<2x70xf32>, %o: tensor<4x70xf32>) -> tensor<4x70xf32> {
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (1, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<2x70xf32>) outs(%o : tensor<4x70xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    linalg.yield %a : f32
+  } -> tensor<4x70xf32>
+  func.return %r : tensor<4x70xf32>
 }

@@ -1,11 +1,11 @@
 """
-Windowed reads as strided views: convolutions become plain contractions.
+`fold-windows`: windowed reads become strided views; convolutions become contractions.
 
 A convolution reads its input at `oh * stride + kh * dilation`, which is not a
 projected permutation, the form tiling and code generation work on. It is
 still a strided view of the input: `P[n, oh, kh, ow, kw, c] = x[n, oh * s + kh
 * d, ow * s + kw * d, c]` has strides `(sN, s * sH, d * sH, s * sW, d * sW,
-sC)` (im2col without the copy). `fold_windows` puts a `tilefuse.window` with
+sC)` (im2col without the copy). The pass puts a `tilefuse.window` with
 that map in front of every such input and reads it through the projection on
 the view's dims, so
 
@@ -15,31 +15,66 @@ becomes the contraction `out[n, oh, ow, f] += P[n, oh, kh, ow, kw, c] *
 w[kh, kw, c, f]` over (kh, kw, c), tiled and lowered to `tl.dot` like any
 other, with its bias and activation fused as an epilogue. The host makes the
 view with `torch.as_strided`; the kernel reads the input through it, each
-input element from HBM once and from L2 for its other windows.
+input element from HBM once and from L2 for its other windows. A window of an
+empty or of a fill is made in the window's shape instead, and the empties and
+fills left unread are erased (`passes/cleanup.py`).
+
+```mlir
+%r = linalg.generic {indexing_maps = [affine_map<(i) -> (i, i)>, #id, #id], ...}
+       ins(%x, %y : tensor<5x5xf32>, tensor<5xf32>) ...
+// becomes
+%d = tilefuse.window %x affine_map<(d0) -> (d0, d0)> : tensor<5x5xf32> -> tensor<5xf32>
+%r = linalg.generic {indexing_maps = [#id, #id, #id], ...}
+       ins(%d, %y : tensor<5xf32>, tensor<5xf32>) ...
+```
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from xdsl.context import Context
 from xdsl.dialects import func, tensor
 from xdsl.dialects.builtin import AffineMapAttr, ArrayAttr, ModuleOp, TensorType
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
-from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.rewriter import InsertPoint
 
 from tilefuse.analysis.dataflow import FILL, classify
 from tilefuse.ir.affine import window_terms
 from tilefuse.ir.structured import as_structured, is_window_map, with_inputs
 from tilefuse.ir.tilefuse import WindowOp
+from tilefuse.passes.cleanup import erase_dead_views
 
 
-def fold_windows(module: ModuleOp) -> None:
+@dataclass(frozen=True)
+class FoldWindowsPass(ModulePass):
+    """View every windowed input of a function-level generic (convolutions, pooling)."""
+
+    name = "fold-windows"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        PatternRewriteWalker(ViewWindowedInputs(), apply_recursively=False).rewrite_module(op)
+        erase_dead_views(op)
+
+
+class ViewWindowedInputs(RewritePattern):
     """View every windowed input of a function-level `linalg.generic`."""
-    for op in list(module.walk()):
-        if not (isinstance(op, linalg.GenericOp) and isinstance(op.parent_op(), func.FuncOp)):
-            continue
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: linalg.GenericOp, rewriter: PatternRewriter) -> None:
+        if not isinstance(op.parent_op(), func.FuncOp):
+            return
         maps = [m.data for m in op.indexing_maps.data]
         if not any(is_window_map(m) for m in maps[: len(op.inputs)]):
-            continue
+            return
         ranges = as_structured(op).loop_ranges  # checks the windows stay inside
         operands = list(op.operands)
         for i, amap in enumerate(maps[: len(op.inputs)]):
@@ -48,11 +83,12 @@ def fold_windows(module: ModuleOp) -> None:
                 view.location = op.location
                 created = _created(op.inputs[i], view.result.type)
                 new_ops = created[1] if created else [view]
-                Rewriter.insert_op(new_ops, InsertPoint.before(op))
+                rewriter.insert(new_ops, InsertPoint.before(op))
                 operands[i] = created[0] if created else view.result
         op.operands = operands
         op.properties["indexing_maps"] = ArrayAttr([AffineMapAttr(m) for m in maps])
-        _drop_unread_inputs(op)
+        rewriter.notify_op_modified(op)
+        _drop_unread_inputs(op, rewriter)
 
 
 def _created(value, view_type: TensorType):
@@ -79,7 +115,7 @@ def _created(value, view_type: TensorType):
     return generic.results[0], [empty, generic]
 
 
-def _drop_unread_inputs(op: linalg.GenericOp) -> None:
+def _drop_unread_inputs(op: linalg.GenericOp, rewriter: PatternRewriter) -> None:
     """Inputs the payload never reads, once the view bounds their loops: a
     pooling's window-shape operand (upstream passes a `tensor.empty` for it),
     which no kernel could load."""
@@ -95,7 +131,10 @@ def _drop_unread_inputs(op: linalg.GenericOp) -> None:
         body.block.erase_arg(body.block.args[i])
     keep = [i for i in range(len(op.operands)) if i not in unread]
     inputs = [op.inputs[i] for i in keep if i < len(op.inputs)]
-    Rewriter.replace_op(op, with_inputs(op, inputs, [maps[i] for i in keep], body))
+    new = with_inputs(op, inputs, [maps[i] for i in keep], body)
+    for r in new.results:  # every result named after the first, as before
+        r.name_hint = r.name_hint or op.results[0].name_hint
+    rewriter.replace(op, new)
 
 
 def _view(value, amap: AffineMap, ranges: tuple[int, ...]) -> tuple[WindowOp, AffineMap]:

@@ -1,0 +1,99 @@
+"""
+`scalar-operands`: a 0-d tensor's extracted scalar read in a payload becomes an operand.
+
+torch-mlir passes a scalar as a 0-d tensor and extracts it at function level
+(`%v = tensor.extract %t[]`) for payloads to read. Kernels take tensors, not host
+scalars: each `linalg.generic` whose payload reads `%v` reads `%t` instead, as a
+0-d input with the map `-> ()`, its payload the new block argument. Uses outside
+payloads are left (refused later, with a location).
+
+```mlir
+%v = tensor.extract %t[] : tensor<f32>
+%r = linalg.generic {indexing_maps = [#id, #id], ...} ins(%x) outs(%o) {
+^bb0(%a: f32, %b: f32):
+  %s = arith.mulf %a, %v : f32
+  linalg.yield %s : f32
+}
+// becomes
+%r = linalg.generic {indexing_maps = [#id, affine_map<(d0) -> ()>, #id], ...}
+       ins(%x, %t : tensor<8xf32>, tensor<f32>) outs(%o) {
+^bb0(%a: f32, %v2: f32, %b: f32):
+  %s = arith.mulf %a, %v2 : f32
+  linalg.yield %s : f32
+}
+```
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func, tensor
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.linalg import ops as linalg
+from xdsl.ir import Operation, SSAValue
+from xdsl.ir.affine import AffineMap
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+
+from tilefuse.ir.structured import with_inputs
+
+
+@dataclass(frozen=True)
+class ScalarOperandsPass(ModulePass):
+    """Read 0-d tensors' extracted scalars in payloads as 0-d operands."""
+
+    name = "scalar-operands"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        walker = PatternRewriteWalker(ExtractedScalarAsOperand(), apply_recursively=False)
+        walker.rewrite_module(op)
+
+
+class ExtractedScalarAsOperand(RewritePattern):
+    """`%v = tensor.extract %t[]` of a 0-d tensor at function level, read inside
+    `linalg.generic` payloads (torch-mlir's scalar operands): each such generic
+    reads `%t` as a 0-d input instead (map `-> ()`), its payload the new block
+    argument. Uses outside payloads are left (refused later, with a location)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tensor.ExtractOp, rewriter: PatternRewriter) -> None:
+        if (not isinstance(op.parent_op(), func.FuncOp) or op.indices
+                or not isinstance(op.tensor.type, TensorType)):  # fmt: skip
+            return
+        readers = {u.operation for u in op.result.uses}
+        generics = {g for r in readers if (g := _enclosing_function_generic(r)) is not None}
+        for g in generics:
+            _read_as_operand(g, op.result, op.tensor, rewriter)
+        if not op.result.uses:
+            rewriter.erase(op)
+
+
+def _enclosing_function_generic(op: Operation) -> linalg.GenericOp | None:
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, linalg.GenericOp):
+        parent = parent.parent_op()
+    if parent is None or not isinstance(parent.parent_op(), func.FuncOp):
+        return None
+    return parent
+
+
+def _read_as_operand(g: linalg.GenericOp, scalar: SSAValue, source: SSAValue,
+                     rewriter: PatternRewriter) -> None:  # fmt: skip
+    n_in = len(g.inputs)
+    body = g.body.clone()
+    arg = body.block.insert_arg(scalar.type, n_in)
+    for inner in body.walk():
+        inner.operands = [arg if v is scalar else v for v in inner.operands]
+    maps = [m.data for m in g.indexing_maps.data]
+    maps.insert(n_in, AffineMap(maps[-1].num_dims, 0, ()))
+    new = with_inputs(g, [*g.inputs, source], maps, body)
+    for r in new.results:  # every result named after the first, as before
+        r.name_hint = r.name_hint or g.results[0].name_hint
+    rewriter.replace(g, new)
