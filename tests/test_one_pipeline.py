@@ -20,10 +20,10 @@ from tilefuse.pipeline import (
     default_pipeline,
     run_pipeline,
 )
+from tilefuse.report import analyze_program
 from tilefuse.runtime import autotune as at
 from tilefuse.runtime import compile
 from tilefuse.tools import opt
-from tilefuse.tools.report import analyze_program
 
 ROOT = Path(__file__).parent.parent
 SAMPLES = sorted((ROOT / "samples").glob("*.mlir"))

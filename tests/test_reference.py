@@ -247,7 +247,7 @@ PROGRAMS = Path(__file__).parent / "programs"
 @pytest.mark.parametrize("name", ["keepdim_softmax", "keepdim_over_all_dims", "constant_map_bias"])
 def test_unit_dim_folding_keeps_meaning(name):
     """The oracle reads constant map results as written, and `linalg-generalize`
-    folds them away (`passes/unit_dims.py`): two independent readings agree."""
+    folds them away (`passes/fold_unit_dims.py`): two independent readings agree."""
     module = load_program(PROGRAMS / f"{name}.mlir")
     inputs = random_inputs(module, seed=1)
     before = evaluate(module, inputs)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tilefuse.frontend.program import load_program
-from tilefuse.tools.report import analyze_program, format_report, timeline
+from tilefuse.report import analyze_program, format_report, timeline
 
 SAMPLES = Path(__file__).parent.parent / "samples"
 NAMES = sorted(p.stem for p in SAMPLES.glob("*.mlir"))

@@ -2,9 +2,8 @@
 The pass registry: every pass `tilefuse-opt -p` knows, by name.
 
 Passes of our own live one per file in this package; a few general-purpose
-xDSL passes (canonicalize, cse, dce) are registered alongside. `UNIVERSE` offers
-ours, the `tilefuse` dialect and the `triton` target to `xdsl-opt` (the
-`xdsl.universe` entry point in pyproject.toml); it imports nothing until asked.
+xDSL passes (canonicalize, cse, dce) are registered alongside. Passes are imported
+when first asked for (`tools/universe.py` offers ours to `xdsl-opt`).
 """
 
 from __future__ import annotations
@@ -12,11 +11,9 @@ from __future__ import annotations
 import functools
 import importlib
 from collections.abc import Callable
+from typing import Any
 
-from xdsl.ir import Dialect
 from xdsl.passes import ModulePass
-from xdsl.universe import Universe
-from xdsl.utils.target import Target
 
 PASSES = {
     "inline-calls": "tilefuse.passes.inline_calls:InlineCallsPass",
@@ -41,33 +38,12 @@ PASSES = {
 """Pass name -> "module:class" (imported when first asked for)."""
 
 
-def _load(path: str) -> type[ModulePass]:
+def load_object(path: str) -> Any:
+    """The object a `"module:name"` path names, importing its module."""
     module, name = path.split(":")
     return getattr(importlib.import_module(module), name)
 
 
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """Pass name -> factory returning the pass class (imported lazily)."""
-    return {name: functools.partial(_load, path) for name, path in PASSES.items()}
-
-
-def _tilefuse_dialect() -> Dialect:
-    from tilefuse.ir.tilefuse import Tilefuse
-
-    return Tilefuse
-
-
-def _triton_target() -> type[Target]:
-    from tilefuse.tools.opt import TritonTarget
-
-    return TritonTarget
-
-
-OWN_PASSES = {n: f for n, f in get_all_passes().items() if PASSES[n].startswith("tilefuse.")}
-
-UNIVERSE = Universe(
-    all_dialects={"tilefuse": _tilefuse_dialect},
-    all_passes=OWN_PASSES,
-    all_targets={"triton": _triton_target},
-)
-"""What `xdsl-opt` gains from tilefuse (xDSL has the other dialects and passes)."""
+    return {name: functools.partial(load_object, path) for name, path in PASSES.items()}

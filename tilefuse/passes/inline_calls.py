@@ -21,6 +21,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tilefuse.ir.diagnostics import CompileError
+from tilefuse.ir.module import entry_function
 
 MAX_DEPTH = 32
 """Rounds of inlining before calls that keep appearing count as recursion."""
@@ -28,8 +29,6 @@ MAX_DEPTH = 32
 
 def inline_calls(module: ModuleOp) -> None:
     """Inline every call to a function defined in `module`, in place."""
-    from tilefuse.ir.module import entry_function
-
     functions = {f.sym_name.data: f for f in module.ops if isinstance(f, func.FuncOp)}
     entry = entry_function(module) if functions else None
     called = {op.callee.root_reference.data for op in module.walk() if isinstance(op, func.CallOp)}

@@ -39,6 +39,7 @@ from tilefuse.frontend.program import load_program
 from tilefuse.ir.diagnostics import ArgumentError
 from tilefuse.ir.module import entry_function
 from tilefuse.pipeline import run_pipeline
+from tilefuse.runtime.dump import open_program_dump
 from tilefuse.runtime.launcher import FastKernel, init_handles
 
 
@@ -288,16 +289,6 @@ def _budget(smem_budget: int) -> dict[str, dict[str, int]]:
     return {"tile-and-fuse": {"smem_budget": smem_budget}} if smem_budget else {}
 
 
-def _program_dump(dump_dir: str | Path | None, name: str, module: ModuleOp, target: str):
-    """The dump folder for this compilation, or None; the dump directory is a debugging
-    aid of the tools (it writes the report), imported only when one is asked for."""
-    if dump_dir is None and not os.environ.get("TILEFUSE_DEBUG_DIR"):
-        return None
-    from tilefuse.tools.dump_dir import open_program_dump
-
-    return open_program_dump(dump_dir, name, module, target)
-
-
 def compile(
     source: str | Path | ModuleOp,
     target: str = "h200",
@@ -309,7 +300,7 @@ def compile(
     """Compile MLIR text, a `.mlir` path or a parsed module to Triton kernels
     (`smem_budget`: bytes of shared memory tiles may use, `tile-and-fuse`'s option;
     0 keeps the target's; `dump_dir`: where to write the IR after each stage, the
-    report and the kernels, default `$TILEFUSE_DEBUG_DIR`, see `tools/dump_dir.py`)."""
+    report and the kernels, default `$TILEFUSE_DEBUG_DIR`, see `runtime/dump.py`)."""
     start = time.perf_counter()
     with _gc_paused():
         if isinstance(source, ModuleOp):
@@ -317,7 +308,7 @@ def compile(
         else:
             module = load_program(source, dims, dtype)
             name = str(source) if str(source).endswith(".mlir") else "<input>"
-        dump = _program_dump(dump_dir, name, module, target)
+        dump = open_program_dump(dump_dir, name, module, target)
         run_pipeline(module, target, options=_budget(smem_budget),
                      after_each=dump.stage if dump else None)  # fmt: skip
         text = emit_triton(module, name)

@@ -52,8 +52,8 @@ from tilefuse.ir.context import register_dialects
 from tilefuse.ir.diagnostics import CompileError, os_error_message
 from tilefuse.passes import get_all_passes
 from tilefuse.pipeline import default_pipeline, unmet_stage
-from tilefuse.tools.dump_dir import ProgramDump, debug_root, dump_ir, open_program_dump
-from tilefuse.tools.report import analyze_program, format_report, roofline_png
+from tilefuse.report import analyze_program, format_report, roofline_png
+from tilefuse.runtime.dump import ProgramDump, debug_root, dump_ir, open_program_dump
 
 __all__ = ["TilefuseOptMain", "dump_ir", "main", "parse_dim_options", "version_line"]
 

@@ -16,7 +16,7 @@ on a mismatch; `--save-outputs OUT.npz` writes
 kernel next to the cost model's prediction; `--autotune` (GPU only) times the
 model's top tile candidates of each kernel and keeps the fastest (cached);
 `--dump-dir DIR` (or `$TILEFUSE_DEBUG_DIR`) keeps the IR after every stage, the
-report and the kernels (`tools/dump_dir.py`).
+report and the kernels (`runtime/dump.py`).
 """
 
 from __future__ import annotations
@@ -31,8 +31,22 @@ from pathlib import Path
 import numpy as np
 
 from tilefuse.analysis.cost.target import DEFAULT_TARGET, TargetError
+from tilefuse.backend.triton.emit import torch_dtype
+from tilefuse.frontend.program import load_program, random_inputs
 from tilefuse.frontend.specialize import SpecializeError
 from tilefuse.ir.diagnostics import ArgumentError, CompileError, os_error_message
+from tilefuse.ir.module import entry_function
+from tilefuse.ir.structured import element_type
+from tilefuse.oracle.compare import (
+    ELEMENT_FACTOR,
+    relative_error,
+    tolerance,
+    worst_element,
+)
+from tilefuse.oracle.reference import evaluate
+from tilefuse.runtime.autotune import autotune
+from tilefuse.runtime.bench import bench_program
+from tilefuse.runtime.compiled import compile, gpu_available
 from tilefuse.tools.opt import parse_dim_options, version_line
 
 TORCH_OF = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16"}
@@ -60,9 +74,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def load_inputs(args: argparse.Namespace, module) -> list[np.ndarray]:
-    from tilefuse.frontend.program import random_inputs
-    from tilefuse.ir.module import entry_function
-
     if args.inputs is None:
         return random_inputs(module, args.seed)
     f = entry_function(module)
@@ -99,9 +110,6 @@ numpy has no bfloat16, and `--save-outputs` writes 16-bit floats as float32."""
 def _check_dtype(inputs: str, argument: str, x: np.ndarray, t) -> None:
     """An array of another dtype than its argument's is refused, not converted
     (a float array for an integer argument would be truncated)."""
-    from tilefuse.backend.triton.emit import torch_dtype
-    from tilefuse.ir.structured import element_type
-
     wanted = torch_dtype(t).removeprefix("torch.")
     accepted = ALSO_ACCEPTED.get(wanted, (wanted,))
     if x.dtype.name not in accepted:
@@ -114,9 +122,6 @@ def _check_dtype(inputs: str, argument: str, x: np.ndarray, t) -> None:
 
 def to_torch(arrays: Sequence[np.ndarray], module, device: str):
     import torch
-
-    from tilefuse.backend.triton.emit import torch_dtype
-    from tilefuse.ir.module import entry_function
 
     f = entry_function(module)
     out = []
@@ -138,8 +143,6 @@ def check_outputs(args: argparse.Namespace, dims, module, inputs, outputs) -> in
     of large scores) the two differ by more than the tolerance while the kernels
     are closer to the exact result: a 16-bit mismatch is then judged against the
     program evaluated in f64 (when its header lets it be re-specialised)."""
-    from tilefuse.oracle.reference import evaluate
-
     refs, exact = evaluate(module, inputs), None
     status = 0
     for i, (out, ref) in enumerate(zip(outputs, refs, strict=True)):
@@ -166,13 +169,6 @@ def check_outputs(args: argparse.Namespace, dims, module, inputs, outputs) -> in
 def _judge(got: np.ndarray, ref, dt: str, prefix: str) -> tuple[bool, str]:
     """Within tolerance as a whole (relative error) and element by element
     (`compare.worst_element`, ELEMENT_FACTOR tolerances)? -> (ok, text)."""
-    from tilefuse.oracle.compare import (
-        ELEMENT_FACTOR,
-        relative_error,
-        tolerance,
-        worst_element,
-    )
-
     tol = tolerance(dt)
     err = relative_error(got, ref)
     text = f"{prefix} relative error {err:.2e} (tolerance {tol:.0e})"
@@ -183,9 +179,6 @@ def _judge(got: np.ndarray, ref, dt: str, prefix: str) -> tuple[bool, str]:
 
 
 def _evaluate_in_f64(args: argparse.Namespace, dims, inputs) -> list | None:
-    from tilefuse.frontend.program import load_program
-    from tilefuse.oracle.reference import evaluate
-
     try:
         exact = load_program(args.file, dims, "f64")
     except (CompileError, SpecializeError):
@@ -196,17 +189,12 @@ def _evaluate_in_f64(args: argparse.Namespace, dims, inputs) -> list | None:
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from tilefuse.frontend.program import load_program
-    from tilefuse.ir.module import entry_function
-    from tilefuse.runtime.compiled import compile, gpu_available
-
     dims = parse_dim_options(args.set_dim)
     module = load_program(args.file, dims, args.set_dtype)
     device = "cuda" if gpu_available() else "cpu"
     inputs = load_inputs(args, module)
     tensors = to_torch(inputs, module, device)
     if args.autotune and device == "cuda":
-        from tilefuse.runtime.autotune import autotune
 
         prog, tuned = autotune(args.file, tensors, args.target, dims, args.set_dtype)
         print(tuned.format())
@@ -236,7 +224,6 @@ def run(args: argparse.Namespace) -> int:
         if device != "cuda":
             print("  --bench needs a GPU: skipped")
         else:
-            from tilefuse.runtime.bench import bench_program
 
             print(bench_program(prog, tensors, args.target))
     return status

@@ -26,6 +26,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.printer import Printer
 
 from tilefuse.ir.diagnostics import CompileError
+from tilefuse.report import analyze_program, format_report
 
 DEBUG_DIR_ENV = "TILEFUSE_DEBUG_DIR"
 OUTPUTS = ("report.txt", "kernels.py")
@@ -64,8 +65,6 @@ class ProgramDump:
 
     def write_report(self) -> None:
         """The fusion report of the program, or the error that stopped it."""
-        from tilefuse.tools.report import analyze_program, format_report
-
         try:
             text = format_report(analyze_program(self.source.clone(), self.target))
         except CompileError as e:
