@@ -28,9 +28,9 @@ from tilefuse.analysis.dataflow import FILL, Graph, Node, build_graph
 from tilefuse.analysis.fusion_plan import FusionPlan, plan_fusion
 from tilefuse.analysis.horizontal_plan import HorizontalPlan
 from tilefuse.ir.diagnostics import CompileError
+from tilefuse.ir.dtypes import float_name
 from tilefuse.ir.module import entry_function
-from tilefuse.ir.structured import element_type
-from tilefuse.ir.tilefuse import GroupOp
+from tilefuse.ir.tilefuse import GroupOp, describe_tiles
 from tilefuse.passes.horizontal_fusion import fuse_horizontally
 from tilefuse.pipeline import run_pipeline
 
@@ -82,8 +82,7 @@ class ProgramReport:
 
 def dtype_name(node: Node) -> str:
     """The storage dtype of a node's first result, as the cost tables name it."""
-    t = element_type(node.op.results[0].type)
-    return {"f32": "f32", "f16": "f16", "bf16": "bf16", "f64": "f64"}.get(str(t), "f32")
+    return float_name(node.op.results[0].type)
 
 
 def _point(cost, nodes: list[Node], target: Target) -> RooflinePoint:
@@ -118,7 +117,7 @@ def analyze_program(
     tiled = run_pipeline(front.clone(), target, start="fusion-groups", until="tile-and-fuse",
                          after_each=after_each)  # fmt: skip
     tiles = tuple(
-        (g.sym_name.data, g.attributes["tile"].data if "tile" in g.attributes else "untiled")
+        (g.sym_name.data, describe_tiles(g) or "untiled")
         for g in tiled.walk()
         if isinstance(g, GroupOp)
     )

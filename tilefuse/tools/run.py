@@ -30,6 +30,7 @@ import numpy as np
 from tilefuse.analysis.cost.target import DEFAULT_TARGET, TargetError
 from tilefuse.frontend.specialize import SpecializeError
 from tilefuse.ir.diagnostics import ArgumentError, CompileError, os_error_message
+from tilefuse.ir.dtypes import torch_float_name
 from tilefuse.tools.opt import parse_dim_options
 
 TORCH_OF = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16"}
@@ -113,8 +114,7 @@ def check_outputs(args: argparse.Namespace, dims, module, inputs, outputs) -> in
             status |= wrong > 0
             print(f"  out{i}: {wrong} of {out.numel()} elements differ (exact) {'MISMATCH' if wrong else 'ok'}")
             continue
-        dt = {"float64": "f64", "float16": "f16", "bfloat16": "bf16"}.get(
-            str(out.dtype).removeprefix("torch."), "f32")  # fmt: skip
+        dt = torch_float_name(str(out.dtype))
         got = out.double().cpu().numpy()
         ok, line = _judge(got, ref, dt, f"  out{i}:")
         if not ok and dt in ("f16", "bf16"):
