@@ -27,6 +27,15 @@ from dataclasses import dataclass
 
 from xdsl.dialects.builtin import TensorType
 
+from tilefuse.analysis.budget import (
+    BYTES_PER_THREAD,
+    COMPUTE_BYTES,
+    MAX_WARPS,
+    REG_OVERHEAD,
+    fit,
+    pow2,
+    regs_per_thread,
+)
 from tilefuse.analysis.cost.occupancy import occupancy
 from tilefuse.analysis.cost.opcost import payload_library_calls
 from tilefuse.analysis.cost.target import Target
@@ -36,16 +45,8 @@ from tilefuse.ir.diagnostics import CompileError, op_location
 from tilefuse.ir.dtypes import dtype_bytes
 from tilefuse.ir.tilefuse import GRID, LOOP, WHOLE, TilePlanAttr
 
-COMPUTE_BYTES = 4
-MIN_OCCUPANCY = 0.25
-REG_OVERHEAD = 24  # addresses, masks, loop counters
 TARGET_TILE_ELEMS = 4096  # per program, for memory-bound groups
 MIN_CHUNK = 64
-
-
-def pow2(n: int) -> int:
-    """The smallest power of two >= n."""
-    return 1 << max(0, (n - 1).bit_length())
 
 
 @dataclass(frozen=True)
@@ -165,13 +166,6 @@ def _working_set(values: list[tuple[int, ...]], blocks: dict[int, int]) -> int:
     return sum(math.prod(blocks[d] for d in v) * COMPUTE_BYTES for v in values)
 
 
-BYTES_PER_THREAD = 64
-"""Bytes of each tensor a thread of a memory-bound tile moves: four 16-byte
-vectors in flight (16 f32 or 32 bf16 elements). H200, bf16 elementwise and
-row kernels: 8 KB tiles with 4 warps run 1-3% faster than with 8
-(tools/experiments/warps_sweep.py, docs/PERF.md)."""
-
-
 POINTWISE_TILE_ELEMS = 1024
 POINTWISE_BYTES_PER_THREAD = 16
 """A pointwise group (no reduced dim) launches smaller programs: 1024
@@ -181,11 +175,6 @@ H200, 8192x8192, against 4096 elements at 64 bytes per thread: bias+GELU bf16
 0.0981, relu_add bf16 within 0.5% either way
 (tools/experiments/elementwise_tiles.py, docs/PERF.md). Row groups keep
 TARGET_TILE_ELEMS and BYTES_PER_THREAD."""
-
-
-def _warps_for(elements: int, storage_bytes: int = COMPUTE_BYTES, per_thread: int = 0) -> int:
-    per_warp = (per_thread or BYTES_PER_THREAD) * 32
-    return max(2, min(16, pow2(max(1, elements * storage_bytes // per_warp))))
 
 
 def _launch_shape(dims: SharedDims) -> tuple[int, int]:
@@ -211,16 +200,12 @@ def _fit(
     storage_bytes: int = COMPUTE_BYTES,
     per_thread: int = 0,
 ) -> tuple[bool, int, int, float]:
-    """Does a block assignment fit? -> (fits, warps, regs, occupancy), with
-    warps for tensors of `storage_bytes` elements, `per_thread` bytes of each
+    """Does a block assignment fit (`budget.fit`)? -> (fits, warps, regs, occupancy),
+    with warps for tensors of `storage_bytes` elements, `per_thread` bytes of each
     per thread (default BYTES_PER_THREAD)."""
     ws = _working_set(values, blocks)
-    elements = math.prod(blocks.values())
-    warps = _warps_for(elements, storage_bytes, per_thread)
-    regs = math.ceil(ws / COMPUTE_BYTES / (warps * target.warp_size)) + REG_OVERHEAD
-    occ = occupancy(target, min(regs, target.max_regs_per_thread), warps * target.warp_size, 0)
-    fits = ws <= budget and regs <= target.max_regs_per_thread and occ.occupancy >= MIN_OCCUPANCY
-    return fits, warps, regs, occ.occupancy
+    f = fit(target, ws, math.prod(blocks.values()), budget, storage_bytes, per_thread)
+    return f.fits, f.warps, f.regs, f.occupancy
 
 
 def _plan_memory_bound(graph: Graph, dims: SharedDims, target: Target, budget: int) -> TilePlan:
@@ -281,7 +266,7 @@ def _plan_streamed(graph, dims, target, budget, values, row) -> TilePlan:
                   for i in range(len(n.s.inputs))), default=COMPUTE_BYTES)  # fmt: skip
     warps = max(4, min(MAX_WARPS, STREAM_CHUNK * ebytes // VECTOR_BYTES // target.warp_size))
     ws = _working_set(values, blocks)
-    regs = math.ceil(ws / COMPUTE_BYTES / (warps * target.warp_size)) + REG_OVERHEAD
+    regs = regs_per_thread(target, ws, warps)
     occ = occupancy(target, min(regs, target.max_regs_per_thread), warps * target.warp_size, 0)
     tiles = tuple(DimTile(d.id, d.extent, blocks[d.id], LOOP if d.id == row.id else GRID)
                   for d in dims.dims)  # fmt: skip
@@ -602,8 +587,6 @@ def _plan_attention(graph: Graph, dims: SharedDims, target: Target, budget: int,
 # ---------------------------------------------------------------------------
 # Candidates for the optional autotuner
 # ---------------------------------------------------------------------------
-
-MAX_WARPS = 16
 
 
 def tile_candidates(

@@ -84,7 +84,12 @@ from tilefuse.analysis.tile_plan import (
     tile_candidates,
 )
 from tilefuse.ir.diagnostics import CompileError, op_location, warn
-from tilefuse.ir.structured import IDENTITY, constant_of, reduction_combiner
+from tilefuse.ir.structured import (
+    IDENTITY,
+    combiner_at,
+    constant_of,
+    reduction_combiner,
+)
 from tilefuse.ir.tilefuse import (
     GroupOp,
     LoadOp,
@@ -610,15 +615,14 @@ class TileProgramBuilder:
         yield_op = block.last_op
         assert yield_op is not None
         for i, value in enumerate(yield_op.operands):
-            comb = value.owner
-            acc = block.args[len(node.s.inputs) + i]
-            if not isinstance(comb, Operation) or type(comb) not in IDENTITY or acc not in comb.operands:
+            found = combiner_at(block.args[len(node.s.inputs) + i], value)
+            if found is None:
                 raise TilingRefused(
                     "cannot mask this reduction's edge tiles: its payload does not end "
                     f"in a recognised combiner ({', '.join(c.name.split('.')[-1] for c in IDENTITY)})",
                     op_location(node.op),
                 )  # fmt: skip
-            x = comb.operands[1] if comb.operands[0] is acc else comb.operands[0]
+            comb, x = found
             ops, sel = self._mask(node, partial, x, IDENTITY[type(comb)], scope)
             for o in ops:
                 block.insert_op_before(o, comb)
