@@ -28,7 +28,6 @@ from tilefuse.analysis.dataflow import FILL, Graph, Node, build_graph
 from tilefuse.analysis.fusion_plan import FusionPlan, plan_fusion
 from tilefuse.analysis.horizontal_plan import HorizontalPlan
 from tilefuse.ir.diagnostics import CompileError
-from tilefuse.ir.dtypes import float_name
 from tilefuse.ir.module import entry_function
 from tilefuse.ir.tilefuse import GroupOp, describe_tiles
 from tilefuse.passes.horizontal_fusion import fuse_horizontally
@@ -80,15 +79,10 @@ class ProgramReport:
         return sum(1 for k in self.fused if not self.shares_launch(k.name))
 
 
-def dtype_name(node: Node) -> str:
-    """The storage dtype of a node's first result, as the cost tables name it."""
-    return float_name(node.op.results[0].type)
-
-
-def _point(cost, nodes: list[Node], target: Target) -> RooflinePoint:
-    """Roofline of a kernel: tensor-core, CUDA-core and SFU work, and its bytes."""
-    flops, nbytes, tc, sfu = cost
-    dtype = dtype_name(nodes[-1]) if tc else "f32"
+def _point(cost, target: Target) -> RooflinePoint:
+    """Roofline of a kernel: tensor-core work (in its dtype, `dot.tensor_core_dtype`),
+    CUDA-core and SFU work, and its bytes."""
+    flops, nbytes, tc, sfu, dtype = cost
     return roofline_mixed(flops, nbytes, target, dtype, tc_flops=tc, sfu_ops=sfu)
 
 
@@ -127,7 +121,7 @@ def analyze_program(
 
 def _op_point(node: Node, target: Target) -> RooflinePoint:
     c = op_cost(node)
-    return _point((c.flops, c.bytes, c.tc_flops, c.sfu_ops), [node], target)
+    return _point((c.flops, c.bytes, c.tc_flops, c.sfu_ops, c.tc_dtype or "f32"), target)
 
 
 def _group_line(
@@ -135,7 +129,7 @@ def _group_line(
 ) -> KernelLine:
     nodes = [graph.nodes[i] for i in indices]
     ops = " + ".join(n.label for n in nodes if n.kind != FILL)
-    point = _point((cost.flops, cost.fused_bytes, cost.tc_flops, cost.sfu_ops), nodes, target)
+    point = _point((cost.flops, cost.fused_bytes, cost.tc_flops, cost.sfu_ops, cost.dtype), target)
     return KernelLine(name, ops, point)
 
 
