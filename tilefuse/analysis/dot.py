@@ -24,7 +24,7 @@ import math
 from xdsl.ir import Operation
 
 from tilefuse.analysis.dataflow import is_contraction
-from tilefuse.ir.dtypes import dtype_bytes, dtype_name
+from tilefuse.ir.dtypes import dtype_name
 from tilefuse.ir.structured import StructuredOp, as_structured
 
 MIN_DOT = 16
@@ -36,9 +36,15 @@ def operand_dtype(s: StructuredOp) -> str:
     return dtype_name(s.inputs[0].type)
 
 
+TENSOR_CORE_DTYPES = ("f16", "bf16")
+"""Operand types priced at the tensor-core rate (an f32 `tl.dot` runs as TF32 but
+is priced on CUDA cores, as the cost model always did)."""
+
+
 def tensor_core_dtype(s: StructuredOp) -> str | None:
     """The dtype a contraction runs on tensor cores in (16-bit float operands), or None."""
-    return operand_dtype(s) if s.inputs and dtype_bytes(s.inputs[0].type) <= 2 else None
+    dtype = operand_dtype(s) if s.inputs else None
+    return dtype if dtype in TENSOR_CORE_DTYPES else None
 
 
 def dot_dims(s: StructuredOp) -> tuple[list[int], list[int], list[int]] | None:
