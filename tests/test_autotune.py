@@ -93,7 +93,7 @@ def test_out_of_range_candidate_is_an_error():
 
     f = front("relu_add")
     (g,) = at._groups(f)
-    g.attributes["tile_candidate"] = IntegerAttr(99, i64)
+    g.tile_candidate = IntegerAttr(99, i64)
     with pytest.raises(CompileError, match="has tile_candidate 99, but only"):
         at._build(f, {}, "h200", horizontal=False)
 

@@ -26,7 +26,7 @@ from tilefuse.gpu.check import (
     kernel_only_source,
     kernel_specs,
     main,
-    parse_tile_summary,
+    tile_summary,
 )
 from tilefuse.pipeline import run_pipeline
 
@@ -105,14 +105,15 @@ def test_check_kernels_one_program():
     assert report.spills == 0 and 0 < report.registers <= 255
 
 
-def test_parse_tile_summary_matches_describe():
+def test_tile_summary_reads_the_plan():
     plan = TilePlan(
         dims=(DimTile(0, 100, 16, GRID), DimTile(1, 96, 32, LOOP)),
-        num_warps=4, num_stages=3, working_set=3 * 1024 + 512,
+        num_warps=4, num_stages=3, working_set=3 * 1024 + 500,
         smem_budget=227 * 1024, regs_per_thread=44, occupancy=0.62, contraction=True,
     )  # fmt: skip
-    assert parse_tile_summary(plan.describe()) == TileSummary(44, 3584)
-    assert parse_tile_summary("no numbers here") == TileSummary(None, None)
+    # the bytes themselves, not the 0.1 KB the prose rounds them to
+    assert tile_summary(plan.attr()) == TileSummary(44, 3572)
+    assert tile_summary(None) == TileSummary(None, None)
 
 
 def test_signature_is_the_launchers():

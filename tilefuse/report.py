@@ -29,8 +29,7 @@ from tilefuse.analysis.fusion_plan import FusionPlan, plan_fusion
 from tilefuse.analysis.horizontal_plan import HorizontalPlan
 from tilefuse.ir.diagnostics import CompileError
 from tilefuse.ir.module import entry_function
-from tilefuse.ir.structured import element_type
-from tilefuse.ir.tilefuse import GroupOp
+from tilefuse.ir.tilefuse import GroupOp, describe_tiles
 from tilefuse.passes.horizontal_fusion import fuse_horizontally
 from tilefuse.pipeline import run_pipeline
 
@@ -80,16 +79,10 @@ class ProgramReport:
         return sum(1 for k in self.fused if not self.shares_launch(k.name))
 
 
-def dtype_name(node: Node) -> str:
-    """The storage dtype of a node's first result, as the cost tables name it."""
-    t = element_type(node.op.results[0].type)
-    return {"f32": "f32", "f16": "f16", "bf16": "bf16", "f64": "f64"}.get(str(t), "f32")
-
-
-def _point(cost, nodes: list[Node], target: Target) -> RooflinePoint:
-    """Roofline of a kernel: tensor-core, CUDA-core and SFU work, and its bytes."""
-    flops, nbytes, tc, sfu = cost
-    dtype = dtype_name(nodes[-1]) if tc else "f32"
+def _point(cost, target: Target) -> RooflinePoint:
+    """Roofline of a kernel: tensor-core work (in its dtype, `dot.tensor_core_dtype`),
+    CUDA-core and SFU work, and its bytes."""
+    flops, nbytes, tc, sfu, dtype = cost
     return roofline_mixed(flops, nbytes, target, dtype, tc_flops=tc, sfu_ops=sfu)
 
 
@@ -118,7 +111,7 @@ def analyze_program(
     tiled = run_pipeline(front.clone(), target, start="fusion-groups", until="tile-and-fuse",
                          after_each=after_each)  # fmt: skip
     tiles = tuple(
-        (g.sym_name.data, g.attributes["tile"].data if "tile" in g.attributes else "untiled")
+        (g.sym_name.data, describe_tiles(g) or "untiled")
         for g in tiled.walk()
         if isinstance(g, GroupOp)
     )
@@ -128,7 +121,7 @@ def analyze_program(
 
 def _op_point(node: Node, target: Target) -> RooflinePoint:
     c = op_cost(node)
-    return _point((c.flops, c.bytes, c.tc_flops, c.sfu_ops), [node], target)
+    return _point((c.flops, c.bytes, c.tc_flops, c.sfu_ops, c.tc_dtype or "f32"), target)
 
 
 def _group_line(
@@ -136,7 +129,7 @@ def _group_line(
 ) -> KernelLine:
     nodes = [graph.nodes[i] for i in indices]
     ops = " + ".join(n.label for n in nodes if n.kind != FILL)
-    point = _point((cost.flops, cost.fused_bytes, cost.tc_flops, cost.sfu_ops), nodes, target)
+    point = _point((cost.flops, cost.fused_bytes, cost.tc_flops, cost.sfu_ops, cost.dtype), target)
     return KernelLine(name, ops, point)
 
 

@@ -332,15 +332,15 @@ def run_case(case: Case, gpu: bool, use_compile: bool, seed: int, tune: bool = F
         o.numel() * o.element_size() for o in ours
     )
     copy_ms = same_size_copy_ms(min_bytes) if gpu and not case.matmul_bound else None
-    flops = sum(g.attributes["flops"].value.data for g in prog.module.walk() if isinstance(g, GroupOp))
+    flops = sum(g.cost.flops.data for g in prog.module.walk() if isinstance(g, GroupOp) and g.cost)
     per_kernel = []
     if gpu:
         measured, predicted = measured_kernels(prog, inputs), predicted_kernels(prog, "h200")
         for g in prog.module.walk():
             if isinstance(g, GroupOp):
                 name = g.sym_name.data
-                per_kernel.append({"kernel": name, "flops": g.attributes["flops"].value.data,
-                                   "bytes": g.attributes["fused_bytes"].value.data,
+                per_kernel.append({"kernel": name, "flops": g.cost.flops.data,
+                                   "bytes": g.cost.fused_bytes.data,
                                    "measured_s": measured.get(name), "predicted_s": predicted.get(name)})  # fmt: skip
     tuned_ms, tune_s = tuned_run(case, path, inputs, ours) if tune and gpu else (None, None)
     return Result(case.name, ours_ms, eager_ms, compiled_ms, min_bytes, flops, kernels_ours,

@@ -7,8 +7,9 @@ consumer, tries to merge the group of each producer into its own. Each try is a
 
 - pointwise consumers always fuse with their producers;
 - a reduction (or a pointwise op over a reduced dim) fuses when one row of
-  every value the group keeps on chip fits the shared-memory budget and the
-  register file (else the rows would spill back to HBM);
+  every value the group keeps on chip fits one program (`budget.fit`: shared
+  memory, registers, occupancy; the tile planner's own test), or else when
+  looping over the rows in chunks moves no more bytes than the ops apart;
 - a pointwise op after a contraction fuses as its epilogue; a reduction over a
   contraction's output would need whole output rows per tile and is refused;
 - a contraction never absorbs the producers of its operands (each would be
@@ -28,6 +29,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from tilefuse.analysis.budget import COMPUTE_BYTES, Fit, fit, pow2
 from tilefuse.analysis.cost.opcost import GroupCost, group_cost, tensor_bytes
 from tilefuse.analysis.cost.target import Target
 from tilefuse.analysis.dataflow import (
@@ -40,10 +42,7 @@ from tilefuse.analysis.dataflow import (
     SharedDims,
     shared_dims,
 )
-
-COMPUTE_BYTES = 4  # values live on chip in fp32
-MIN_THREADS = 128  # 4 warps: the smallest program the tile planner uses
-MAX_THREADS = 1024
+from tilefuse.ir.dtypes import dtype_bytes
 
 
 @dataclass(frozen=True)
@@ -148,18 +147,12 @@ def _premerge_attention(st: _State) -> None:
             st.group_of[n.index] = gid
         contraction = next(n for n in nodes if n.kind == CONTRACTION)
         head_dim = math.prod(contraction.s.loop_ranges[d] for d in contraction.s.reduction_dims)
-        ebytes = max(1, int(getattr(_elem(contraction), "bitwidth", 32)) // 8)
+        ebytes = dtype_bytes(contraction.s.inputs[0].type)
         _, _, rule = flash_tile(st.target, head_dim, ebytes)
         reason = (f"{len(nodes)} nodes; FlashAttention: scores stay on chip, online softmax "
                   f"over key tiles; {rule}")  # fmt: skip
         labels = (nodes[0].label, "...", nodes[-1].label)
         st.decisions.append(Decision(True, "flash-attention", labels, reason, group=f"@{gid}"))
-
-
-def _elem(node: Node):
-    from tilefuse.ir.structured import element_type
-
-    return element_type(node.s.inputs[0].type)
 
 
 def _try_merge(st: _State, producer: Node, consumer: Node) -> None:
@@ -251,37 +244,46 @@ def _budget_refusal(st: _State, merged: list[Node]) -> str | None:
     chunks, one pass over HBM per reduction (the multi-pass fallback); that is
     taken when it moves no more bytes than the ops apart (one launch fewer).
     """
-    row_bytes = row_working_set(st.graph, merged)
-    budget = st.target.smem_per_block
+    row = row_fit(st.graph, merged, st.target)
+    if row.fits:
+        return None
+    passes = reduction_passes(st.graph, merged, st.target)
+    cost = group_cost(st.graph, merged, passes)
+    if cost.fused_bytes <= cost.unfused_bytes:  # ties: one launch fewer
+        return None
+    spill = spilled_bytes(st.graph, merged, st.target.smem_per_block)
+    return (
+        f"{_row_over(st, merged, row)}; {passes} passes would move {_kb(cost.fused_bytes)}, "
+        f"spilling {_kb(cost.fused_bytes // passes + spill)}, "
+        f"not less than {_kb(cost.unfused_bytes)} unfused"
+    )
+
+
+def row_fit(graph: Graph, nodes: Sequence[Node], target: Target) -> Fit:
+    """Does one row of the group's on-chip values (grid dims at 1, inner dims
+    whole) fit one program (`budget.fit`, the tile planner's first try)?"""
+    dims = shared_dims(graph, nodes)
+    elements = math.prod(pow2(d.extent) for d in dims.dims if not d.is_grid)
+    return fit(target, row_working_set(graph, nodes), elements, target.smem_per_block)
+
+
+def _row_over(st: _State, nodes: Sequence[Node], row: Fit) -> str:
+    """Why one row does not fit: shared memory, or registers at the occupancy floor."""
+    row_bytes, budget = row_working_set(st.graph, nodes), st.target.smem_per_block
     if row_bytes > budget:
-        passes = reduction_passes(st.graph, merged, budget)
-        cost = group_cost(st.graph, merged, passes)
-        if cost.fused_bytes <= cost.unfused_bytes:  # ties: one launch fewer
-            return None
-        spill = spilled_bytes(st.graph, merged, budget)
-        return (
-            f"SRAM: one row of the fused values is {_kb(row_bytes)} > budget "
-            f"{_kb(budget)}; {passes} passes would move {_kb(cost.fused_bytes)}, "
-            f"spilling {_kb(cost.fused_bytes // passes + spill)}, "
-            f"not less than {_kb(cost.unfused_bytes)} unfused"
-        )
-    regs = math.ceil(row_bytes / COMPUTE_BYTES / MAX_THREADS) + 32
-    if regs > st.target.max_regs_per_thread:
-        return (
-            f"register pressure: {regs} > threshold {st.target.max_regs_per_thread} "
-            f"registers per thread at {MAX_THREADS} threads"
-        )
-    return None
+        return f"SRAM: one row of the fused values is {_kb(row_bytes)} > budget {_kb(budget)}"
+    return (f"registers: one row of the fused values ({_kb(row_bytes)}) needs {row.regs} "
+            f"registers per thread at {row.warps} warps, occupancy {row.occupancy:.2f}")  # fmt: skip
 
 
-def reduction_passes(graph: Graph, nodes: Sequence[Node], budget: int) -> int:
+def reduction_passes(graph: Graph, nodes: Sequence[Node], target: Target) -> int:
     """
-    Passes over HBM a group needs: 1 when a row fits on chip; else one per
-    reduction over a row dim plus one to write the results.
+    Passes over HBM a group needs: 1 when a row fits on chip (`row_fit`); else one
+    per reduction over a row dim plus one to write the results.
     """
     from tilefuse.analysis.patterns import find_online_softmax
 
-    if row_working_set(graph, nodes) <= budget:
+    if row_fit(graph, nodes, target).fits:
         return 1
     dims = shared_dims(graph, nodes)
     reductions = sum(
@@ -300,7 +302,7 @@ def reduction_passes(graph: Graph, nodes: Sequence[Node], budget: int) -> int:
 
 
 def _passes_note(st: _State, merged: list[Node]) -> str:
-    passes = reduction_passes(st.graph, merged, st.target.smem_per_block)
+    passes = reduction_passes(st.graph, merged, st.target)
     if passes == 1:
         return ""
     row = row_working_set(st.graph, merged)
@@ -310,6 +312,9 @@ def _passes_note(st: _State, merged: list[Node]) -> str:
     online = any(sm.max_node in members and sm.exp_node in members and
                  any(r in members for r in sm.linear) for sm in find_online_softmax(st.graph))  # fmt: skip
     how = "online softmax, " if online else ""
+    if row <= st.target.smem_per_block:  # within shared memory, over the register file
+        fit_ = row_fit(st.graph, merged, st.target)
+        return f"; rows of {_kb(row)} need {fit_.regs} registers per thread: {how}{passes} passes over HBM"
     return (
         f"; rows of {_kb(row)} exceed {_kb(st.target.smem_per_block)}: "
         f"{how}{passes} passes over HBM"
@@ -368,7 +373,7 @@ def _row_bytes(graph: Graph, nodes: Sequence[Node]) -> dict[object, int]:
             (r, n.s.operand_dims(len(n.s.inputs) + i)) for i, r in enumerate(n.op.results)
         ]
         for value, loops in operands:
-            inner = [_pow2(dims.dim(n, d).extent) for d in loops if not dims.dim(n, d).is_grid]
+            inner = [pow2(dims.dim(n, d).extent) for d in loops if not dims.dim(n, d).is_grid]
             seen[value] = math.prod(inner) * COMPUTE_BYTES
     return seen
 
@@ -489,7 +494,7 @@ def _finish(st: _State) -> FusionPlan:
         recomputed = sorted(set(st.recompute.get(gid, [])) - set(nodes))
         all_nodes = [st.graph.nodes[i] for i in sorted(nodes + recomputed)]
         root = max(nodes)
-        passes = reduction_passes(st.graph, all_nodes, st.target.smem_per_block)
+        passes = reduction_passes(st.graph, all_nodes, st.target)
         groups.append(FusionGroup(name, tuple(nodes), root, tuple(recomputed),
                                   group_cost(st.graph, all_nodes, passes)))  # fmt: skip
     decisions = [
@@ -520,10 +525,6 @@ def group_kind(nodes: Iterable[Node]) -> str:
 def group_label(nodes: Sequence[Node]) -> str:
     labels = [n.label for n in nodes if not is_free_fill(n)]
     return " + ".join(labels) if len(labels) <= 3 else f"{labels[0]} ... {labels[-1]}"
-
-
-def _pow2(n: int) -> int:
-    return 1 << max(0, (n - 1).bit_length())
 
 
 def _kb(n: float) -> str:

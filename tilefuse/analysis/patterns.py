@@ -33,6 +33,7 @@ from tilefuse.analysis.dataflow import (
     Node,
     shared_dims,
 )
+from tilefuse.ir.structured import combiner_at
 
 
 @dataclass(frozen=True)
@@ -64,12 +65,7 @@ def _combiner(node: Node) -> tuple[Operation, SSAValue] | None:
     block = node.s.payload
     if len(node.s.outputs) != 1 or block.last_op is None:
         return None
-    comb = block.last_op.operands[0].owner
-    acc = block.args[len(node.s.inputs)]
-    if not isinstance(comb, Operation) or acc not in comb.operands or len(comb.operands) != 2:
-        return None
-    x = comb.operands[1] if comb.operands[0] is acc else comb.operands[0]
-    return comb, x
+    return combiner_at(block.args[len(node.s.inputs)], block.last_op.operands[0])
 
 
 def _is_max_of_input(node: Node) -> bool:

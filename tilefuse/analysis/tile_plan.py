@@ -27,23 +27,26 @@ from dataclasses import dataclass
 
 from xdsl.dialects.builtin import TensorType
 
+from tilefuse.analysis.budget import (
+    BYTES_PER_THREAD,
+    COMPUTE_BYTES,
+    MAX_WARPS,
+    REG_OVERHEAD,
+    fit,
+    pow2,
+    regs_per_thread,
+)
 from tilefuse.analysis.cost.occupancy import occupancy
-from tilefuse.analysis.cost.opcost import elem_bytes, payload_library_calls
+from tilefuse.analysis.cost.opcost import payload_library_calls
 from tilefuse.analysis.cost.target import Target
 from tilefuse.analysis.dataflow import CONTRACTION, FILL, REDUCE, Graph, SharedDims
+from tilefuse.analysis.dot import MIN_DOT
 from tilefuse.ir.diagnostics import CompileError, op_location
+from tilefuse.ir.dtypes import dtype_bytes
+from tilefuse.ir.tilefuse import GRID, LOOP, WHOLE, TilePlanAttr
 
-GRID, WHOLE, LOOP = "grid", "whole", "loop"
-COMPUTE_BYTES = 4
-MIN_OCCUPANCY = 0.25
-REG_OVERHEAD = 24  # addresses, masks, loop counters
 TARGET_TILE_ELEMS = 4096  # per program, for memory-bound groups
 MIN_CHUNK = 64
-
-
-def pow2(n: int) -> int:
-    """The smallest power of two >= n."""
-    return 1 << max(0, (n - 1).bit_length())
 
 
 @dataclass(frozen=True)
@@ -92,17 +95,18 @@ class TilePlan:
     def loop_dims(self) -> tuple[DimTile, ...]:
         return tuple(d for d in self.dims if d.mode == LOOP)
 
+    def attr(self, dot: str | None = None) -> TilePlanAttr:
+        """The plan as the `#tilefuse.tile_plan` its grid carries; `dot`: the tile
+        program's `tl.dot` operand dtype (`analysis.dot.grid_dot`)."""
+        return TilePlanAttr(
+            [(d.extent, d.block, d.mode) for d in self.dims], self.num_warps, self.num_stages,
+            self.working_set, self.smem_budget, self.regs_per_thread, self.occupancy,
+            self.swizzle, self.group_m, dot, self.schedule_note,
+        )  # fmt: skip
+
     def describe(self) -> str:
-        tile = "x".join(
-            f"{d.block}{'(loop)' if d.mode == LOOP else ''}" for d in self.dims
-        )
-        return (
-            f"tile {tile}, grid {'x'.join(map(str, self.grid)) or '1'}, working set "
-            f"{self.working_set / 1024:.1f} KB of {self.smem_budget / 1024:.0f} KB, "
-            f"~{self.regs_per_thread} regs/thread, {self.num_warps} warps, "
-            f"{self.num_stages} stages, occupancy {self.occupancy:.2f}"
-            + (f"; {self.schedule_note}" if self.schedule_note else "")
-        )
+        """The plan in one line (`TilePlanAttr.describe`)."""
+        return self.attr().describe()
 
 
 class TilingRefused(CompileError):
@@ -162,13 +166,6 @@ def _working_set(values: list[tuple[int, ...]], blocks: dict[int, int]) -> int:
     return sum(math.prod(blocks[d] for d in v) * COMPUTE_BYTES for v in values)
 
 
-BYTES_PER_THREAD = 64
-"""Bytes of each tensor a thread of a memory-bound tile moves: four 16-byte
-vectors in flight (16 f32 or 32 bf16 elements). H200, bf16 elementwise and
-row kernels: 8 KB tiles with 4 warps run 1-3% faster than with 8
-(tools/experiments/warps_sweep.py, docs/PERF.md)."""
-
-
 POINTWISE_TILE_ELEMS = 1024
 POINTWISE_BYTES_PER_THREAD = 16
 """A pointwise group (no reduced dim) launches smaller programs: 1024
@@ -178,11 +175,6 @@ H200, 8192x8192, against 4096 elements at 64 bytes per thread: bias+GELU bf16
 0.0981, relu_add bf16 within 0.5% either way
 (tools/experiments/elementwise_tiles.py, docs/PERF.md). Row groups keep
 TARGET_TILE_ELEMS and BYTES_PER_THREAD."""
-
-
-def _warps_for(elements: int, storage_bytes: int = COMPUTE_BYTES, per_thread: int = 0) -> int:
-    per_warp = (per_thread or BYTES_PER_THREAD) * 32
-    return max(2, min(16, pow2(max(1, elements * storage_bytes // per_warp))))
 
 
 def _launch_shape(dims: SharedDims) -> tuple[int, int]:
@@ -196,7 +188,7 @@ def _launch_shape(dims: SharedDims) -> tuple[int, int]:
 def _storage_bytes(graph: Graph) -> int:
     """The widest element type among the group's tensors (arguments, results
     and intermediates: an fp32 intermediate keeps fp32 warps)."""
-    return max((elem_bytes(v.type) for n in graph.nodes for v in (*n.op.operands, *n.op.results)
+    return max((dtype_bytes(v.type) for n in graph.nodes for v in (*n.op.operands, *n.op.results)
                 if isinstance(v.type, TensorType)), default=COMPUTE_BYTES)  # fmt: skip
 
 
@@ -208,16 +200,12 @@ def _fit(
     storage_bytes: int = COMPUTE_BYTES,
     per_thread: int = 0,
 ) -> tuple[bool, int, int, float]:
-    """Does a block assignment fit? -> (fits, warps, regs, occupancy), with
-    warps for tensors of `storage_bytes` elements, `per_thread` bytes of each
+    """Does a block assignment fit (`budget.fit`)? -> (fits, warps, regs, occupancy),
+    with warps for tensors of `storage_bytes` elements, `per_thread` bytes of each
     per thread (default BYTES_PER_THREAD)."""
     ws = _working_set(values, blocks)
-    elements = math.prod(blocks.values())
-    warps = _warps_for(elements, storage_bytes, per_thread)
-    regs = math.ceil(ws / COMPUTE_BYTES / (warps * target.warp_size)) + REG_OVERHEAD
-    occ = occupancy(target, min(regs, target.max_regs_per_thread), warps * target.warp_size, 0)
-    fits = ws <= budget and regs <= target.max_regs_per_thread and occ.occupancy >= MIN_OCCUPANCY
-    return fits, warps, regs, occ.occupancy
+    f = fit(target, ws, math.prod(blocks.values()), budget, storage_bytes, per_thread)
+    return f.fits, f.warps, f.regs, f.occupancy
 
 
 def _plan_memory_bound(graph: Graph, dims: SharedDims, target: Target, budget: int) -> TilePlan:
@@ -274,11 +262,11 @@ def _plan_streamed(graph, dims, target, budget, values, row) -> TilePlan:
     """One row per program, looped in STREAM_CHUNK chunks; warps so that each
     thread moves one 16-byte vector of the widest row input per chunk."""
     blocks = {d.id: (STREAM_CHUNK if d.id == row.id else 1) for d in dims.dims}
-    ebytes = max((elem_bytes(n.s.inputs[i].type) for n in graph.nodes if n.kind == REDUCE
+    ebytes = max((dtype_bytes(n.s.inputs[i].type) for n in graph.nodes if n.kind == REDUCE
                   for i in range(len(n.s.inputs))), default=COMPUTE_BYTES)  # fmt: skip
     warps = max(4, min(MAX_WARPS, STREAM_CHUNK * ebytes // VECTOR_BYTES // target.warp_size))
     ws = _working_set(values, blocks)
-    regs = math.ceil(ws / COMPUTE_BYTES / (warps * target.warp_size)) + REG_OVERHEAD
+    regs = regs_per_thread(target, ws, warps)
     occ = occupancy(target, min(regs, target.max_regs_per_thread), warps * target.warp_size, 0)
     tiles = tuple(DimTile(d.id, d.extent, blocks[d.id], LOOP if d.id == row.id else GRID)
                   for d in dims.dims)  # fmt: skip
@@ -344,7 +332,8 @@ def _grid_growth_order(graph: Graph, dims: SharedDims) -> list:
 # Contractions (+ epilogues)
 # ---------------------------------------------------------------------------
 
-MMA_BLOCKS = (256, 128, 64, 32, 16)
+MMA_BLOCKS = (256, 128, 64, 32, MIN_DOT)
+"""Contraction blocks: each at least MIN_DOT, so that the contraction is a `tl.dot`."""
 MAX_ACC_REGS = 128
 
 
@@ -376,7 +365,7 @@ def _roles(graph: Graph, dims: SharedDims) -> _Roles:
     n, _ = primary([d for d in out_dims if d in b_dims and d not in a_dims])
     k, other_k = primary(node.s.reduction_dims)
     assert k is not None
-    return _Roles(m, n, k, other_k, elem_bytes(node.s.inputs[0].type))
+    return _Roles(m, n, k, other_k, dtype_bytes(node.s.inputs[0].type))
 
 
 def _epilogue_library_calls(graph: Graph) -> int:
@@ -467,7 +456,7 @@ def _order_misses(m, n, k, bm, bn, bk, operand_bytes, l2_bytes, sm_count) -> dic
 def _mma_sizes(ext: dict[int, int], dim: int | None) -> list[int]:
     if dim is None:
         return [1]
-    cap = max(16, pow2(ext[dim]))
+    cap = max(MIN_DOT, pow2(ext[dim]))
     return [b for b in MMA_BLOCKS if b <= cap]
 
 
@@ -497,7 +486,7 @@ def _contraction_warps(bm: int, bn: int, library_calls: int) -> int:
 def _contraction_candidate(target, budget, roles: _Roles, ext, bm: int, bn: int, calls: int = 0):
     """Score and budget numbers of one (BM, BN) choice, or None if it does not fit."""
     k = roles.k
-    bk = min(max(16, pow2(ext[k])), 64 if roles.operand_bytes <= 2 else 32)
+    bk = min(max(MIN_DOT, pow2(ext[k])), 64 if roles.operand_bytes <= 2 else 32)
     warps = _contraction_warps(bm, bn, calls)
     threads = warps * target.warp_size
     acc_regs = math.ceil(bm * bn / threads)
@@ -567,14 +556,14 @@ def _plan_attention(graph: Graph, dims: SharedDims, target: Target, budget: int,
     row = max(reversed(rows), key=lambda d: ext[d])
     head = math.prod(pow2(ext[d]) for d in head_dims)
     out_width = math.prod(pow2(ext[d]) for d in out_dims)
-    ebytes = elem_bytes(scores[0].s.inputs[0].type) if scores else COMPUTE_BYTES
+    ebytes = dtype_bytes(scores[0].s.inputs[0].type) if scores else COMPUTE_BYTES
     br, bc, _ = flash_tile(target, head, ebytes)
     if ebytes <= 2:
         # Key tile = head dim within [64, 128]: calibrated on the H200 with
         # tools/experiments/tile_sweep.py (d=128: 128x128 best; d=64: 128x64).
         bc = min(bc, max(64, min(128, head)))
-    br = min(br, max(16, pow2(ext[row])))
-    bc = min(bc, max(16, pow2(ext[j])))
+    br = min(br, max(MIN_DOT, pow2(ext[row])))
+    bc = min(bc, max(MIN_DOT, pow2(ext[j])))
     tiles = []
     for d in dims.dims:
         if d.id == j:
@@ -598,8 +587,6 @@ def _plan_attention(graph: Graph, dims: SharedDims, target: Target, budget: int,
 # ---------------------------------------------------------------------------
 # Candidates for the optional autotuner
 # ---------------------------------------------------------------------------
-
-MAX_WARPS = 16
 
 
 def tile_candidates(

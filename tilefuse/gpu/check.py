@@ -21,8 +21,8 @@ strides that are multiples of 16 marked divisible by 16. The constexprs are
 those the host passes (`DOT_DTYPE`, `DOT_PRECISION`, read from its launch
 call), and `num_warps`/`num_stages` come from the group's `tile_grid`.
 
-The predicted registers per thread and working set are read from the group's
-`tile` attribute (`TilePlan.describe()`), the only place the pass keeps them.
+The predicted registers per thread and working set are read from the tile plan
+of the group's (first) grid (`#tilefuse.tile_plan`, `tile_summary`).
 
 When `triton.language` was imported for the interpreter (`TRITON_INTERPRET=1`,
 as in the tests), kernels cannot be compiled in this process; all the kernels
@@ -35,7 +35,6 @@ import argparse
 import ast
 import math
 import pickle
-import re
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -56,7 +55,7 @@ __all__ = [
     "kernel_only_source",
     "kernel_specs",
     "main",
-    "parse_tile_summary",
+    "tile_summary",
 ]
 
 POINTER_TYPE = {"f32": "*fp32", "f16": "*fp16", "bf16": "*bf16", "f64": "*fp64", "i1": "*i1",
@@ -71,24 +70,18 @@ I32_MAX = 2**31 - 1
 
 @dataclass(frozen=True)
 class TileSummary:
-    """The numbers of a group's `tile` attribute that ptxas can confirm."""
+    """The numbers of a grid's tile plan that ptxas can confirm."""
 
     regs_per_thread: int | None
     working_set_bytes: int | None
 
 
-_REGS_RE = re.compile(r"~(\d+) regs/thread")
-_WS_RE = re.compile(r"working set ([\d.]+) KB")
-
-
-def parse_tile_summary(text: str) -> TileSummary:
-    """`"... working set 16.0 KB of 227 KB, ~44 regs/thread, ..."` -> (44, 16384)."""
-    regs = _REGS_RE.search(text)
-    ws = _WS_RE.search(text)
-    return TileSummary(
-        int(regs[1]) if regs else None,
-        round(float(ws[1]) * 1024) if ws else None,
-    )
+def tile_summary(plan: Any) -> TileSummary:
+    """`#tilefuse.tile_plan<..., working_set = 16384, ..., regs = 44, ...>` -> (44, 16384);
+    (None, None) for a grid without a plan (None)."""
+    if plan is None:
+        return TileSummary(None, None)
+    return TileSummary(plan.regs.data, plan.working_set.data)
 
 
 # --------------------------------------------------------------------------
@@ -227,7 +220,6 @@ def _group_spec(g: Any, grid: Any, tree: ast.Module) -> KernelSpec:
     missing = [a for a in args if a not in sig and a not in consts]
     if missing:
         raise CubinCompileError(f"{name}: no value for parameters {missing}")
-    tile = g.attributes.get("tile")
     return KernelSpec(
         name=name,
         signature=tuple(sig.items()),
@@ -235,7 +227,7 @@ def _group_spec(g: Any, grid: Any, tree: ast.Module) -> KernelSpec:
         divisible_by_16=tuple(div),
         num_warps=grid.num_warps.value.data,
         num_stages=grid.num_stages.value.data,
-        predicted=parse_tile_summary(tile.data if tile is not None else ""),
+        predicted=tile_summary(grid.plan),
         contraction=_is_contraction_group(g),
     )
 

@@ -227,7 +227,8 @@ IDENTITY = {
     arith.MinSIOp: float("inf"),
 }  # fmt: skip
 """Reduction combiners and their identities (an infinity in an integer type is
-that type's smallest or largest signed value: see `constant_of`)."""
+that type's smallest or largest signed value: see `constant_of`): the compiler's one
+table of them (`combiner_at` matches them). The oracle keeps its own on purpose."""
 
 
 CMPF_PREDICATES = ("false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord", "ueq", "ugt",
@@ -250,18 +251,24 @@ def constant_of(value: float, t: Attribute) -> arith.ConstantOp:
     return arith.ConstantOp(FloatAttr(value, t))
 
 
+def combiner_at(acc: SSAValue, value: SSAValue) -> tuple[Operation, SSAValue] | None:
+    """`value = acc <op> x` with `op` a combiner of IDENTITY -> (the op, x), or None."""
+    op = value.owner
+    if not isinstance(op, Operation) or type(op) not in IDENTITY or acc not in op.operands:
+        return None
+    return op, op.operands[1] if op.operands[0] is acc else op.operands[0]
+
+
 def reduction_combiner(s: StructuredOp) -> type | None:
     """The combiner of a one-output reduction whose payload ends in `acc <op> x`
     with the accumulator read nowhere else (sum, product, max, min), or None."""
-    if len(s.outputs) != 1 or not s.reduction_dims:
+    if len(s.outputs) != 1 or not s.reduction_dims or s.payload.last_op is None:
         return None
     acc = s.payload.args[-1]
-    op = s.payload.last_op.operands[0].owner
-    if not isinstance(op, Operation) or type(op) not in IDENTITY:
+    found = combiner_at(acc, s.payload.last_op.operands[0])
+    if found is None or len(list(acc.uses)) != 1:
         return None
-    if acc not in op.operands or len(list(acc.uses)) != 1:
-        return None
-    return type(op)
+    return type(found[0])
 
 
 def filled(t: TensorType, value: float) -> tuple[SSAValue, list[Operation]]:

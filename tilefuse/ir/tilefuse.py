@@ -2,29 +2,47 @@
 The `tilefuse` dialect: what the pipeline adds on top of upstream MLIR.
 
 Upstream ops (`func`, `linalg`, `tensor`, `arith`, `math`, `scf`) carry the
-computation. This dialect only marks structure that upstream has no word for:
-a fusion group, the unit that becomes one GPU kernel, with the decision that
-formed it attached as attributes.
+computation. This dialect adds what upstream has no word for: a fusion group (the
+unit that becomes one GPU kernel, `tilefuse.group`), its tiled body (a grid of tile
+programs, `tilefuse.tile_grid`, reading and writing tiles with `tilefuse.load` and
+`tilefuse.store`), strided views (`tilefuse.window`), and the two records stages hand
+on: what a group costs (`#tilefuse.cost`, written by `fusion-groups`) and how a grid is
+tiled (`#tilefuse.tile_plan`, written by `tile-and-fuse`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from xdsl.dialects.builtin import (
     I64,
     AffineMapAttr,
+    ArrayAttr,
     DenseArrayBase,
+    FloatData,
     IndexType,
+    IntAttr,
     IntegerAttr,
+    NoneAttr,
     StringAttr,
     TensorType,
     i64,
 )
-from xdsl.ir import Attribute, Block, BlockArgument, Dialect, Region, SSAValue
+from xdsl.ir import (
+    Attribute,
+    Block,
+    BlockArgument,
+    Dialect,
+    ParametrizedAttribute,
+    Region,
+    SSAValue,
+)
 from xdsl.ir.affine import AffineMap
 from xdsl.irdl import (
     IRDLOperation,
+    ParsePropInAttrDict,
+    irdl_attr_definition,
     irdl_op_definition,
     operand_def,
     opt_prop_def,
@@ -35,10 +53,317 @@ from xdsl.irdl import (
     var_operand_def,
     var_result_def,
 )
+from xdsl.parser import AttrParser
+from xdsl.printer import Printer
 from xdsl.traits import IsolatedFromAbove, IsTerminator, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from tilefuse.ir.affine import last_index, window_terms
+from tilefuse.ir.dtypes import FLOATS
+
+_T = TypeVar("_T")
+
+
+def _parse_field(parser: AttrParser, name: str, value: Callable[[], _T], first: bool = False) -> _T:
+    """`, name = <value>` (no comma before the first field)."""
+    if not first:
+        parser.parse_punctuation(",")
+    parser.parse_keyword(name)
+    parser.parse_punctuation("=")
+    return value()
+
+
+def _parse_ints(parser: AttrParser) -> ArrayAttr[IntAttr]:
+    values = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_integer)
+    return ArrayAttr(IntAttr(v) for v in values)
+
+
+def _ints(values: ArrayAttr[IntAttr]) -> tuple[int, ...]:
+    return tuple(v.data for v in values.data)
+
+
+COST_COUNTS = ("flops", "fused_bytes", "unfused_bytes", "tc_flops", "sfu_ops")
+"""The counts of a `#tilefuse.cost`, in order."""
+
+
+@irdl_attr_definition
+class CostAttr(ParametrizedAttribute):
+    """
+    What a fusion group costs, as the fusion planner priced it: FLOPs (`tc_flops` of
+    them on tensor cores, in `dtype`), transcendentals on the special function units,
+    and the HBM bytes it moves as one kernel (`fused_bytes`) and op by op
+    (`unfused_bytes`). `fusion-groups` writes it on each group; `horizontal-fusion`
+    and the benchmark price it with `cost.roofline.predicted_time`.
+
+    ```mlir
+    #tilefuse.cost<flops = 2000, fused_bytes = 12000, unfused_bytes = 20000,
+                   tc_flops = 0, sfu_ops = 0, dtype = "f32">
+    ```
+    """
+
+    name = "tilefuse.cost"
+
+    flops: IntAttr
+    fused_bytes: IntAttr
+    unfused_bytes: IntAttr
+    tc_flops: IntAttr
+    sfu_ops: IntAttr
+    dtype: StringAttr
+
+    def __init__(self, flops: int, fused_bytes: int, unfused_bytes: int, tc_flops: int = 0,
+                 sfu_ops: int = 0, dtype: str = "f32"):  # fmt: skip
+        counts = (flops, fused_bytes, unfused_bytes, tc_flops, sfu_ops)
+        super().__init__(*(IntAttr(c) for c in counts), StringAttr(dtype))
+
+    def counts(self) -> dict[str, int]:
+        """The five counts by name."""
+        return {k: getattr(self, k).data for k in COST_COUNTS}
+
+    def __add__(self, other: CostAttr) -> CostAttr:
+        """Two kernels' costs as one launch's; the tensor-core dtype of the first
+        one with tensor-core work."""
+        a, b = self.counts(), other.counts()
+        dtype = self.dtype.data if a["tc_flops"] or not b["tc_flops"] else other.dtype.data
+        return CostAttr(*(a[k] + b[k] for k in COST_COUNTS), dtype=dtype)
+
+    def print_parameters(self, printer: Printer) -> None:
+        fields = [f"{k} = {v}" for k, v in self.counts().items()]
+        printer.print_string(f"<{', '.join(fields)}, dtype = ")
+        printer.print_string_literal(self.dtype.data)
+        printer.print_string(">")
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        with parser.in_angle_brackets():
+            counts = [IntAttr(_parse_field(parser, k, parser.parse_integer, first=k == "flops"))
+                      for k in COST_COUNTS]  # fmt: skip
+            dtype = StringAttr(_parse_field(parser, "dtype", parser.parse_str_literal))
+        return [*counts, dtype]
+
+    def verify(self) -> None:
+        negative = [k for k, v in self.counts().items() if v < 0]
+        if negative:
+            raise VerifyException(f"A cost counts FLOPs and bytes: {', '.join(negative)} "
+                                  "must not be negative.")  # fmt: skip
+        if self.tc_flops.data > self.flops.data:
+            raise VerifyException(f"A cost's tensor-core FLOPs ({self.tc_flops.data}) are part "
+                                  f"of its FLOPs ({self.flops.data}) and cannot exceed them.")  # fmt: skip
+        if self.dtype.data not in FLOATS:
+            raise VerifyException(f"A cost's dtype must be one of {', '.join(FLOATS)}, "
+                                  f"not {self.dtype.data!r}.")  # fmt: skip
+
+
+GRID, WHOLE, LOOP = "grid", "whole", "loop"
+"""How a tile plan covers a dim: split across programs, whole in every tile, or
+looped inside the tile in chunks of its block."""
+
+
+@irdl_attr_definition
+class TilePlanAttr(ParametrizedAttribute):
+    """
+    How a tile grid is tiled, and the budget arithmetic behind it (`tile_plan.py`).
+
+    Per shared loop dim of the group: its `extents`, its block in `blocks` (a power
+    of two) and its mode in `modes` (`grid`: split across programs; `whole`: the
+    whole, padded extent in every tile; `loop`: looped inside the tile in chunks of
+    the block). Then the launch (`warps`, `stages`), the working set against the
+    shared-memory budget (bytes), the registers per thread the model expects, the
+    occupancy it gives, the program order (`row`, or `grouped<m, n, group_m>`: the
+    grid dims at positions `m` and `n` walked `group_m` tile rows at a time), and
+    `dot`: the operand dtype of the grid's contractions when they are `tl.dot`s,
+    `none` when the grid has none (`analysis/dot.py`). `note` says why, when the
+    planner had a choice to explain. `describe()` is the plan as one line of prose,
+    the `# tile ...` comment of the printed kernel.
+
+    ```mlir
+    #tilefuse.tile_plan<extents = [70, 333], blocks = [8, 512], modes = [grid, whole],
+        warps = 8, stages = 1, working_set = 49216, smem_budget = 232448, regs = 73,
+        occupancy = 0.375, order = row, dot = none>
+    ```
+    """
+
+    name = "tilefuse.tile_plan"
+
+    extents: ArrayAttr[IntAttr]
+    blocks: ArrayAttr[IntAttr]
+    modes: ArrayAttr[StringAttr]
+    warps: IntAttr
+    stages: IntAttr
+    working_set: IntAttr
+    smem_budget: IntAttr
+    regs: IntAttr
+    occupancy: FloatData
+    order: ArrayAttr[IntAttr]
+    """Empty for row order; (m, n, group_m) for grouped order."""
+    dot: StringAttr | NoneAttr
+    note: StringAttr
+
+    def __init__(
+        self,
+        dims: Sequence[tuple[int, int, str]],
+        warps: int,
+        stages: int,
+        working_set: int,
+        smem_budget: int,
+        regs: int,
+        occupancy: float,
+        swizzle: tuple[int, int] | None = None,
+        group_m: int = 1,
+        dot: str | None = None,
+        note: str = "",
+    ):
+        """`dims`: (extent, block, mode) per dim; `swizzle`: the positions of M and N
+        among the grid dims, walked `group_m` rows at a time (None: row order)."""
+        order = () if swizzle is None else (*swizzle, group_m)
+        super().__init__(
+            ArrayAttr(IntAttr(e) for e, _, _ in dims), ArrayAttr(IntAttr(b) for _, b, _ in dims),
+            ArrayAttr(StringAttr(m) for _, _, m in dims), IntAttr(warps), IntAttr(stages),
+            IntAttr(int(working_set)), IntAttr(smem_budget), IntAttr(regs), FloatData(float(occupancy)),
+            ArrayAttr(IntAttr(i) for i in order), NoneAttr() if dot is None else StringAttr(dot),
+            StringAttr(note),
+        )  # fmt: skip
+
+    @property
+    def dims(self) -> tuple[tuple[int, int, str], ...]:
+        """(extent, block, mode) per dim."""
+        modes = (m.data for m in self.modes.data)
+        return tuple(zip(_ints(self.extents), _ints(self.blocks), modes, strict=True))
+
+    @property
+    def grid(self) -> tuple[int, ...]:
+        """Programs per grid dim."""
+        return tuple(-(-e // b) for e, b, m in self.dims if m == GRID)
+
+    @property
+    def swizzle(self) -> tuple[int, int] | None:
+        """Positions (among the grid dims) of M and N in grouped order; None: row order."""
+        order = _ints(self.order)
+        return (order[0], order[1]) if order else None
+
+    @property
+    def group_m(self) -> int:
+        """Tile rows per group in grouped order (1: row-major)."""
+        order = _ints(self.order)
+        return order[2] if order else 1
+
+    @property
+    def dot_dtype(self) -> str | None:
+        """The `tl.dot` operand dtype, None when the grid has no `tl.dot`."""
+        return self.dot.data if isinstance(self.dot, StringAttr) else None
+
+    def describe(self) -> str:
+        """The plan in one line: `tile 8x512, grid 9, working set 48.1 KB of 227 KB, ...`."""
+        tile = "x".join(f"{b}{'(loop)' if m == LOOP else ''}" for _, b, m in self.dims)
+        note = self.note.data
+        return (
+            f"tile {tile}, grid {'x'.join(map(str, self.grid)) or '1'}, working set "
+            f"{self.working_set.data / 1024:.1f} KB of {self.smem_budget.data / 1024:.0f} KB, "
+            f"~{self.regs.data} regs/thread, {self.warps.data} warps, "
+            f"{self.stages.data} stages, occupancy {self.occupancy.data:.2f}"
+            + (f"; {note}" if note else "")
+        )
+
+    def print_parameters(self, printer: Printer) -> None:
+        def ints(values: ArrayAttr[IntAttr]) -> str:
+            return f"[{', '.join(map(str, _ints(values)))}]"
+
+        modes = ", ".join(m.data for m in self.modes.data)
+        order = "row" if not self.order.data else f"grouped<{ints(self.order)[1:-1]}>"
+        printer.print_string(
+            f"<extents = {ints(self.extents)}, blocks = {ints(self.blocks)}, modes = [{modes}], "
+            f"warps = {self.warps.data}, stages = {self.stages.data}, "
+            f"working_set = {self.working_set.data}, smem_budget = {self.smem_budget.data}, "
+            f"regs = {self.regs.data}, occupancy = {self.occupancy.data!r}, order = {order}, "
+            "dot = "
+        )  # fmt: skip
+        if isinstance(self.dot, StringAttr):
+            printer.print_string_literal(self.dot.data)
+        else:
+            printer.print_string("none")
+        if self.note.data:
+            printer.print_string(", note = ")
+            printer.print_string_literal(self.note.data)
+        printer.print_string(">")
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        def field(name: str, value: Callable[[], _T]) -> _T:
+            return _parse_field(parser, name, value, first=name == "extents")
+
+        def integer() -> IntAttr:
+            return IntAttr(parser.parse_integer())
+
+        def modes() -> ArrayAttr[StringAttr]:
+            words = parser.parse_comma_separated_list(
+                parser.Delimiter.SQUARE, lambda: parser.parse_keyword_in((GRID, WHOLE, LOOP)))
+            return ArrayAttr(StringAttr(w) for w in words)
+
+        def order() -> ArrayAttr[IntAttr]:
+            if parser.parse_optional_keyword("row") is not None:
+                return ArrayAttr(())
+            parser.parse_keyword("grouped")
+            values = parser.parse_comma_separated_list(parser.Delimiter.ANGLE,
+                                                       parser.parse_integer)  # fmt: skip
+            return ArrayAttr(IntAttr(v) for v in values)
+
+        def dot() -> StringAttr | NoneAttr:
+            if parser.parse_optional_keyword("none") is not None:
+                return NoneAttr()
+            return StringAttr(parser.parse_str_literal())
+
+        with parser.in_angle_brackets():
+            params: list[Attribute] = [
+                field("extents", lambda: _parse_ints(parser)),
+                field("blocks", lambda: _parse_ints(parser)), field("modes", modes),
+                *(field(k, integer) for k in ("warps", "stages", "working_set", "smem_budget",
+                                              "regs")),
+                field("occupancy", lambda: FloatData(float(parser.parse_number()))),
+                field("order", order), field("dot", dot),
+            ]  # fmt: skip
+            note = ""
+            if parser.parse_optional_punctuation(",") is not None:
+                note = _parse_field(parser, "note", parser.parse_str_literal, first=True)
+        return [*params, StringAttr(note)]
+
+    def verify(self) -> None:
+        n = (len(self.extents.data), len(self.blocks.data), len(self.modes.data))
+        if len(set(n)) != 1:
+            raise VerifyException(f"A tile plan needs one extent, block and mode per dim, "
+                                  f"not {n[0]}, {n[1]} and {n[2]}.")  # fmt: skip
+        if any(m not in (GRID, WHOLE, LOOP) for _, _, m in self.dims):
+            raise VerifyException("A tile plan's modes are grid, whole or loop.")
+        if any(b < 1 or b & (b - 1) for b in _ints(self.blocks)):
+            raise VerifyException(f"Tile blocks must be powers of two (Triton's block shapes "
+                                  f"are), not {list(_ints(self.blocks))}.")  # fmt: skip
+        self._verify_launch()
+        self._verify_order()
+        if self.dot_dtype is not None and self.dot_dtype not in FLOATS:
+            raise VerifyException(f"A tile plan's dot dtype must be one of {', '.join(FLOATS)}, "
+                                  f"not {self.dot_dtype!r}.")  # fmt: skip
+
+    def _verify_launch(self) -> None:
+        w = self.warps.data
+        if w < 1 or w & (w - 1) or self.stages.data < 1:
+            raise VerifyException(f"A tile plan launches a power-of-two number of warps and at "
+                                  f"least one stage, not {w} warps and {self.stages.data} "
+                                  "stages.")  # fmt: skip
+        if min(self.working_set.data, self.smem_budget.data, self.regs.data) < 0:
+            raise VerifyException("A tile plan's working set, budget and registers must not "
+                                  "be negative.")  # fmt: skip
+        if not 0.0 <= self.occupancy.data <= 1.0:
+            raise VerifyException(f"A tile plan's occupancy is a fraction in [0, 1], not "
+                                  f"{self.occupancy.data}.")  # fmt: skip
+
+    def _verify_order(self) -> None:
+        order = _ints(self.order)
+        if not order:
+            return
+        rank = len(self.grid)
+        if len(order) != 3 or order[0] == order[1] or not all(0 <= i < rank for i in order[:2]):
+            raise VerifyException(f"A grouped order names two distinct grid dims (of {rank}) "
+                                  f"and the rows per group, not {list(order)}.")  # fmt: skip
+        if order[2] < 1:
+            raise VerifyException("A grouped order walks at least one tile row per group.")
 
 
 @irdl_op_definition
@@ -47,12 +372,15 @@ class GroupOp(IRDLOperation):
     A fusion group: a region computed by one kernel.
 
     The region is isolated from above; its entry block takes one argument per
-    input, and its `tilefuse.yield` returns the group's results. The name and the
-    fusion decision that formed the group travel as properties.
+    input, and its `tilefuse.yield` returns the group's results. The name, the
+    fusion decision that formed the group and what it costs (`#tilefuse.cost`) travel
+    as properties; so do `untiled` (why `tile-and-fuse` left the group as it was) and
+    `tile_candidate` (the autotuner's pick among the tile planner's candidates).
 
     ```mlir
     %z = tilefuse.group "fused_kernel_0" ins(%x, %y : tensor<4xf32>, tensor<4xf32>)
-        reason "fused pointwise: add + relu" {
+        reason "fused pointwise: add + relu" attributes {cost = #tilefuse.cost<flops = 4,
+        fused_bytes = 48, unfused_bytes = 80, tc_flops = 0, sfu_ops = 0, dtype = "f32">} {
     ^bb0(%a: tensor<4xf32>, %b: tensor<4xf32>):
       %s = linalg.add ins(%a, %b : tensor<4xf32>, tensor<4xf32>)
              outs(%a : tensor<4xf32>) -> tensor<4xf32>
@@ -65,11 +393,16 @@ class GroupOp(IRDLOperation):
 
     sym_name = prop_def(StringAttr)
     reason = opt_prop_def(StringAttr)
+    cost = opt_prop_def(CostAttr)
+    untiled = opt_prop_def(StringAttr)
+    tile_candidate = opt_prop_def(IntegerAttr[I64])
     inputs = var_operand_def(TensorType)
     outputs = var_result_def(TensorType)
     body = region_def("single_block")
 
     traits = traits_def(IsolatedFromAbove())
+
+    irdl_options = (ParsePropInAttrDict(),)
 
     assembly_format = (
         "$sym_name `ins` `(` $inputs `:` type($inputs) `)` "
@@ -98,6 +431,12 @@ class GroupOp(IRDLOperation):
     def entry(self) -> Block:
         """The group's only block."""
         return self.body.block
+
+    @property
+    def grids(self) -> tuple[TileGridOp, ...]:
+        """The group's tile grids (none before `tile-and-fuse`, several after
+        `horizontal-fusion` bundled groups)."""
+        return tuple(o for o in self.entry.ops if isinstance(o, TileGridOp))
 
     def verify_(self) -> None:
         arg_types = tuple(arg.type for arg in self.entry.args)
@@ -152,10 +491,13 @@ class TileGridOp(IRDLOperation):
     The entry block takes one `index` per grid dim (the program id) and one
     tensor per output (the destination). Programs are independent; each writes
     its tiles with `tilefuse.store`. The results are the destinations after
-    every program ran. `num_warps` and `num_stages` are launch parameters.
+    every program ran. `num_warps` and `num_stages` are launch parameters; `plan`
+    (`#tilefuse.tile_plan`) is how `tile-and-fuse` tiled it: the tile, the program
+    order, whether its contractions are `tl.dot`s, and the budget arithmetic.
 
     ```mlir
-    %r = tilefuse.tile_grid [18] outs(%e : tensor<70x333xf32>) warps 4 stages 1 {
+    %r = tilefuse.tile_grid [18] outs(%e : tensor<70x333xf32>) warps 4 stages 1
+        attributes {plan = #tilefuse.tile_plan<extents = [70, 333], blocks = [4, 512], ...>} {
     ^bb0(%pid: index, %out: tensor<70x333xf32>):
       ...
       tilefuse.store %y into %out[%off, %c0] : tensor<4x512xf32> into tensor<70x333xf32>
@@ -168,11 +510,14 @@ class TileGridOp(IRDLOperation):
     grid = prop_def(DenseArrayBase.constr(i64))
     num_warps = prop_def(IntegerAttr[I64])
     num_stages = prop_def(IntegerAttr[I64])
+    plan = opt_prop_def(TilePlanAttr)
     outs = var_operand_def(TensorType)
     results_ = var_result_def(TensorType)
     body = region_def("single_block")
 
     traits = traits_def(NoTerminator())
+
+    irdl_options = (ParsePropInAttrDict(),)
 
     assembly_format = (
         "$grid `outs` `(` $outs `:` type($outs) `)` `warps` $num_warps `stages` "
@@ -186,6 +531,7 @@ class TileGridOp(IRDLOperation):
         body: Region,
         num_warps: int = 4,
         num_stages: int = 1,
+        plan: TilePlanAttr | None = None,
     ):
         super().__init__(
             operands=[outs],
@@ -195,6 +541,7 @@ class TileGridOp(IRDLOperation):
                 "grid": DenseArrayBase.from_list(i64, grid),
                 "num_warps": IntegerAttr(num_warps, i64),
                 "num_stages": IntegerAttr(num_stages, i64),
+                "plan": plan,
             },
         )
 
@@ -224,6 +571,39 @@ class TileGridOp(IRDLOperation):
             raise VerifyException("Destination block arguments must match the outs types.")
         if any(g < 1 for g in self.grid_shape):
             raise VerifyException("Every grid dimension needs at least one program.")
+        if self.plan is not None and self.plan.grid != self.grid_shape:
+            raise VerifyException(
+                f"The tile plan's grid {list(self.plan.grid)} must be the tile grid's "
+                f"{list(self.grid_shape)}."
+            )
+
+
+def describe_tiles(group: GroupOp) -> str | None:
+    """The tile plans of `group`'s grids as prose (`TilePlanAttr.describe`), the
+    `# tile ...` comment of its kernel: `"2 grids: tile ... | tile ..."` (distinct
+    plans) for a bundle of several; None when it has no planned grid."""
+    plans = [g.plan for g in group.grids if g.plan is not None]
+    if not plans:
+        return None
+    if len(group.grids) == 1:
+        return plans[0].describe()
+    return f"{len(group.grids)} grids: " + " | ".join(dict.fromkeys(p.describe() for p in plans))
+
+
+def write_printer_hints(group: GroupOp) -> None:
+    """TRANSITIONAL, until the Triton printer reads the declared properties: copy
+    them to the undeclared attributes it reads today (`tile` prose on the group,
+    `swizzle`/`group_m` on each grid, `tilefuse.untiled`). Delete with its calls
+    (`tile-and-fuse`, `horizontal-fusion`) once `backend/triton` is switched."""
+    tiles = describe_tiles(group)
+    if tiles is not None:
+        group.attributes["tile"] = StringAttr(tiles)
+    if group.untiled is not None:
+        group.attributes["tilefuse.untiled"] = group.untiled
+    for grid in group.grids:
+        if grid.plan is not None and grid.plan.swizzle is not None:
+            grid.attributes["swizzle"] = DenseArrayBase.from_list(i64, grid.plan.swizzle)
+            grid.attributes["group_m"] = IntegerAttr(grid.plan.group_m, i64)
 
 
 def _check_tile(op: IRDLOperation, tile: Attribute, full: Attribute, offsets: int) -> None:
@@ -395,5 +775,6 @@ def same_tile_program(a: TileGridOp, b: TileGridOp) -> list[tuple[SSAValue, SSAV
 
 
 Tilefuse = Dialect(
-    "tilefuse", [GroupOp, YieldOp, TileGridOp, LoadOp, StoreOp, WindowOp], []
+    "tilefuse", [GroupOp, YieldOp, TileGridOp, LoadOp, StoreOp, WindowOp],
+    [CostAttr, TilePlanAttr],
 )

@@ -6,13 +6,14 @@ decides the groups; this pass moves each group's ops into one isolated region,
 in an order that respects the dependencies between groups. Ops recomputed in a
 group (fills, cheap multi-use producers) are cloned into it; constants and
 `tensor.empty` are cloned where used. The group carries its decision and its
-traffic numbers:
+cost (`#tilefuse.cost`: FLOPs and HBM bytes, for `horizontal-fusion` and the benchmark):
 
 ```mlir
 %r = tilefuse.group "fused_kernel_0" ins(%x : tensor<70x333xf32>)
     reason "fused reduction: reduce_maximum + sub + reduce_add + div (6 ops)"
-    attributes {flops = 116550 : i64, fused_bytes = 186480 : i64,
-                unfused_bytes = 561680 : i64} { ... } -> (tensor<70x333xf32>)
+    attributes {cost = #tilefuse.cost<flops = 116550, fused_bytes = 186480,
+                unfused_bytes = 561680, tc_flops = 0, sfu_ops = 46620, dtype = "f32">}
+    { ... } -> (tensor<70x333xf32>)
 ```
 """
 
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, func, tensor
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType, i64
+from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -49,7 +50,7 @@ from tilefuse.analysis.fusion_plan import (
 from tilefuse.ir import forms
 from tilefuse.ir.diagnostics import CompileError
 from tilefuse.ir.structured import as_structured
-from tilefuse.ir.tilefuse import GroupOp, WindowOp, YieldOp
+from tilefuse.ir.tilefuse import CostAttr, GroupOp, WindowOp, YieldOp
 from tilefuse.passes.horizontal_fusion import sort_top_level
 
 
@@ -224,13 +225,9 @@ def _build_group(graph: Graph, group: FusionGroup, replaced: dict[SSAValue, SSAV
         group.name, [replaced.get(v, v) for v in inputs], [r.type for r in outputs],
         Region(body), reason=_reason(graph, group),
     )  # fmt: skip
-    group_op.attributes.update(
-        flops=IntegerAttr(group.cost.flops, i64),
-        fused_bytes=IntegerAttr(group.cost.fused_bytes, i64),
-        unfused_bytes=IntegerAttr(group.cost.unfused_bytes, i64),
-        tc_flops=IntegerAttr(group.cost.tc_flops, i64),
-        sfu_ops=IntegerAttr(group.cost.sfu_ops, i64),
-    )
+    c = group.cost
+    group_op.cost = CostAttr(c.flops, c.fused_bytes, c.unfused_bytes, c.tc_flops, c.sfu_ops,
+                             c.dtype)  # fmt: skip
     root = graph.nodes[group.root].op
     group_op.location = root.location
     for old, new in zip(outputs, group_op.results, strict=True):

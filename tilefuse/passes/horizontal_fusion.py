@@ -30,23 +30,27 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, StringAttr, i64
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.traits import IsTerminator
 
-from tilefuse.analysis.cost.roofline import roofline_mixed
+from tilefuse.analysis.cost.roofline import predicted_time
 from tilefuse.analysis.cost.target import Target, get_target
-from tilefuse.analysis.dataflow import host_sources, is_contraction
+from tilefuse.analysis.dataflow import host_sources
+from tilefuse.analysis.dot import contraction_dtypes
 from tilefuse.analysis.horizontal_plan import (
     HorizontalPlan,
     KernelInfo,
     plan_horizontal,
 )
-from tilefuse.ir.structured import as_structured, element_type
-from tilefuse.ir.tilefuse import GroupOp, TileGridOp, YieldOp, same_tile_program
-
-COST_KEYS = ("flops", "fused_bytes", "unfused_bytes", "tc_flops", "sfu_ops")
+from tilefuse.ir.tilefuse import (
+    GroupOp,
+    TileGridOp,
+    YieldOp,
+    same_tile_program,
+    write_printer_hints,
+)
 
 
 @dataclass(frozen=True)
@@ -61,10 +65,6 @@ class HorizontalFusionPass(ModulePass):
         target = get_target(self.target)
         for f in [o for o in op.walk() if isinstance(o, func.FuncOp)]:
             fuse_horizontally(f, target)
-
-
-def grids(group: GroupOp) -> list[TileGridOp]:
-    return [o for o in group.entry.ops if isinstance(o, TileGridOp)]
 
 
 def fuse_horizontally(f: func.FuncOp, target: Target) -> HorizontalPlan:
@@ -93,8 +93,8 @@ def _kernel_infos(groups: list[GroupOp], target: Target) -> list[KernelInfo]:
             owner.sym_name.data for v in g.inputs for root in host_sources(v)
             if isinstance(owner := root.owner, GroupOp)
         )
-        gs = grids(g)
-        if len(gs) != 1 or not all(k in g.attributes for k in COST_KEYS):
+        gs = g.grids
+        if len(gs) != 1 or g.cost is None:
             # untiled (or already merged): a node of the graph, never a member
             out.append(KernelInfo(g.sym_name.data, deps, 0, 0, 0, 0.0, -1 - len(out),
                                   mergeable=False))  # fmt: skip
@@ -104,21 +104,12 @@ def _kernel_infos(groups: list[GroupOp], target: Target) -> list[KernelInfo]:
         if key is None:
             keys.append(grid)
             key = len(keys) - 1
-        a = {k: g.attributes[k].value.data for k in COST_KEYS}
-        time = roofline_mixed(a["flops"], a["fused_bytes"], target, "bf16", a["tc_flops"],
-                              a["sfu_ops"], launches=0).time  # fmt: skip
         out.append(KernelInfo(
             g.sym_name.data, deps, grid.num_warps.value.data, grid.num_stages.value.data,
-            math.prod(grid.grid_shape), time, key, dot_dtype=_dot_dtype(g),
+            math.prod(grid.grid_shape), predicted_time(g.cost, target), key,
+            dot_dtype=",".join(contraction_dtypes(grid)) or None,
         ))  # fmt: skip
     return out
-
-
-def _dot_dtype(g: GroupOp) -> str | None:
-    """The operand element type(s) of the group's contractions, if it has any."""
-    types = sorted({str(element_type(s.inputs[0].type)) for op in g.walk()
-                    if (s := as_structured(op)) is not None and is_contraction(s)})  # fmt: skip
-    return ",".join(types) or None
 
 
 def merge_groups(members: list[GroupOp], reason: str) -> GroupOp:
@@ -158,17 +149,17 @@ def merge_groups(members: list[GroupOp], reason: str) -> GroupOp:
 
 
 def _merge_attributes(merged: GroupOp, members: list[GroupOp]) -> None:
-    """Costs add up; the tile plans are listed; branches run at the largest warps."""
-    for k in COST_KEYS:
-        merged.attributes[k] = IntegerAttr(sum(g.attributes[k].value.data for g in members), i64)
-    tiles = list(dict.fromkeys(g.attributes["tile"].data for g in members if "tile" in g.attributes))
-    merged.attributes["tile"] = StringAttr(f"{len(members)} grids: " + " | ".join(tiles))
-    merged.attributes["tile_sizes"] = members[0].attributes.get(
-        "tile_sizes", DenseArrayBase.from_list(i64, [])
-    )
-    warps = max(g.num_warps.value.data for g in grids(merged))
-    for g in grids(merged):
+    """Costs add up; each grid keeps its tile plan; branches run at the largest warps."""
+    costs = [g.cost for g in members if g.cost is not None]
+    if costs:
+        total = costs[0]
+        for c in costs[1:]:
+            total = total + c
+        merged.cost = total
+    warps = max(g.num_warps.value.data for g in merged.grids)
+    for g in merged.grids:
         g.num_warps = IntegerAttr(warps, i64)
+    write_printer_hints(merged)
 
 
 def sort_top_level(block: Block) -> None:

@@ -50,14 +50,12 @@ from xdsl.dialects import arith, scf, tensor
 from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import (
     AffineMapAttr,
-    DenseArrayBase,
     FloatAttr,
     IndexType,
     IntegerAttr,
     ModuleOp,
     StringAttr,
     TensorType,
-    i64,
 )
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.dialects.linalg.attrs import IteratorType, IteratorTypeAttr
@@ -75,6 +73,7 @@ from tilefuse.analysis.dataflow import (
     build_graph,
     shared_dims,
 )
+from tilefuse.analysis.dot import grid_dot
 from tilefuse.analysis.patterns import OnlineSoftmax, find_online_softmax
 from tilefuse.analysis.tile_plan import (
     GRID,
@@ -85,11 +84,20 @@ from tilefuse.analysis.tile_plan import (
     tile_candidates,
 )
 from tilefuse.ir.diagnostics import CompileError, op_location, warn
-from tilefuse.ir.structured import IDENTITY, constant_of, reduction_combiner
-from tilefuse.ir.tilefuse import GroupOp, LoadOp, StoreOp, TileGridOp, YieldOp
-
-UNTILED = "tilefuse.untiled"
-"""Why tile-and-fuse left a group untiled (set on the group)."""
+from tilefuse.ir.structured import (
+    IDENTITY,
+    combiner_at,
+    constant_of,
+    reduction_combiner,
+)
+from tilefuse.ir.tilefuse import (
+    GroupOp,
+    LoadOp,
+    StoreOp,
+    TileGridOp,
+    YieldOp,
+    write_printer_hints,
+)
 
 
 @dataclass(frozen=True)
@@ -114,7 +122,8 @@ class TileAndFusePass(ModulePass):
                 # The group stays as it was: correct, but not a kernel yet; the
                 # reason stays with it for whoever needs a kernel (the emitter).
                 warn(group, f"left untiled: {e.message}")
-                group.attributes[UNTILED] = StringAttr(e.message)
+                group.untiled = StringAttr(e.message)
+                write_printer_hints(group)
 
 
 def tile_group(group: GroupOp, target, budget: int | None) -> TilePlan:
@@ -124,7 +133,7 @@ def tile_group(group: GroupOp, target, budget: int | None) -> TilePlan:
         raise CompileError.at(group, "has no linalg op to tile")
     dims = shared_dims(graph, graph.nodes)
     _check_dims(graph, dims)
-    if (choice := group.attributes.get("tile_candidate")) is None:
+    if (choice := group.tile_candidate) is None:
         plan = plan_tiles(graph, dims, target, budget)
     else:
         # the autotuner's pick among the model's candidates (tiling.tile_candidates)
@@ -142,8 +151,7 @@ def tile_group(group: GroupOp, target, budget: int | None) -> TilePlan:
         a.replace_all_uses_with(b)
     group.body.detach_block(old)
     old.erase(safe_erase=False)
-    group.attributes["tile"] = StringAttr(plan.describe())
-    group.attributes["tile_sizes"] = DenseArrayBase.from_list(i64, [d.block for d in plan.dims])
+    write_printer_hints(group)
     return plan
 
 
@@ -205,8 +213,9 @@ def _product(block: Block) -> SSAValue:
 
 
 def lane_combiner(node: Node) -> type | None:
-    """The combiner of a reduction that can keep per-lane partials (no products:
-    the printer has no `tl.prod`; no contractions: those are `tl.dot`)."""
+    """The combiner of a reduction that keeps per-lane partials: sums, maxima and
+    minima. Products reduce each chunk whole (`_prod` in the printed kernel) and
+    contractions are `tl.dot`s."""
     if node.kind == CONTRACTION:
         return None
     combiner = reduction_combiner(node.s)
@@ -264,12 +273,11 @@ class TileProgramBuilder:
         grid = TileGridOp(self.plan.grid, [e.tensor for e in empties], Region(grid_body),
                           self.plan.num_warps, self.plan.num_stages)  # fmt: skip
         grid.location = self.group.location
-        if self.plan.swizzle is not None:
-            grid.attributes["swizzle"] = DenseArrayBase.from_list(i64, self.plan.swizzle)
-            grid.attributes["group_m"] = IntegerAttr(self.plan.group_m, i64)
         block.add_op(grid)
         block.add_op(YieldOp(list(grid.results)))
         self._fill_grid(grid_body, outputs)
+        # whether the tiled contractions are tl.dots depends on their tile shapes
+        grid.plan = self.plan.attr(grid_dot(grid))
         return block
 
     def _fill_grid(self, body: Block, outputs: list[SSAValue]) -> None:
@@ -607,15 +615,14 @@ class TileProgramBuilder:
         yield_op = block.last_op
         assert yield_op is not None
         for i, value in enumerate(yield_op.operands):
-            comb = value.owner
-            acc = block.args[len(node.s.inputs) + i]
-            if not isinstance(comb, Operation) or type(comb) not in IDENTITY or acc not in comb.operands:
+            found = combiner_at(block.args[len(node.s.inputs) + i], value)
+            if found is None:
                 raise TilingRefused(
                     "cannot mask this reduction's edge tiles: its payload does not end "
                     f"in a recognised combiner ({', '.join(c.name.split('.')[-1] for c in IDENTITY)})",
                     op_location(node.op),
                 )  # fmt: skip
-            x = comb.operands[1] if comb.operands[0] is acc else comb.operands[0]
+            comb, x = found
             ops, sel = self._mask(node, partial, x, IDENTITY[type(comb)], scope)
             for o in ops:
                 block.insert_op_before(o, comb)

@@ -130,7 +130,7 @@ def _build(front: ModuleOp, picks: Mapping[str, int], target: str, horizontal: b
     module = front.clone()
     for g in _groups(module):
         if picks.get(g.sym_name.data, 0):
-            g.attributes["tile_candidate"] = IntegerAttr(picks[g.sym_name.data], i64)
+            g.tile_candidate = IntegerAttr(picks[g.sym_name.data], i64)
     run_pipeline(module, target, start="tile-and-fuse",
                  until=None if horizontal else "tile-and-fuse")  # fmt: skip
     text = emit_triton(module, "<autotune>")

@@ -4,7 +4,7 @@ Timing compiled programs on a GPU, next to the cost model's prediction.
 `bench_program(prog, tensors, target)` times the whole program with
 `triton.testing.do_bench` (median), and each kernel from a torch profiler
 trace, and prints them beside the roofline prediction of each group
-(from the `flops` and `fused_bytes` the fusion pass recorded on it).
+(`predicted_time` of the `#tilefuse.cost` the fusion pass recorded on it).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from tilefuse.analysis.cost.roofline import format_seconds, roofline_mixed
+from tilefuse.analysis.cost.roofline import format_seconds, predicted_time
 from tilefuse.analysis.cost.target import get_target
 from tilefuse.ir.tilefuse import GroupOp
 from tilefuse.runtime.compiled import CompiledProgram
@@ -23,12 +23,9 @@ def predicted_kernels(prog: CompiledProgram, target_name: str) -> dict[str, floa
     target = get_target(target_name)
     out = {}
     for g in prog.module.walk():
-        if isinstance(g, GroupOp):
-            a = {k: g.attributes[k].value.data for k in ("flops", "fused_bytes", "tc_flops", "sfu_ops")}
+        if isinstance(g, GroupOp) and g.cost is not None:
             # Kernel time alone: the profiler's per-kernel time has no launch gap.
-            out[g.sym_name.data] = roofline_mixed(
-                a["flops"], a["fused_bytes"], target, "bf16", a["tc_flops"], a["sfu_ops"], launches=0
-            ).time
+            out[g.sym_name.data] = predicted_time(g.cost, target)
     return out
 
 

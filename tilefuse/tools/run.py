@@ -35,6 +35,7 @@ from tilefuse.backend.triton.emit import torch_dtype
 from tilefuse.frontend.program import load_program, random_inputs
 from tilefuse.frontend.specialize import SpecializeError
 from tilefuse.ir.diagnostics import ArgumentError, CompileError, os_error_message
+from tilefuse.ir.dtypes import torch_float_name
 from tilefuse.ir.module import entry_function
 from tilefuse.ir.structured import element_type
 from tilefuse.oracle.compare import (
@@ -49,7 +50,6 @@ from tilefuse.runtime.bench import bench_program
 from tilefuse.runtime.compiled import compile, gpu_available
 from tilefuse.tools.opt import parse_dim_options, version_line
 
-TORCH_OF = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16"}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -151,8 +151,7 @@ def check_outputs(args: argparse.Namespace, dims, module, inputs, outputs) -> in
             status |= wrong > 0
             print(f"  out{i}: {wrong} of {out.numel()} elements differ (exact) {'MISMATCH' if wrong else 'ok'}")
             continue
-        dt = {"float64": "f64", "float16": "f16", "bfloat16": "bf16"}.get(
-            str(out.dtype).removeprefix("torch."), "f32")  # fmt: skip
+        dt = torch_float_name(str(out.dtype))
         got = out.double().cpu().numpy()
         ok, line = _judge(got, ref, dt, f"  out{i}:")
         if not ok and dt in ("f16", "bf16"):

@@ -2,7 +2,7 @@
 
 // relu(x + y): one group, fused traffic 3N x 4 B, unfused 5N x 4 B.
 // CHECK-LABEL: func.func @relu_add
-// CHECK:      %[[Z:.*]] = tilefuse.group "fused_kernel_0" ins(%{{.*}}, %{{.*}} : tensor<1000xf32>, tensor<1000xf32>) reason "pointwise: add + maximum (2 ops)" attributes {flops = 2000 : i64, fused_bytes = 12000 : i64, unfused_bytes = 20000 : i64, tc_flops = 0 : i64, sfu_ops = 0 : i64}
+// CHECK:      %[[Z:.*]] = tilefuse.group "fused_kernel_0" ins(%{{.*}}, %{{.*}} : tensor<1000xf32>, tensor<1000xf32>) reason "pointwise: add + maximum (2 ops)" attributes {cost = #tilefuse.cost<flops = 2000, fused_bytes = 12000, unfused_bytes = 20000, tc_flops = 0, sfu_ops = 0, dtype = "f32">}
 // CHECK:        arith.addf
 // CHECK:        arith.maximumf
 // CHECK:        tilefuse.yield

@@ -32,25 +32,22 @@ from dataclasses import dataclass
 from xdsl.dialects import arith
 from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Attribute, SSAValue
+from xdsl.ir import SSAValue
 
 from tilefuse.analysis.dataflow import CONTRACTION, FILL, Graph, Node
-from tilefuse.ir.structured import StructuredOp, element_type, shape_of
+from tilefuse.analysis.dot import tensor_core_dtype
+from tilefuse.ir.dtypes import dtype_bytes
+from tilefuse.ir.structured import StructuredOp, shape_of
 
 _FREE = (arith.ConstantOp, arith.IndexCastOp, arith.ExtFOp, arith.TruncFOp,
          arith.SIToFPOp, arith.UIToFPOp, arith.SelectOp, arith.CmpiOp)  # fmt: skip
-
-
-def elem_bytes(t: Attribute) -> int:
-    """Bytes per element of a tensor (or scalar) type."""
-    return max(1, int(getattr(element_type(t), "bitwidth", 32)) // 8)
 
 
 def tensor_bytes(value: SSAValue) -> int:
     """Bytes of a tensor value; 0 for scalars."""
     if not isinstance(value.type, TensorType):
         return 0
-    return math.prod(shape_of(value)) * elem_bytes(value.type)
+    return math.prod(shape_of(value)) * dtype_bytes(value.type)
 
 
 def payload_flops(s: StructuredOp) -> int:
@@ -111,6 +108,8 @@ class OpCost:
     """FLOPs a low-precision contraction runs on tensor cores."""
     sfu_ops: int = 0
     """Transcendentals, on the special function units."""
+    tc_dtype: str | None = None
+    """The dtype of the tensor-core work (`dot.tensor_core_dtype`)."""
 
     @property
     def bytes(self) -> int:
@@ -122,8 +121,8 @@ def op_cost(node: Node) -> OpCost:
     s = node.s
     trips = math.prod(s.loop_ranges)
     flops = payload_flops(s) * trips
-    low_precision = elem_bytes(s.inputs[0].type) <= 2 if s.inputs else False
-    tc = flops if node.kind == CONTRACTION and low_precision else 0
+    tc_dtype = tensor_core_dtype(s) if node.kind == CONTRACTION else None
+    tc = flops if tc_dtype is not None else 0
     read = sum(tensor_bytes(v) for v in s.inputs)
     read += sum(
         tensor_bytes(v)
@@ -131,7 +130,7 @@ def op_cost(node: Node) -> OpCost:
         if used
     )
     written = sum(tensor_bytes(r) for r in node.op.results)
-    return OpCost(flops, read, written, tc, payload_sfu_ops(s) * trips)
+    return OpCost(flops, read, written, tc, payload_sfu_ops(s) * trips, tc_dtype)
 
 
 @dataclass(frozen=True)
@@ -144,9 +143,11 @@ class GroupCost:
     fused_bytes_written: int
     kernels_unfused: int
     passes: int = 1
+    """Passes over the inputs: more than one when rows exceed on-chip memory."""
     tc_flops: int = 0
     sfu_ops: int = 0
-    """Passes over the inputs: more than one when rows exceed on-chip memory."""
+    dtype: str = "f32"
+    """The dtype tensor-core work runs in (its first contraction's); "f32" without."""
 
     @property
     def fused_bytes(self) -> int:
@@ -181,6 +182,7 @@ def group_cost(graph: Graph, nodes: Sequence[Node], passes: int = 1) -> GroupCos
         passes=passes,
         tc_flops=sum(c.tc_flops for c in costs),
         sfu_ops=sum(c.sfu_ops for c in costs),
+        dtype=next((c.tc_dtype for c in costs if c.tc_dtype is not None), "f32"),
     )
 
 

@@ -10,6 +10,7 @@ with `f(o) = max(0.25, o)` (`occupancy_factor`). Its arithmetic intensity is
 `I = flops / bytes`, and it is memory-bound when `I` lies below the ridge point,
 the intensity at which both terms are equal.
 
+`predicted_time(cost, target)` is that time for a group's `#tilefuse.cost`.
 `format_seconds` and `format_bytes` print times and sizes for reports.
 """
 
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 
 from tilefuse.analysis.cost.occupancy import occupancy_factor
 from tilefuse.analysis.cost.target import Target
+from tilefuse.ir.tilefuse import CostAttr
 
 
 @dataclass(frozen=True)
@@ -125,6 +127,15 @@ def roofline_mixed(
         launch_time=point.launch_time,
         time=max(compute_time, memory_time) + point.launch_time,
     )  # fmt: skip
+
+
+def predicted_time(cost: CostAttr, target: Target) -> float:
+    """Seconds the kernel of a group with `cost` runs on `target` (`roofline_mixed`
+    of its fused bytes; tensor-core work in the cost's dtype), without its launch:
+    what a profiler's per-kernel time shows, and what a shared launch does not add."""
+    c = cost.counts()
+    return roofline_mixed(c["flops"], c["fused_bytes"], target, cost.dtype.data, c["tc_flops"],
+                          c["sfu_ops"], launches=0).time  # fmt: skip
 
 
 _TIME_UNITS = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9))

@@ -1,0 +1,95 @@
+"""
+The on-chip fit model: does a tile of values fit one program?
+
+Values live on chip in fp32 (`COMPUTE_BYTES`), blocks are powers of two (`pow2`).
+A tile of `elements` elements whose distinct values take `working_set` bytes fits
+when
+
+- the working set is within the shared-memory budget,
+- the registers per thread (the values spread over the program's threads, plus
+  `REG_OVERHEAD` for addresses, masks and loop counters) are within the target's
+  limit, and
+- the occupancy they leave is at least `MIN_OCCUPANCY` (the `f(o)` floor of the
+  roofline),
+
+with the program's warps chosen from its size (`warps_for`). The tile planner asks
+`fit` for every block assignment it tries; the fusion planner asks it of one row of
+a candidate group (grid dims at 1, inner dims whole: `fusion_plan.row_fit`), the
+tile the tile planner tries first, so that a group the fusion model prices as one
+pass over HBM is one the tiler keeps whole.
+
+```python
+fit(h200, working_set=64 * 1024, elements=16384, budget=h200.smem_per_block)
+# Fit(fits=True, warps=16, regs=56, occupancy=0.5)
+fit(h200, working_set=160 * 1024, elements=4096, budget=h200.smem_per_block)
+# Fit(fits=False, warps=8, regs=184, occupancy=0.125): 40 values of a 4096-wide row
+```
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from tilefuse.analysis.cost.occupancy import occupancy
+from tilefuse.analysis.cost.target import Target
+
+COMPUTE_BYTES = 4
+"""Bytes of a value on chip: kernels compute in fp32."""
+MIN_OCCUPANCY = 0.25
+REG_OVERHEAD = 24
+"""Registers per thread besides the tile's values: addresses, masks, loop counters."""
+MIN_WARPS, MAX_WARPS = 2, 16
+
+BYTES_PER_THREAD = 64
+"""Bytes of each tensor a thread of a memory-bound tile moves: four 16-byte
+vectors in flight (16 f32 or 32 bf16 elements). H200, bf16 elementwise and
+row kernels: 8 KB tiles with 4 warps run 1-3% faster than with 8
+(tools/experiments/warps_sweep.py, docs/PERF.md)."""
+
+
+def pow2(n: int) -> int:
+    """The smallest power of two >= n."""
+    return 1 << max(0, (n - 1).bit_length())
+
+
+def warps_for(elements: int, storage_bytes: int = COMPUTE_BYTES, per_thread: int = 0) -> int:
+    """Warps of a program of `elements` elements of `storage_bytes` each, a thread
+    moving `per_thread` bytes of each tensor (default BYTES_PER_THREAD)."""
+    per_warp = (per_thread or BYTES_PER_THREAD) * 32
+    return max(MIN_WARPS, min(MAX_WARPS, pow2(max(1, elements * storage_bytes // per_warp))))
+
+
+def regs_per_thread(target: Target, working_set: int, warps: int) -> int:
+    """Registers per thread holding `working_set` bytes of fp32 values over `warps` warps."""
+    return math.ceil(working_set / COMPUTE_BYTES / (warps * target.warp_size)) + REG_OVERHEAD
+
+
+@dataclass(frozen=True)
+class Fit:
+    """The answer of `fit`, with the numbers behind it."""
+
+    fits: bool
+    warps: int
+    regs: int
+    occupancy: float
+
+
+def fit(
+    target: Target,
+    working_set: int,
+    elements: int,
+    budget: int,
+    storage_bytes: int = COMPUTE_BYTES,
+    per_thread: int = 0,
+) -> Fit:
+    """Does a tile of `elements` elements and `working_set` bytes of values fit
+    `budget` bytes of shared memory and the register file at MIN_OCCUPANCY? Warps
+    for tensors of `storage_bytes` elements, `per_thread` bytes of each per thread."""
+    warps = warps_for(elements, storage_bytes, per_thread)
+    regs = regs_per_thread(target, working_set, warps)
+    threads = warps * target.warp_size
+    occ = occupancy(target, min(regs, target.max_regs_per_thread), threads, 0).occupancy
+    fits = (working_set <= budget and regs <= target.max_regs_per_thread
+            and occ >= MIN_OCCUPANCY)  # fmt: skip
+    return Fit(fits, warps, regs, occ)
