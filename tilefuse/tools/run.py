@@ -51,7 +51,6 @@ from tilefuse.runtime.compiled import compile, gpu_available
 from tilefuse.tools.opt import parse_dim_options, version_line
 
 
-
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tilefuse-run", description=__doc__.split("\n\n")[0])
     p.add_argument("file", type=Path, help="an MLIR file")
