@@ -26,11 +26,14 @@ from tilefuse.analysis.cost.roofline import (
 from tilefuse.analysis.cost.target import Target, get_target
 from tilefuse.analysis.dataflow import FILL, Graph, Node, build_graph
 from tilefuse.analysis.fusion_plan import FusionPlan, plan_fusion
-from tilefuse.analysis.horizontal_plan import HorizontalPlan
+from tilefuse.analysis.horizontal_plan import (
+    HorizontalPlan,
+    kernel_infos,
+    plan_horizontal,
+)
 from tilefuse.ir.diagnostics import CompileError
 from tilefuse.ir.module import entry_function
 from tilefuse.ir.tilefuse import GroupOp, describe_tiles
-from tilefuse.passes.horizontal_fusion import fuse_horizontally
 from tilefuse.pipeline import run_pipeline
 
 TIMELINE_WIDTH = 72
@@ -115,7 +118,8 @@ def analyze_program(
         for g in tiled.walk()
         if isinstance(g, GroupOp)
     )
-    horizontal = fuse_horizontally(entry_function(tiled), gpu)
+    groups = [op for op in entry_function(tiled).body.block.ops if isinstance(op, GroupOp)]
+    horizontal = plan_horizontal(kernel_infos(groups, gpu), gpu)
     return ProgramReport(f.sym_name.data, gpu, plan, unfused, fused, tiles, horizontal)
 
 

@@ -42,6 +42,8 @@ from tilefuse.analysis.dataflow import (
     SharedDims,
     shared_dims,
 )
+from tilefuse.analysis.patterns import find_online_softmax
+from tilefuse.analysis.tile_plan import flash_tile
 from tilefuse.ir.dtypes import dtype_bytes
 
 
@@ -133,8 +135,6 @@ ATTENTION_TAG = "tilefuse.attention"
 
 def _premerge_attention(st: _State) -> None:
     """Ops the flash-attention pass tagged become one kernel (FlashAttention)."""
-    from tilefuse.analysis.tile_plan import flash_tile
-
     tagged: dict[str, list[Node]] = {}
     for node in st.graph.nodes:
         tag = node.op.attributes.get(ATTENTION_TAG)
@@ -281,8 +281,6 @@ def reduction_passes(graph: Graph, nodes: Sequence[Node], target: Target) -> int
     Passes over HBM a group needs: 1 when a row fits on chip (`row_fit`); else one
     per reduction over a row dim plus one to write the results.
     """
-    from tilefuse.analysis.patterns import find_online_softmax
-
     if row_fit(graph, nodes, target).fits:
         return 1
     dims = shared_dims(graph, nodes)
@@ -306,7 +304,6 @@ def _passes_note(st: _State, merged: list[Node]) -> str:
     if passes == 1:
         return ""
     row = row_working_set(st.graph, merged)
-    from tilefuse.analysis.patterns import find_online_softmax
 
     members = set(merged)
     online = any(sm.max_node in members and sm.exp_node in members and

@@ -31,12 +31,16 @@ fusion log's style (`Decision`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tilefuse.analysis.cost.roofline import format_seconds
+from tilefuse.analysis.cost.roofline import format_seconds, predicted_time
 from tilefuse.analysis.cost.target import Target
+from tilefuse.analysis.dataflow import host_sources
+from tilefuse.analysis.dot import contraction_dtypes
 from tilefuse.analysis.fusion_plan import Decision
+from tilefuse.ir.tilefuse import GroupOp, TileGridOp, same_tile_program
 
 MIN_SAVING = 0.05
 """A launch saved must be worth this share of the merged kernel's time."""
@@ -171,3 +175,33 @@ def _accept(joining: list[KernelInfo], bundle: list[KernelInfo], target: Target)
         f"independent, {len(keys)} tile programs as branches of one launch of "
         f"{programs} programs at {warps} warps, {saved} launch saved"
     )
+
+
+def kernel_infos(groups: list[GroupOp], target: Target) -> list[KernelInfo]:
+    """What `plan_horizontal` needs of each tiled group of a function, in order: its
+    launch shape, predicted time, the groups it reads, and which tile program it runs
+    (groups running the same program on other tensors share one key)."""
+    keys: list[TileGridOp] = []  # one grid per distinct tile program
+    out = []
+    for g in groups:
+        deps = frozenset(
+            owner.sym_name.data for v in g.inputs for root in host_sources(v)
+            if isinstance(owner := root.owner, GroupOp)
+        )
+        gs = g.grids
+        if len(gs) != 1 or g.cost is None:
+            # untiled (or already merged): a node of the graph, never a member
+            out.append(KernelInfo(g.sym_name.data, deps, 0, 0, 0, 0.0, -1 - len(out),
+                                  mergeable=False))  # fmt: skip
+            continue
+        (grid,) = gs
+        key = next((i for i, k in enumerate(keys) if same_tile_program(k, grid) is not None), None)
+        if key is None:
+            keys.append(grid)
+            key = len(keys) - 1
+        out.append(KernelInfo(
+            g.sym_name.data, deps, grid.num_warps.value.data, grid.num_stages.value.data,
+            math.prod(grid.grid_shape), predicted_time(g.cost, target), key,
+            dot_dtype=",".join(contraction_dtypes(grid)) or None,
+        ))  # fmt: skip
+    return out

@@ -38,9 +38,11 @@ from tilefuse.analysis.budget import (
 )
 from tilefuse.analysis.cost.occupancy import occupancy
 from tilefuse.analysis.cost.opcost import payload_library_calls
+from tilefuse.analysis.cost.schedule import matmul_programs, simulate
 from tilefuse.analysis.cost.target import Target
 from tilefuse.analysis.dataflow import CONTRACTION, FILL, REDUCE, Graph, SharedDims
 from tilefuse.analysis.dot import MIN_DOT
+from tilefuse.analysis.patterns import find_online_softmax
 from tilefuse.ir.diagnostics import CompileError, op_location
 from tilefuse.ir.dtypes import dtype_bytes
 from tilefuse.ir.tilefuse import GRID, LOOP, WHOLE, TilePlanAttr
@@ -117,8 +119,6 @@ def plan_tiles(
     graph: Graph, dims: SharedDims, target: Target, smem_budget: int | None = None
 ) -> TilePlan:
     """Choose block sizes for the group made of all of `graph`'s nodes."""
-    from tilefuse.analysis.patterns import find_online_softmax
-
     budget = target.smem_per_block if smem_budget is None else smem_budget
     plan = None
     for sm in find_online_softmax(graph):
@@ -246,8 +246,6 @@ def _streamed_row(graph: Graph, dims: SharedDims):
     0.128 ms, bf16 0.0705 -> 0.0692 ms (tools/experiments/row_loop.py).
     Online softmax (one max-and-sum pass) keeps its own plan.
     """
-    from tilefuse.analysis.patterns import find_online_softmax
-
     inner = [d for d in dims.dims if not d.is_grid]
     if len(inner) != 1 or inner[0].extent < 2 * STREAM_CHUNK or find_online_softmax(graph):
         return None
@@ -441,8 +439,6 @@ def _choose_order(plan: TilePlan, roles: _Roles, target: Target) -> TilePlan:
 def _order_misses(m, n, k, bm, bn, bk, operand_bytes, l2_bytes, sm_count) -> dict[str, int]:
     """Simulated HBM bytes of the first waves in row and grouped order (memoised:
     a model's layers repeat the same matmul shapes)."""
-    from tilefuse.analysis.cost.schedule import matmul_programs, simulate
-
     misses = {}
     for order, group in (("row", 1), ("grouped", 8)):
         # A few waves show the steady state; simulating every program costs seconds.

@@ -51,7 +51,7 @@ from tilefuse.ir import forms
 from tilefuse.ir.diagnostics import CompileError
 from tilefuse.ir.structured import as_structured
 from tilefuse.ir.tilefuse import CostAttr, GroupOp, WindowOp, YieldOp
-from tilefuse.passes.horizontal_fusion import sort_top_level
+from tilefuse.passes.order import sort_top_level
 
 
 def _is_free(op: Operation) -> bool:

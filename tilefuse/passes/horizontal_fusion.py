@@ -25,32 +25,26 @@ dependency order, since a bundle sits where its last member was.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Block, Region, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.traits import IsTerminator
 
-from tilefuse.analysis.cost.roofline import predicted_time
 from tilefuse.analysis.cost.target import Target, get_target
-from tilefuse.analysis.dataflow import host_sources
-from tilefuse.analysis.dot import contraction_dtypes
 from tilefuse.analysis.horizontal_plan import (
     HorizontalPlan,
-    KernelInfo,
+    kernel_infos,
     plan_horizontal,
 )
 from tilefuse.ir.tilefuse import (
     GroupOp,
-    TileGridOp,
     YieldOp,
-    same_tile_program,
     write_printer_hints,
 )
+from tilefuse.passes.order import sort_top_level
 
 
 @dataclass(frozen=True)
@@ -70,8 +64,7 @@ class HorizontalFusionPass(ModulePass):
 def fuse_horizontally(f: func.FuncOp, target: Target) -> HorizontalPlan:
     """Plan and apply the bundles of `f`; returns the plan (decisions included)."""
     groups = [o for o in f.body.block.ops if isinstance(o, GroupOp)]
-    infos = _kernel_infos(groups, target)
-    plan = plan_horizontal(infos, target)
+    plan = plan_horizontal(kernel_infos(groups, target), target)
     by_name = {g.sym_name.data: g for g in groups}
     why = {d.ops: d.reason for d in plan.decisions if d.taken}
     merged = False
@@ -83,33 +76,6 @@ def fuse_horizontally(f: func.FuncOp, target: Target) -> HorizontalPlan:
     if merged:
         sort_top_level(f.body.block)
     return plan
-
-
-def _kernel_infos(groups: list[GroupOp], target: Target) -> list[KernelInfo]:
-    keys: list[TileGridOp] = []  # one grid per distinct tile program
-    out = []
-    for g in groups:
-        deps = frozenset(
-            owner.sym_name.data for v in g.inputs for root in host_sources(v)
-            if isinstance(owner := root.owner, GroupOp)
-        )
-        gs = g.grids
-        if len(gs) != 1 or g.cost is None:
-            # untiled (or already merged): a node of the graph, never a member
-            out.append(KernelInfo(g.sym_name.data, deps, 0, 0, 0, 0.0, -1 - len(out),
-                                  mergeable=False))  # fmt: skip
-            continue
-        (grid,) = gs
-        key = next((i for i, k in enumerate(keys) if same_tile_program(k, grid) is not None), None)
-        if key is None:
-            keys.append(grid)
-            key = len(keys) - 1
-        out.append(KernelInfo(
-            g.sym_name.data, deps, grid.num_warps.value.data, grid.num_stages.value.data,
-            math.prod(grid.grid_shape), predicted_time(g.cost, target), key,
-            dot_dtype=",".join(contraction_dtypes(grid)) or None,
-        ))  # fmt: skip
-    return out
 
 
 def merge_groups(members: list[GroupOp], reason: str) -> GroupOp:
@@ -160,38 +126,3 @@ def _merge_attributes(merged: GroupOp, members: list[GroupOp]) -> None:
     for g in merged.grids:
         g.num_warps = IntegerAttr(warps, i64)
     write_printer_hints(merged)
-
-
-def sort_top_level(block: Block) -> None:
-    """Reorder `block`'s ops so that every op follows what it uses (stable)."""
-    ops = list(block.ops)
-    terminator = ops.pop() if ops and ops[-1].has_trait(IsTerminator) else None
-    position = {op: i for i, op in enumerate(ops)}
-    if all(position.get(v.owner, -1) < position[op] for op in ops for v in _operands_deep(op)
-           if isinstance(v.owner, Operation) and v.owner in position):  # fmt: skip
-        return  # already in a dependency order: keep the program's order
-    placed: set[Operation] = set()
-    order: list[Operation] = []
-
-    def place(op: Operation) -> None:
-        if op in placed:
-            return
-        placed.add(op)
-        for v in _operands_deep(op):
-            owner = v.owner
-            if isinstance(owner, Operation) and owner in position:
-                place(owner)
-        order.append(op)
-
-    for op in ops:
-        place(op)
-    for op in order:
-        op.detach()
-        if terminator is None:
-            block.add_op(op)
-        else:
-            block.insert_op_before(op, terminator)
-
-
-def _operands_deep(op: Operation) -> list[SSAValue]:
-    return [v for o in op.walk() for v in o.operands]
