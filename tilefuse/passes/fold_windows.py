@@ -82,6 +82,8 @@ class ViewWindowedInputs(RewritePattern):
                 view, maps[i] = _view(op.inputs[i], amap, ranges)
                 view.location = op.location
                 created = _created(op.inputs[i], view.result.type)
+                if created:
+                    view.erase()  # never inserted: it must not keep the source alive
                 new_ops = created[1] if created else [view]
                 rewriter.insert(new_ops, InsertPoint.before(op))
                 operands[i] = created[0] if created else view.result
