@@ -11,10 +11,10 @@
 // CHECK:        tilefuse.yield %[[A]], %[[B]]
 // CHECK:      func.return %[[A0]], %[[B0]]
 func.func @two_tanh(%x: tensor<64x32xf32>, %y: tensor<64x32xf32>) -> (tensor<64x32xf32>, tensor<64x32xf32>) {
-  %a = tilefuse.group "fused_kernel_0" ins(%x : tensor<64x32xf32>) reason "pointwise: tanh (1 ops)" attributes {flops = 2048 : i64, fused_bytes = 16384 : i64, unfused_bytes = 16384 : i64, tc_flops = 0 : i64, sfu_ops = 2048 : i64, tile = "tile 32x32, grid 2x1, working set 8.0 KB of 227 KB, ~32 regs/thread, 8 warps, 1 stages, occupancy 1.00", tile_sizes = array<i64: 32, 32>} {
+  %a = tilefuse.group "fused_kernel_0" ins(%x : tensor<64x32xf32>) reason "pointwise: tanh (1 ops)" attributes {tile = "tile 32x32, grid 2x1, working set 8.0 KB of 227 KB, ~32 regs/thread, 8 warps, 1 stages, occupancy 1.00", cost = #tilefuse.cost<flops = 2048, fused_bytes = 16384, unfused_bytes = 16384, tc_flops = 0, sfu_ops = 2048, dtype = "f32">} {
   ^bb0(%0: tensor<64x32xf32>):
     %1 = tensor.empty() : tensor<64x32xf32>
-    %2 = tilefuse.tile_grid [2, 1] outs(%1 : tensor<64x32xf32>) warps 8 stages 1 {
+    %2 = tilefuse.tile_grid [2, 1] outs(%1 : tensor<64x32xf32>) warps 8 stages 1 attributes {plan = #tilefuse.tile_plan<extents = [64, 32], blocks = [32, 32], modes = [grid, grid], warps = 8, stages = 1, working_set = 8192, smem_budget = 232448, regs = 32, occupancy = 1.0, order = row, dot = none>} {
     ^bb0(%3: index, %4: index, %5: tensor<64x32xf32>):
       %6 = arith.constant 32 : index
       %7 = arith.muli %3, %6 : index
@@ -31,10 +31,10 @@ func.func @two_tanh(%x: tensor<64x32xf32>, %y: tensor<64x32xf32>) -> (tensor<64x
     } -> (tensor<64x32xf32>)
     tilefuse.yield %2 : tensor<64x32xf32>
   } -> (tensor<64x32xf32>)
-  %b = tilefuse.group "fused_kernel_1" ins(%y : tensor<64x32xf32>) reason "pointwise: tanh (1 ops)" attributes {flops = 2048 : i64, fused_bytes = 16384 : i64, unfused_bytes = 16384 : i64, tc_flops = 0 : i64, sfu_ops = 2048 : i64, tile = "tile 32x32, grid 2x1, working set 8.0 KB of 227 KB, ~32 regs/thread, 8 warps, 1 stages, occupancy 1.00", tile_sizes = array<i64: 32, 32>} {
+  %b = tilefuse.group "fused_kernel_1" ins(%y : tensor<64x32xf32>) reason "pointwise: tanh (1 ops)" attributes {tile = "tile 32x32, grid 2x1, working set 8.0 KB of 227 KB, ~32 regs/thread, 8 warps, 1 stages, occupancy 1.00", cost = #tilefuse.cost<flops = 2048, fused_bytes = 16384, unfused_bytes = 16384, tc_flops = 0, sfu_ops = 2048, dtype = "f32">} {
   ^bb0(%0: tensor<64x32xf32>):
     %1 = tensor.empty() : tensor<64x32xf32>
-    %2 = tilefuse.tile_grid [2, 1] outs(%1 : tensor<64x32xf32>) warps 8 stages 1 {
+    %2 = tilefuse.tile_grid [2, 1] outs(%1 : tensor<64x32xf32>) warps 8 stages 1 attributes {plan = #tilefuse.tile_plan<extents = [64, 32], blocks = [32, 32], modes = [grid, grid], warps = 8, stages = 1, working_set = 8192, smem_budget = 232448, regs = 32, occupancy = 1.0, order = row, dot = none>} {
     ^bb0(%3: index, %4: index, %5: tensor<64x32xf32>):
       %6 = arith.constant 32 : index
       %7 = arith.muli %3, %6 : index
@@ -62,10 +62,10 @@ func.func @two_tanh(%x: tensor<64x32xf32>, %y: tensor<64x32xf32>) -> (tensor<64x
 // CHECK:      %[[T:.*]] = tilefuse.group "fused_kernel_0"
 // CHECK:      tilefuse.group "fused_kernel_1" ins(%[[T]], %{{.*}} : tensor<64x32xf32>, tensor<32x16xf32>) reason "epilogue: matmul (2 ops)"
 func.func @dependent(%x: tensor<64x32xf32>, %w: tensor<32x16xf32>) -> tensor<64x16xf32> {
-  %t = tilefuse.group "fused_kernel_0" ins(%x : tensor<64x32xf32>) reason "pointwise: tanh (1 ops)" attributes {flops = 2048 : i64, fused_bytes = 16384 : i64, unfused_bytes = 16384 : i64, tc_flops = 0 : i64, sfu_ops = 2048 : i64, tile = "tile 32x32, grid 2x1, working set 8.0 KB of 227 KB, ~32 regs/thread, 8 warps, 1 stages, occupancy 1.00", tile_sizes = array<i64: 32, 32>} {
+  %t = tilefuse.group "fused_kernel_0" ins(%x : tensor<64x32xf32>) reason "pointwise: tanh (1 ops)" attributes {tile = "tile 32x32, grid 2x1, working set 8.0 KB of 227 KB, ~32 regs/thread, 8 warps, 1 stages, occupancy 1.00", cost = #tilefuse.cost<flops = 2048, fused_bytes = 16384, unfused_bytes = 16384, tc_flops = 0, sfu_ops = 2048, dtype = "f32">} {
   ^bb0(%0: tensor<64x32xf32>):
     %1 = tensor.empty() : tensor<64x32xf32>
-    %2 = tilefuse.tile_grid [2, 1] outs(%1 : tensor<64x32xf32>) warps 8 stages 1 {
+    %2 = tilefuse.tile_grid [2, 1] outs(%1 : tensor<64x32xf32>) warps 8 stages 1 attributes {plan = #tilefuse.tile_plan<extents = [64, 32], blocks = [32, 32], modes = [grid, grid], warps = 8, stages = 1, working_set = 8192, smem_budget = 232448, regs = 32, occupancy = 1.0, order = row, dot = none>} {
     ^bb0(%3: index, %4: index, %5: tensor<64x32xf32>):
       %6 = arith.constant 32 : index
       %7 = arith.muli %3, %6 : index
@@ -82,10 +82,10 @@ func.func @dependent(%x: tensor<64x32xf32>, %w: tensor<32x16xf32>) -> tensor<64x
     } -> (tensor<64x32xf32>)
     tilefuse.yield %2 : tensor<64x32xf32>
   } -> (tensor<64x32xf32>)
-  %m = tilefuse.group "fused_kernel_1" ins(%t, %w : tensor<64x32xf32>, tensor<32x16xf32>) reason "epilogue: matmul (2 ops)" attributes {flops = 65536 : i64, fused_bytes = 14336 : i64, unfused_bytes = 22528 : i64, tc_flops = 0 : i64, sfu_ops = 0 : i64, tile = "tile 16x16x32, grid 4x1, working set 16.0 KB of 227 KB, ~60 regs/thread, 4 warps, 4 stages, occupancy 0.50", tile_sizes = array<i64: 16, 16, 32>} {
+  %m = tilefuse.group "fused_kernel_1" ins(%t, %w : tensor<64x32xf32>, tensor<32x16xf32>) reason "epilogue: matmul (2 ops)" attributes {tile = "tile 16x16x32, grid 4x1, working set 16.0 KB of 227 KB, ~60 regs/thread, 4 warps, 4 stages, occupancy 0.50", cost = #tilefuse.cost<flops = 65536, fused_bytes = 14336, unfused_bytes = 22528, tc_flops = 0, sfu_ops = 0, dtype = "f32">} {
   ^bb0(%0: tensor<64x32xf32>, %1: tensor<32x16xf32>):
     %2 = tensor.empty() : tensor<64x16xf32>
-    %3 = tilefuse.tile_grid [4, 1] outs(%2 : tensor<64x16xf32>) warps 4 stages 4 {
+    %3 = tilefuse.tile_grid [4, 1] outs(%2 : tensor<64x16xf32>) warps 4 stages 4 attributes {plan = #tilefuse.tile_plan<extents = [64, 16, 32], blocks = [16, 16, 32], modes = [grid, grid, whole], warps = 4, stages = 4, working_set = 16384, smem_budget = 232448, regs = 60, occupancy = 0.5, order = row, dot = "f32">} {
     ^bb0(%4: index, %5: index, %6: tensor<64x16xf32>):
       %7 = arith.constant 16 : index
       %8 = arith.muli %4, %7 : index
@@ -123,10 +123,10 @@ func.func @dependent(%x: tensor<64x32xf32>, %w: tensor<32x16xf32>) -> tensor<64x
 // CHECK:        tilefuse.tile_grid [1]
 // CHECK:      func.return %[[A1]], %[[B1]]
 func.func @branches(%x: tensor<64x32xf32>, %y: tensor<64x32xf32>) -> (tensor<64x32xf32>, tensor<64xf32>) {
-  %a = tilefuse.group "fused_kernel_0" ins(%x : tensor<64x32xf32>) reason "pointwise: tanh (1 ops)" attributes {flops = 2048 : i64, fused_bytes = 16384 : i64, unfused_bytes = 16384 : i64, tc_flops = 0 : i64, sfu_ops = 2048 : i64, tile = "tile 32x32, grid 2x1, working set 8.0 KB of 227 KB, ~32 regs/thread, 8 warps, 1 stages, occupancy 1.00", tile_sizes = array<i64: 32, 32>} {
+  %a = tilefuse.group "fused_kernel_0" ins(%x : tensor<64x32xf32>) reason "pointwise: tanh (1 ops)" attributes {tile = "tile 32x32, grid 2x1, working set 8.0 KB of 227 KB, ~32 regs/thread, 8 warps, 1 stages, occupancy 1.00", cost = #tilefuse.cost<flops = 2048, fused_bytes = 16384, unfused_bytes = 16384, tc_flops = 0, sfu_ops = 2048, dtype = "f32">} {
   ^bb0(%0: tensor<64x32xf32>):
     %1 = tensor.empty() : tensor<64x32xf32>
-    %2 = tilefuse.tile_grid [2, 1] outs(%1 : tensor<64x32xf32>) warps 8 stages 1 {
+    %2 = tilefuse.tile_grid [2, 1] outs(%1 : tensor<64x32xf32>) warps 8 stages 1 attributes {plan = #tilefuse.tile_plan<extents = [64, 32], blocks = [32, 32], modes = [grid, grid], warps = 8, stages = 1, working_set = 8192, smem_budget = 232448, regs = 32, occupancy = 1.0, order = row, dot = none>} {
     ^bb0(%3: index, %4: index, %5: tensor<64x32xf32>):
       %6 = arith.constant 32 : index
       %7 = arith.muli %3, %6 : index
@@ -143,10 +143,10 @@ func.func @branches(%x: tensor<64x32xf32>, %y: tensor<64x32xf32>) -> (tensor<64x
     } -> (tensor<64x32xf32>)
     tilefuse.yield %2 : tensor<64x32xf32>
   } -> (tensor<64x32xf32>)
-  %b = tilefuse.group "fused_kernel_1" ins(%y : tensor<64x32xf32>) reason "reduction: reduce_add (2 ops)" attributes {flops = 2048 : i64, fused_bytes = 8448 : i64, unfused_bytes = 8960 : i64, tc_flops = 0 : i64, sfu_ops = 0 : i64, tile = "tile 64x32, grid 1, working set 8.2 KB of 227 KB, ~41 regs/thread, 4 warps, 1 stages, occupancy 0.62", tile_sizes = array<i64: 64, 32>} {
+  %b = tilefuse.group "fused_kernel_1" ins(%y : tensor<64x32xf32>) reason "reduction: reduce_add (2 ops)" attributes {tile = "tile 64x32, grid 1, working set 8.2 KB of 227 KB, ~41 regs/thread, 4 warps, 1 stages, occupancy 0.62", cost = #tilefuse.cost<flops = 2048, fused_bytes = 8448, unfused_bytes = 8960, tc_flops = 0, sfu_ops = 0, dtype = "f32">} {
   ^bb0(%0: tensor<64x32xf32>):
     %1 = tensor.empty() : tensor<64xf32>
-    %2 = tilefuse.tile_grid [1] outs(%1 : tensor<64xf32>) warps 4 stages 1 {
+    %2 = tilefuse.tile_grid [1] outs(%1 : tensor<64xf32>) warps 4 stages 1 attributes {plan = #tilefuse.tile_plan<extents = [64, 32], blocks = [64, 32], modes = [grid, whole], warps = 4, stages = 1, working_set = 8448, smem_budget = 232448, regs = 41, occupancy = 0.625, order = row, dot = none>} {
     ^bb0(%3: index, %4: tensor<64xf32>):
       %5 = arith.constant 64 : index
       %6 = arith.muli %3, %5 : index

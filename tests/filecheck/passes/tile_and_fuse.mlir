@@ -36,7 +36,7 @@
 // LOOP-NEXT:      arith.addf %[[L]], %[[A]] : f32
 // LOOP:         tilefuse.store %[[TOTAL]]
 func.func @row_sum(%x: tensor<37x300xf32>) -> tensor<37xf32> {
-  %s = tilefuse.group "fused_kernel_0" ins(%x : tensor<37x300xf32>) reason "reduction: reduce_add (2 ops)" attributes {flops = 11100 : i64, fused_bytes = 44548 : i64, unfused_bytes = 44844 : i64, tc_flops = 0 : i64, sfu_ops = 0 : i64} {
+  %s = tilefuse.group "fused_kernel_0" ins(%x : tensor<37x300xf32>) reason "reduction: reduce_add (2 ops)" attributes {cost = #tilefuse.cost<flops = 11100, fused_bytes = 44548, unfused_bytes = 44844, tc_flops = 0, sfu_ops = 0, dtype = "f32">} {
   ^bb0(%0: tensor<37x300xf32>):
     %zero = arith.constant 0.000000e+00 : f32
     %e = tensor.empty() : tensor<37xf32>
@@ -66,7 +66,7 @@ func.func @row_sum(%x: tensor<37x300xf32>) -> tensor<37xf32> {
 // CHECK:         tilefuse.store
 // CHECK:         tilefuse.store
 func.func @multi_use(%x: tensor<64x128xf32>) -> (tensor<64x128xf32>, tensor<64x128xf32>) {
-  %s, %p = tilefuse.group "fused_kernel_0" ins(%x : tensor<64x128xf32>) reason "pointwise: tanh + add + mul (3 ops)" attributes {flops = 24576 : i64, fused_bytes = 98304 : i64, unfused_bytes = 262144 : i64, tc_flops = 0 : i64, sfu_ops = 8192 : i64} {
+  %s, %p = tilefuse.group "fused_kernel_0" ins(%x : tensor<64x128xf32>) reason "pointwise: tanh + add + mul (3 ops)" attributes {cost = #tilefuse.cost<flops = 24576, fused_bytes = 98304, unfused_bytes = 262144, tc_flops = 0, sfu_ops = 8192, dtype = "f32">} {
   ^bb0(%0: tensor<64x128xf32>):
     %e = tensor.empty() : tensor<64x128xf32>
     %t = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%0 : tensor<64x128xf32>) outs(%e : tensor<64x128xf32>) {
@@ -106,7 +106,7 @@ func.func @multi_use(%x: tensor<64x128xf32>) -> (tensor<64x128xf32>, tensor<64x1
 // CHECK:         linalg.generic {{.*}} ins(%[[ACC]], %{{.*}} :
 // CHECK:         tilefuse.store
 func.func @linear(%x: tensor<100x200xf32>, %w: tensor<200x80xf32>, %b: tensor<80xf32>) -> tensor<100x80xf32> {
-  %y = tilefuse.group "fused_kernel_0" ins(%x, %w, %b : tensor<100x200xf32>, tensor<200x80xf32>, tensor<80xf32>) reason "epilogue: matmul + add (3 ops)" attributes {flops = 3208000 : i64, fused_bytes = 176320 : i64, unfused_bytes = 304320 : i64, tc_flops = 0 : i64, sfu_ops = 0 : i64} {
+  %y = tilefuse.group "fused_kernel_0" ins(%x, %w, %b : tensor<100x200xf32>, tensor<200x80xf32>, tensor<80xf32>) reason "epilogue: matmul + add (3 ops)" attributes {cost = #tilefuse.cost<flops = 3208000, fused_bytes = 176320, unfused_bytes = 304320, tc_flops = 0, sfu_ops = 0, dtype = "f32">} {
   ^bb0(%0: tensor<100x200xf32>, %1: tensor<200x80xf32>, %2: tensor<80xf32>):
     %zero = arith.constant 0.000000e+00 : f32
     %e = tensor.empty() : tensor<100x80xf32>

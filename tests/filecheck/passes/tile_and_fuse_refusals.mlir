@@ -7,7 +7,7 @@
 // CHECK: tilefuse.group "fused_kernel_0"
 // CHECK-NOT: tilefuse.tile_grid
 func.func @decay(%x: tensor<8x300xf32>) -> tensor<8xf32> {
-  %r = tilefuse.group "fused_kernel_0" ins(%x : tensor<8x300xf32>) reason "reduction: reduce_add (2 ops)" attributes {flops = 4800 : i64, fused_bytes = 9632 : i64, unfused_bytes = 9696 : i64, tc_flops = 0 : i64, sfu_ops = 0 : i64} {
+  %r = tilefuse.group "fused_kernel_0" ins(%x : tensor<8x300xf32>) reason "reduction: reduce_add (2 ops)" attributes {cost = #tilefuse.cost<flops = 4800, fused_bytes = 9632, unfused_bytes = 9696, tc_flops = 0, sfu_ops = 0, dtype = "f32">} {
   ^bb0(%0: tensor<8x300xf32>):
     %zero = arith.constant 0.000000e+00 : f32
     %e = tensor.empty() : tensor<8xf32>

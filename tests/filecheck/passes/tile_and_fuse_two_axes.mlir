@@ -14,7 +14,7 @@
 // CHECK:         linalg.generic {{.*}} iterator_types = ["reduction", "reduction"]} ins(%[[SUM]]
 // CHECK:         tilefuse.store
 func.func @total(%x: tensor<37x300xf32>) -> tensor<f32> {
-  %s = tilefuse.group "fused_kernel_0" ins(%x : tensor<37x300xf32>) reason "reduction: reduce_add (2 ops)" attributes {flops = 11100 : i64, fused_bytes = 44404 : i64, unfused_bytes = 44412 : i64, tc_flops = 0 : i64, sfu_ops = 0 : i64} {
+  %s = tilefuse.group "fused_kernel_0" ins(%x : tensor<37x300xf32>) reason "reduction: reduce_add (2 ops)" attributes {cost = #tilefuse.cost<flops = 11100, fused_bytes = 44404, unfused_bytes = 44412, tc_flops = 0, sfu_ops = 0, dtype = "f32">} {
   ^bb0(%0: tensor<37x300xf32>):
     %zero = arith.constant 0.000000e+00 : f32
     %e = tensor.empty() : tensor<f32>
@@ -41,7 +41,7 @@ func.func @total(%x: tensor<37x300xf32>) -> tensor<f32> {
 // CHECK-LABEL: func.func @rows_then_columns
 // CHECK-NOT: tilefuse.tile_grid
 func.func @rows_then_columns(%x: tensor<65x300xf32>) -> tensor<300xf32> {
-  %cols = tilefuse.group "fused_kernel_0" ins(%x : tensor<65x300xf32>) reason "reduction: reduce_add + sub + reduce_maximum (5 ops)" attributes {flops = 58500 : i64, fused_bytes = 235200 : i64, unfused_bytes = 316640 : i64, tc_flops = 0 : i64, sfu_ops = 0 : i64} {
+  %cols = tilefuse.group "fused_kernel_0" ins(%x : tensor<65x300xf32>) reason "reduction: reduce_add + sub + reduce_maximum (5 ops)" attributes {cost = #tilefuse.cost<flops = 58500, fused_bytes = 235200, unfused_bytes = 316640, tc_flops = 0, sfu_ops = 0, dtype = "f32">} {
   ^bb0(%0: tensor<65x300xf32>):
     %zero = arith.constant 0.000000e+00 : f32
     %er = tensor.empty() : tensor<65xf32>
