@@ -98,10 +98,10 @@ def _host_constant(op: arith.ConstantOp) -> str:
     dtype = torch_dtype(op.result.type, op)
     flat = values.reshape(-1)
     # integers as Python ints (through a float, an i64 past 2**53 would round)
-    literal = (lambda v: repr(int(v))) if flat.dtype.kind in "iub" else (lambda v: literal(float(v)))
+    text = (lambda v: repr(int(v))) if flat.dtype.kind in "iub" else (lambda v: literal(float(v)))
     if flat.size and (flat == flat[0]).all():
-        return f"torch.full({shape}, {literal(flat[0])}, dtype={dtype}, device=device)"
-    listed = ", ".join(literal(v) for v in flat)
+        return f"torch.full({shape}, {text(flat[0])}, dtype={dtype}, device=device)"
+    listed = ", ".join(text(v) for v in flat)
     return f"torch.tensor([{listed}], dtype={dtype}, device=device).reshape({shape})"
 
 

@@ -431,7 +431,7 @@ class KernelPrinter(Emitter):
         line = self._defining_line(text)
         # (an initial value from an enclosing block is read again by each run of the loop)
         here = isinstance(init.owner, Operation) and init.owner.parent_block() is op.parent_block()
-        sole = here and len(init.uses) == 1 and self.names.of.get(init) == text and not any(
+        sole = here and len(list(init.uses)) == 1 and self.names.of.get(init) == text and not any(
             w is not init and n == text for w, n in self.names.of.items())  # fmt: skip
         if sole and line is not None:
             name = self.names.fresh(hint)
@@ -531,7 +531,7 @@ def _in_place(loop: scf.ForOp, arg: SSAValue, y: SSAValue) -> bool:
         return False
     if not (isinstance(owner, LoadOp) or as_structured(owner) is not None) or len(owner.results) != 1:
         return False
-    if len(y.uses) != 1 or list(body.last_op.operands).count(y) != 1:  # type: ignore[union-attr]
+    if len(list(y.uses)) != 1 or list(body.last_op.operands).count(y) != 1:  # type: ignore[union-attr]
         return False
     order = {op: i for i, op in enumerate(body.ops)}
     for use in arg.uses:
