@@ -340,7 +340,8 @@ class KernelPrinter(Emitter):
         outer = f"{pid} // {gm * gn}"
         for k in rest:
             stride = math.prod(shape[j] for j in rest if j > k)
-            self.bind(ids[k], f"({outer} // {stride}) % {shape[k]}", hint=f"pid_{k}")
+            div = f"{outer} // {stride}" if stride > 1 else outer
+            self.bind(ids[k], div if k == rest[0] else f"({div}) % {shape[k]}", hint=f"pid_{k}")
 
     def print_block(self, block: Block) -> None:
         for op in block.ops:
