@@ -248,7 +248,9 @@ class GenericPrinter:
         if len(grouped) == 2 and order == list(range(len(order))):
             self.k.bind(result, dot, kept_shape(result.type), self.result_hint(0) or "acc")
             return
-        value = dot if len(grouped) == 2 else f"tl.reshape({self.k.value('dot', dot)}, {self.kshape(grouped)})"
+        value = dot
+        if len(grouped) != 2:
+            value = f"tl.reshape({self.k.value('dot', dot)}, {self.kshape(grouped)})"
         if order != list(range(len(order))):
             value = f"tl.permute({value}, {tuple(order)})"
         self.k.bind(result, value, kept_shape(result.type), self.result_hint(0))

@@ -50,7 +50,7 @@ class HostPrinter:
         return "\n".join(lines) + "\n"
 
     def launch(self, g: GroupOp) -> list[str]:
-        grids, stacked, sig = self.launches[g]
+        _, stacked, sig = self.launches[g]
         names = self.names
         lines = self._equal_strides(g, stacked)
         pointers = [p for p in sig.params if p.kind is POINTER]
@@ -59,18 +59,16 @@ class HostPrinter:
             call.append(f"{names(v)}, *{names(v)}.stride()" if p.strided else names(v))
         for r in g.results:
             shape = tuple(r.type.get_shape())
-            lines.append(f"    {names(r)} = torch.empty({shape}, dtype={torch_dtype(r.type, g)}, device=device)")
+            dtype = torch_dtype(r.type, g)
+            lines.append(f"    {names(r)} = torch.empty({shape}, dtype={dtype}, device=device)")
         consts = {p.name: p.value for p in sig.params if p.kind is CONSTEXPR}
         if consts:
             dtype, precision = f"tl.{consts['DOT_DTYPE']}", consts["DOT_PRECISION"]
             # (`dot_dtype` lets the interpreter run 16-bit dots in fp32; fp32 and fp64 stay.)
             dot = f"{dtype} if dot_dtype is None else dot_dtype" if precision == "tf32" else dtype
             call.append(f'DOT_DTYPE={dot}, DOT_PRECISION="{precision}"')
-        grid = grids[0]
-        lines.append(
-            f"    {g.sym_name.data}[({sig.programs},)]({', '.join(call)}, "
-            f"num_warps={grid.num_warps.value.data}, num_stages={grid.num_stages.value.data})"
-        )
+        lines.append(f"    {sig.name}[({sig.programs},)]({', '.join(call)}, "
+                     f"num_warps={sig.num_warps}, num_stages={sig.num_stages})")  # fmt: skip
         return lines
 
     def _equal_strides(self, g: GroupOp, stacked) -> list[str]:

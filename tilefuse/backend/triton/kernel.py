@@ -50,6 +50,9 @@ from tilefuse.ir.tilefuse import (
     same_tile_program,
 )
 
+SCALAR_OPS = (arith.CmpiOp, arith.SelectOp)
+"""Scalar ops of a tile program besides those of the BINARY and UNARY tables."""
+
 KERNEL_LOCALS = ("pid", "seg", "tile", "group", "first_m", "rows")
 """Names the kernel's program-id arithmetic uses."""
 
@@ -203,9 +206,13 @@ class KernelPrinter(Emitter):
             hint, fallback = self.group.inputs[i].name_hint, f"in{i}"
         rank = len(v.type.get_shape())
         base = self.names.fresh(hint or fallback)
-        while any(n in self.names.used for n in (f"{base}_ptr", *(f"{base}_s{i}" for i in range(rank)))):
+
+        def params(base: str) -> set[str]:
+            return {f"{base}_ptr", *(f"{base}_s{i}" for i in range(rank))}
+
+        while params(base) & self.names.used:
             base = self.names.fresh(base)
-        self.names.used.update({f"{base}_ptr", *(f"{base}_s{i}" for i in range(rank))})
+        self.names.used |= params(base)
         self.names.used.discard(base)  # free for the tile loaded from it
         return base
 
@@ -355,7 +362,7 @@ class KernelPrinter(Emitter):
             from tilefuse.backend.triton.generic import GenericPrinter
 
             GenericPrinter(self, s).print()
-        elif type(op) in BINARY or type(op) in UNARY or isinstance(op, arith.CmpiOp | arith.SelectOp):
+        elif type(op) in BINARY or type(op) in UNARY or isinstance(op, SCALAR_OPS):
             self.expr[op.results[0]] = self._index_expr(op)
         else:
             raise CompileError.at(op, "is not supported by the Triton backend (in a tile "
@@ -530,9 +537,10 @@ def _in_place(loop: scf.ForOp, arg: SSAValue, y: SSAValue) -> bool:
     owner = y.owner
     if not isinstance(owner, Operation) or owner.parent_block() is not body:
         return False
-    if not (isinstance(owner, LoadOp) or as_structured(owner) is not None) or len(owner.results) != 1:
+    computed = isinstance(owner, LoadOp) or as_structured(owner) is not None
+    if not computed or len(owner.results) != 1 or len(list(y.uses)) != 1:
         return False
-    if len(list(y.uses)) != 1 or list(body.last_op.operands).count(y) != 1:  # type: ignore[union-attr]
+    if list(body.last_op.operands).count(y) != 1:  # type: ignore[union-attr]
         return False
     order = {op: i for i, op in enumerate(body.ops)}
     for use in arg.uses:
