@@ -328,6 +328,9 @@ class KernelPrinter(Emitter):
         swizzle = grid.attributes.get("swizzle")
         if swizzle is None:
             for k, arg in enumerate(ids):
+                if shape[k] == 1:
+                    self.expr[arg] = "0"
+                    continue
                 stride = math.prod(shape[k + 1 :])
                 div = f"{pid} // {stride}" if stride > 1 else pid
                 if k > 0:
@@ -370,11 +373,13 @@ class KernelPrinter(Emitter):
                                   "arith and math ops)")  # fmt: skip
 
     def _index_expr(self, op: Operation) -> str:
-        """Scalar arithmetic in the tile program (offsets); `x * 1` and `x + 0` of
-        integers are `x`."""
+        """Scalar arithmetic in the tile program (offsets); of integers, `x * 1` and
+        `x + 0` are `x`, `x * 0` is 0."""
         if isinstance(op, arith.MuliOp | arith.AddiOp):
             unit = "1" if isinstance(op, arith.MuliOp) else "0"
             a, b = (self.ref(v) for v in op.operands)
+            if isinstance(op, arith.MuliOp) and "0" in (a, b):
+                return "0"
             if unit in (a, b):
                 return b if a == unit else a
         return scalar_expr(op, self.ref)
@@ -468,8 +473,6 @@ class KernelPrinter(Emitter):
             text, name = self.ref(v), self.names.of[arg]
             if text != name:
                 self.assign(name, text)
-        if not carried:
-            self.emit("pass")
 
     def constant(self, op: arith.ConstantOp) -> str:
         v = op.value
