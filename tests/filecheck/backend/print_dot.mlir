@@ -15,7 +15,7 @@
 // CHECK-NEXT:     rows = min(3 - first_m, 2)
 // CHECK-NEXT:     i = first_m + (tile % rows)
 // CHECK-NEXT:     j = (tile % 4) // rows
-// CHECK-NEXT:     p = pid // 6
+// CHECK-NEXT:     p = (pid // 6 // 1) % 2
 // CHECK-NEXT:     prod = tl.full((16, 16), 0.0, tl.float32)
 // CHECK-NEXT:     for k in range(0, 64, 32):
 // CHECK-NEXT:         offs1 = (i * 16) + tl.arange(0, 16)

@@ -18,11 +18,12 @@
 
 // CHECK:      # k0: pointwise: tanh
 // CHECK-NEXT: # tile 4x32, grid 3
-// CHECK-NEXT: # from {{.*}}print_pointwise.mlir:41:3
+// CHECK-NEXT: # from {{.*}}print_pointwise.mlir:42:3
 // CHECK-NEXT: @triton.jit
 // CHECK-NEXT: def k0(x_ptr, x_s0, x_s1, y_ptr, y_s0, y_s1):
 // CHECK-NEXT:     pid = tl.program_id(0)
-// CHECK-NEXT:     offs0 = (pid * 4) + tl.arange(0, 4)
+// CHECK-NEXT:     i = pid % 3
+// CHECK-NEXT:     offs0 = (i * 4) + tl.arange(0, 4)
 // CHECK-NEXT:     offs1 = tl.arange(0, 32)
 // CHECK-NEXT:     mask = (offs0[:, None] < 10) & (offs1[None, :] < 24)
 // CHECK-NEXT:     xt = tl.load(x_ptr + offs0[:, None] * x_s0 + offs1[None, :] * x_s1, mask=mask, other=0.0).to(tl.float32)

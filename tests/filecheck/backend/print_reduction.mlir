@@ -15,7 +15,8 @@
 
 // CHECK-LABEL: def rows(x_ptr, x_s0, x_s1, m_ptr, m_s0, s_ptr, s_s0):
 // CHECK-NEXT:     pid = tl.program_id(0)
-// CHECK-NEXT:     offs0 = (pid * 2) + tl.arange(0, 2)
+// CHECK-NEXT:     i = pid % 4
+// CHECK-NEXT:     offs0 = (i * 2) + tl.arange(0, 2)
 // CHECK-NEXT:     offs1 = tl.arange(0, 64)
 // CHECK-NEXT:     mask = (offs0[:, None] < 7) & (offs1[None, :] < 40)
 // CHECK-NEXT:     xt = tl.load(x_ptr + offs0[:, None] * x_s0 + offs1[None, :] * x_s1, mask=mask, other=0.0).to(tl.float32)

@@ -323,18 +323,15 @@ class KernelPrinter(Emitter):
     def print_program_ids(self, grid: TileGridOp, pid: str) -> None:
         """Row-major program ids; M and N in grouped order when the plan asks.
 
-        `pid` is below the grid's size, so the outermost id needs no modulo."""
+        Every id keeps its modulo, the outermost too (`pid` is below the grid's
+        size): the bound it tells the compiler changes register allocation (a
+        LayerNorm row kernel spilled without it)."""
         shape, ids = grid.grid_shape, grid.program_ids
         swizzle = grid.attributes.get("swizzle")
         if swizzle is None:
             for k, arg in enumerate(ids):
-                if shape[k] == 1:
-                    self.expr[arg] = "0"
-                    continue
                 stride = math.prod(shape[k + 1 :])
-                div = f"{pid} // {stride}" if stride > 1 else pid
-                if k > 0:
-                    div = f"({div}) % {shape[k]}" if stride > 1 else f"{pid} % {shape[k]}"
+                div = f"({pid} // {stride}) % {shape[k]}" if stride > 1 else f"{pid} % {shape[k]}"
                 self.bind(arg, div, hint=f"pid_{k}")
             return
         im, jn = swizzle.get_values()
@@ -350,8 +347,7 @@ class KernelPrinter(Emitter):
         outer = f"{pid} // {gm * gn}"
         for k in rest:
             stride = math.prod(shape[j] for j in rest if j > k)
-            div = f"{outer} // {stride}" if stride > 1 else outer
-            self.bind(ids[k], div if k == rest[0] else f"({div}) % {shape[k]}", hint=f"pid_{k}")
+            self.bind(ids[k], f"({outer} // {stride}) % {shape[k]}", hint=f"pid_{k}")
 
     def print_block(self, block: Block) -> None:
         for op in block.ops:
