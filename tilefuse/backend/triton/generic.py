@@ -19,7 +19,7 @@ from xdsl.dialects.builtin import Float64Type, IntegerType
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Operation, SSAValue
 
-from tilefuse.analysis.dataflow import product_operand
+from tilefuse.analysis.dataflow import is_contraction, product_operand
 from tilefuse.backend.triton.dot import DotAxes, dot_axes
 from tilefuse.backend.triton.dtypes import kept_shape, tl_dtype
 from tilefuse.backend.triton.scalar import BINARY, REDUCE, int_width, scalar_expr
@@ -115,18 +115,7 @@ class GenericPrinter:
         self.k.bind(result, self.from_loop_space(value, dims, vdims), shape, hint)
 
     def result_hint(self, j: int) -> str | None:
-        """A name for result `j`: its own hint, else that of the payload value it
-        yields (or of the operand a fill yields)."""
-        s = self.s
-        if s.op.results[j].name_hint:
-            return s.op.results[j].name_hint
-        yield_op = s.payload.last_op
-        if yield_op is None or j >= len(yield_op.operands):
-            return None
-        y = yield_op.operands[j]
-        if y in s.payload.args[: len(s.inputs)]:
-            return s.inputs[list(s.payload.args).index(y)].name_hint
-        return y.name_hint
+        return result_hint(self.s, j)
 
     def run_payload(self, env, stop: SSAValue | None) -> list[tuple[str, set[int]]]:
         """Emit the payload's ops; returns the yielded (expr, dims) pairs."""
@@ -158,6 +147,8 @@ class GenericPrinter:
             operands[0], operands[2]):  # fmt: skip
             return operands[1]
         text = scalar_expr(op, lambda v, ops=operands, o=op: ops[list(o.operands).index(v)])
+        if text in self.k.defined:  # a cast to the compute type it is already in
+            return text
         name = self.k.value(op.results[0].name_hint or "t", text)
         if isinstance(op, arith.SelectOp):
             self.k.wheres.setdefault(name, (operands[0], operands[2]))
@@ -266,3 +257,26 @@ class GenericPrinter:
         if len(wanted) == 2:
             return value  # already 2-D: a reshape would only risk a layout change
         return f"tl.reshape({value}, {shape})"
+
+
+REDUCTION_NAMES = {"tl.sum": "total", "_prod": "product", "_max_nan": "maximum",
+                   "tl.max": "maximum", "_min_nan": "minimum", "tl.min": "minimum"}  # fmt: skip
+"""Names of reduction results the IR leaves unnamed, by reduction."""
+
+
+def result_hint(s: StructuredOp, j: int) -> str | None:
+    """A name for result `j` of `s`: its own hint, else that of the payload value
+    it yields (or of the operand a fill yields), else what a reduction (not a
+    contraction) computes."""
+    if s.op.results[j].name_hint:
+        return s.op.results[j].name_hint
+    yield_op = s.payload.last_op
+    if yield_op is None or j >= len(yield_op.operands):
+        return None
+    y = yield_op.operands[j]
+    if y in s.payload.args[: len(s.inputs)]:
+        return s.inputs[list(s.payload.args).index(y)].name_hint
+    if y.name_hint or not s.reduction_dims or is_contraction(s):
+        return y.name_hint
+    comb = y.owner
+    return REDUCTION_NAMES.get(REDUCE.get(type(comb), ""))  # type: ignore[arg-type]

@@ -436,7 +436,7 @@ class KernelPrinter(Emitter):
         """The variable a loop-carried block lives in: its initial value's own
         (renamed on its line) when nothing else reads that value, else a copy."""
         text = self.ref(init)
-        hint = res.name_hint or y.name_hint or _yield_hint(y) or "acc"
+        hint = res.name_hint or y.name_hint or _structured_hint(y) or "acc"
         line = self._defining_line(text)
         # (an initial value from an enclosing block is read again by each run of the loop)
         here = isinstance(init.owner, Operation) and init.owner.parent_block() is op.parent_block()
@@ -518,14 +518,13 @@ def _only_dot_operand(value: SSAValue) -> bool:
     return bool(value.uses)
 
 
-def _yield_hint(y: SSAValue) -> str | None:
-    """The name hint of the payload value a structured op's result yields."""
+def _structured_hint(y: SSAValue) -> str | None:
+    """The name a structured op's result would get (`generic.result_hint`)."""
+    from tilefuse.backend.triton.generic import result_hint
+
     if not isinstance(y, OpResult) or (s := as_structured(y.owner)) is None:
         return None
-    yield_op = s.payload.last_op
-    if yield_op is None or y.index >= len(yield_op.operands):
-        return None
-    return yield_op.operands[y.index].name_hint
+    return result_hint(s, y.index)
 
 
 def _in_place(loop: scf.ForOp, arg: SSAValue, y: SSAValue) -> bool:
