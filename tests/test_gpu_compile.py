@@ -14,7 +14,7 @@ pytest.importorskip("triton")
 
 from tilefuse.analysis.cost.target import get_target
 from tilefuse.analysis.tile_plan import GRID, LOOP, DimTile, TilePlan
-from tilefuse.backend.triton.emit import emit_triton
+from tilefuse.backend.triton.emit import emit_module
 from tilefuse.frontend.program import load_program
 from tilefuse.gpu.check import (
     KernelReport,
@@ -25,10 +25,10 @@ from tilefuse.gpu.check import (
     format_reports,
     kernel_only_source,
     kernel_specs,
-    main,
     tile_summary,
 )
 from tilefuse.pipeline import run_pipeline
+from tilefuse.tools.gpu_check import main
 
 SAMPLES = Path(__file__).parent.parent / "samples"
 NAMES = sorted(p.stem for p in SAMPLES.glob("*.mlir"))
@@ -54,7 +54,7 @@ def case_id(case) -> str:
 def compiled(name, dims=None, dtype=None):
     module = load_program(SAMPLES / f"{name}.mlir", dims, dtype)
     run_pipeline(module, TARGET.name)
-    return module, emit_triton(module)
+    return module, emit_module(module)
 
 
 @pytest.fixture(scope="module")
@@ -99,8 +99,8 @@ def test_kernels_fit_sm90(case, reports):
 
 
 def test_check_kernels_one_program():
-    module, source = compiled("relu_add", {"N": 512}, "f16")
-    (report,) = check_kernels(module, source, "h200")
+    module, emitted = compiled("relu_add", {"N": 512}, "f16")
+    (report,) = check_kernels(module, emitted, "h200")
     assert report.name == "fused_kernel_0" and report.fits and not report.contraction
     assert report.spills == 0 and 0 < report.registers <= 255
 
@@ -117,34 +117,35 @@ def test_tile_summary_reads_the_plan():
 
 
 def test_signature_is_the_launchers():
-    module, source = compiled("softmax", {"M": 64, "N": 1000}, "bf16")
-    (spec,) = kernel_specs(module, source)
+    module, emitted = compiled("softmax", {"M": 64, "N": 1000}, "bf16")
+    (spec,) = kernel_specs(module, emitted)
     sig, consts = dict(spec.signature), dict(spec.constexprs)
-    assert sig == {"in0_ptr": "*bf16", "in0_s0": "i32",
-                   "out0_ptr": "*bf16", "out0_s0": "i32"}  # fmt: skip
-    # Unit innermost strides become the constexpr 1, as Triton's launcher does.
-    assert consts == {"in0_s1": 1, "out0_s1": 1, "DOT_DTYPE": "float32",
-                      "DOT_PRECISION": "ieee"}  # fmt: skip
+    assert sig == {"x_ptr": "*bf16", "x_s0": "i32",
+                   "y_ptr": "*bf16", "y_s0": "i32"}  # fmt: skip
+    # Unit innermost strides become the constexpr 1, as Triton's launcher does;
+    # a kernel without tl.dot takes no DOT_DTYPE.
+    assert consts == {"x_s1": 1, "y_s1": 1}
     # 1000 is no multiple of 16, so only the pointers are divisible by 16.
-    assert spec.divisible_by_16 == ("in0_ptr", "out0_ptr")
+    assert spec.divisible_by_16 == ("x_ptr", "y_ptr")
     assert contiguous_strides((3, 1, 5)) == (5, 5, 1)
     assert contiguous_strides(()) == ()
 
 
 def test_kernel_only_source_drops_torch():
-    _, source = compiled("relu_add")
+    _, emitted = compiled("relu_add")
+    source = emitted.text
     text = kernel_only_source(source)
     assert "import torch" in source and "import torch" not in text
     assert text.count("\n") == source.count("\n")  # line numbers kept
 
 
 def test_contraction_constexprs_follow_the_host():
-    module, source = compiled("linear_bias_relu", {"M": 64, "K": 64, "N": 32}, "bf16")
-    (spec,) = kernel_specs(module, source)
+    module, emitted = compiled("linear_bias_relu", {"M": 64, "K": 64, "N": 32}, "bf16")
+    (spec,) = kernel_specs(module, emitted)
     consts = dict(spec.constexprs)
     assert consts["DOT_DTYPE"] == "bfloat16" and consts["DOT_PRECISION"] == "tf32"
     assert spec.contraction and spec.num_stages > 1
-    assert {"in0_s0", "in1_s0", "out0_s0"} <= set(spec.divisible_by_16)
+    assert {"x_s0", "w_s0", "y_s0"} <= set(spec.divisible_by_16)
 
 
 def test_format_reports_flags_problems():
@@ -172,5 +173,5 @@ def test_remf_compiles_to_libdevice_fmod_for_sm90():
     for dtype in ("f32", "f64"):
         module = load_program(REMF.replace("T", dtype))
         run_pipeline(module, TARGET.name)
-        (report,) = check_kernels(module, emit_triton(module), TARGET.name)
+        (report,) = check_kernels(module, emit_module(module), TARGET.name)
         assert report.fits and report.spills == 0

@@ -9,17 +9,17 @@ launch it with, and reports what ptxas made of it next to what the cost model
 predicted:
 
 ```
-python -m tilefuse.gpu.check samples/softmax.mlir --set-dim M=4096 \
+python -m tilefuse.tools.gpu_check samples/softmax.mlir --set-dim M=4096 \
     --set-dim N=8192 --set-dtype bf16
 ```
 
 The signature is the one Triton's launcher would specialise for contiguous
-tensors of the group's static shapes: a pointer per tensor (`*fp32`, `*bf16`,
-...; divisible by 16, as freshly allocated torch tensors are), one `i32` stride
-per dim (`i64` past 2**31), strides equal to 1 turned into the constexpr 1, and
-strides that are multiples of 16 marked divisible by 16. The constexprs are
-those the host passes (`DOT_DTYPE`, `DOT_PRECISION`, read from its launch
-call), and `num_warps`/`num_stages` come from the group's `tile_grid`.
+tensors of the group's static shapes, read from the printer's `KernelSignature`:
+a pointer per tensor (`*fp32`, `*bf16`, ...; divisible by 16, as freshly
+allocated torch tensors are), one `i32` stride per dim (`i64` past 2**31),
+strides equal to 1 turned into the constexpr 1, and strides that are multiples
+of 16 marked divisible by 16. The constexprs (`DOT_DTYPE`, `DOT_PRECISION`) are
+those the host passes, and `num_warps`/`num_stages` are the launch's.
 
 The predicted registers per thread and working set are read from the tile plan
 of the group's (first) grid (`#tilefuse.tile_plan`, `tile_summary`).
@@ -31,8 +31,6 @@ of one call are then compiled in a single child process.
 
 from __future__ import annotations
 
-import argparse
-import ast
 import math
 import pickle
 import sys
@@ -41,6 +39,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from tilefuse.backend.triton.signature import POINTER, STRIDE, KernelSignature
 from tilefuse.gpu.aot import CompiledKernel, CubinCompileError, run_in_child
 
 __all__ = [
@@ -54,7 +53,6 @@ __all__ = [
     "format_reports",
     "kernel_only_source",
     "kernel_specs",
-    "main",
     "tile_summary",
 ]
 
@@ -110,54 +108,32 @@ def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
     )
 
 
-def _tensor_params(
-    params: list[str], shape: Sequence[int], dtype: str
+def _signature(
+    kernel: KernelSignature,
 ) -> tuple[dict[str, str], dict[str, object], list[str]]:
-    """Signature, constexprs and divisible parameters of one tensor's params."""
-    if dtype not in POINTER_TYPE:
-        raise CubinCompileError(f"no Triton pointer type for element type {dtype}")
-    ptr, strides = params[0], params[1:]
-    sig, consts, div = {ptr: POINTER_TYPE[dtype]}, {}, [ptr]
-    for p, stride in zip(strides, contiguous_strides(shape), strict=True):
-        if stride == 1:  # the launcher specialises ints equal to 1
-            consts[p] = 1
-            continue
-        sig[p] = "i32" if stride <= I32_MAX else "i64"
-        if stride % 16 == 0:
-            div.append(p)
+    """Triton types, constexprs and divisible-by-16 parameters of `kernel`'s launch
+    with contiguous tensors."""
+    sig: dict[str, str] = {}
+    consts: dict[str, object] = {}
+    div: list[str] = []
+    for p in kernel.params:
+        if p.kind is POINTER:
+            if p.dtype not in POINTER_TYPE:
+                raise CubinCompileError(f"no Triton pointer type for element type {p.dtype}")
+            sig[p.name] = POINTER_TYPE[p.dtype]
+            div.append(p.name)
+        elif p.kind is STRIDE:
+            assert p.dim is not None
+            stride = contiguous_strides(p.shape)[p.dim]
+            if stride == 1:  # the launcher specialises ints equal to 1
+                consts[p.name] = 1
+                continue
+            sig[p.name] = "i32" if stride <= I32_MAX else "i64"
+            if stride % 16 == 0:
+                div.append(p.name)
+        else:
+            consts[p.name] = p.value
     return sig, consts, div
-
-
-def _kernel_args(tree: ast.Module, name: str) -> list[str]:
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name == name:
-            return [a.arg for a in node.args.args]
-    raise CubinCompileError(f"the kernel source defines no {name!r}")
-
-
-def _launch_constexprs(tree: ast.Module, name: str) -> dict[str, object]:
-    """`DOT_DTYPE`/`DOT_PRECISION` as the host's launch of `name` passes them."""
-    for node in ast.walk(tree):
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Subscript)
-            and isinstance(node.func.value, ast.Name)
-            and node.func.value.id == name
-        ):
-            return {k.arg: _constexpr_value(k.value) for k in node.keywords
-                    if k.arg in ("DOT_DTYPE", "DOT_PRECISION")}  # fmt: skip
-    raise CubinCompileError(f"the host function never launches {name!r}")
-
-
-def _constexpr_value(node: ast.expr) -> object:
-    """`tl.bfloat16 if dot_dtype is None else dot_dtype` -> "bfloat16"; "ieee"."""
-    if isinstance(node, ast.IfExp):
-        node = node.body
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    if isinstance(node, ast.Constant):
-        return node.value
-    raise CubinCompileError(f"cannot read a launch constexpr: {ast.unparse(node)}")
 
 
 def _is_contraction_group(group: Any) -> bool:
@@ -171,65 +147,29 @@ def _is_contraction_group(group: Any) -> bool:
     return False
 
 
-def _dtype_name(t: Any) -> str:
-    from tilefuse.ir.structured import element_type
-
-    return str(element_type(t))
-
-
-def kernel_specs(module: Any, source_text: str) -> list[KernelSpec]:
-    """One spec per group of `module` (after the pipeline), from `source_text`."""
+def kernel_specs(module: Any, emitted: Any) -> list[KernelSpec]:
+    """One spec per group of `module` (after the pipeline), from the signatures of
+    `emitted` (`emit_module(module)`)."""
     from tilefuse.ir.module import entry_function
-    from tilefuse.ir.tilefuse import GroupOp, TileGridOp
+    from tilefuse.ir.tilefuse import GroupOp
 
-    tree = ast.parse(source_text)
     specs = []
     for g in entry_function(module).body.block.ops:
         if not isinstance(g, GroupOp):
             continue
-        grid = next((o for o in g.entry.ops if isinstance(o, TileGridOp)), None)
-        if grid is None:
-            raise CubinCompileError(f"group {g.sym_name.data} was not tiled")
-        specs.append(_group_spec(g, grid, tree))
+        kernel = emitted.kernel(g.sym_name.data)
+        sig, consts, div = _signature(kernel)
+        specs.append(KernelSpec(
+            name=kernel.name,
+            signature=tuple(sig.items()),
+            constexprs=tuple(consts.items()),
+            divisible_by_16=tuple(div),
+            num_warps=kernel.num_warps,
+            num_stages=kernel.num_stages,
+            predicted=tile_summary(g.grids[0].plan if g.grids else None),
+            contraction=_is_contraction_group(g),
+        ))  # fmt: skip
     return specs
-
-
-def _group_spec(g: Any, grid: Any, tree: ast.Module) -> KernelSpec:
-    name = g.sym_name.data
-    args = _kernel_args(tree, name)
-    sig: dict[str, str] = {}
-    consts: dict[str, object] = {}
-    div: list[str] = []
-    k = 0
-    from tilefuse.backend.triton.emit import pointer_only, stacked_tensors
-
-    grids = [o for o in g.entry.ops if isinstance(o, type(grid))]
-    dests = [d for o in grids for d in o.destinations]
-    bare = pointer_only(stacked_tensors(grids))
-    for v in [*g.entry.args, *dests]:
-        shape = () if v in bare else tuple(v.type.get_shape())
-        params = args[k : k + 1 + len(shape)]
-        if len(params) != 1 + len(shape) or not params[0].endswith("_ptr"):
-            raise CubinCompileError(
-                f"{name}: parameters {args} do not match its tensors"
-            )
-        s, c, d = _tensor_params(params, shape, _dtype_name(v.type))
-        sig, consts, div = {**sig, **s}, {**consts, **c}, div + d
-        k += len(params)
-    consts.update(_launch_constexprs(tree, name))
-    missing = [a for a in args if a not in sig and a not in consts]
-    if missing:
-        raise CubinCompileError(f"{name}: no value for parameters {missing}")
-    return KernelSpec(
-        name=name,
-        signature=tuple(sig.items()),
-        constexprs=tuple(consts.items()),
-        divisible_by_16=tuple(div),
-        num_warps=grid.num_warps.value.data,
-        num_stages=grid.num_stages.value.data,
-        predicted=tile_summary(grid.plan),
-        contraction=_is_contraction_group(g),
-    )
 
 
 # --------------------------------------------------------------------------
@@ -238,13 +178,10 @@ def _group_spec(g: Any, grid: Any, tree: ast.Module) -> KernelSpec:
 
 
 def kernel_only_source(source_text: str) -> str:
-    """`source_text` without `import torch`: the kernels never use it, and
-    importing torch costs a child process a second or two."""
+    """`source_text` without `import torch` (the printer's own line): the kernels
+    never use it, and importing torch costs a child process a second or two."""
     lines = source_text.splitlines(keepends=True)
-    for node in ast.parse(source_text).body:
-        if isinstance(node, ast.Import) and [a.name for a in node.names] == ["torch"]:
-            lines[node.lineno - 1] = "\n"
-    return "".join(lines)
+    return "".join("\n" if line == "import torch\n" else line for line in lines)
 
 
 def _compile_one(source_text: str, spec: KernelSpec, arch: int) -> CompiledKernel:
@@ -368,37 +305,37 @@ def target_arch(target: Any) -> int:
 
 
 def check_kernels(
-    module_after_pipeline: Any, source_text: str | None, target: Any
+    module_after_pipeline: Any, emitted: Any, target: Any
 ) -> list[KernelReport]:
     """Compile every kernel of the module for `target` and report on each.
 
-    `source_text` is `emit_triton(module_after_pipeline)` (printed again when
-    None); `target` is a `Target` or a target name. Raises
-    `CubinCompileError` if a kernel does not compile.
+    `emitted` is `emit_module(module_after_pipeline)` (printed when None);
+    `target` is a `Target` or a target name. Raises `CubinCompileError` if a
+    kernel does not compile.
     """
-    (result,) = check_programs([(module_after_pipeline, source_text)], target)
+    (result,) = check_programs([(module_after_pipeline, emitted)], target)
     if isinstance(result, CubinCompileError):
         raise result
     return result
 
 
 def check_programs(
-    programs: Sequence[tuple[Any, str | None]], target: Any
+    programs: Sequence[tuple[Any, Any]], target: Any
 ) -> list[list[KernelReport] | CubinCompileError]:
-    """`check_kernels` for several (module, source text) pairs at once.
+    """`check_kernels` for several (module, emitted module or None) pairs at once.
 
     Under the interpreter all kernels compile in one child process. A program
     whose kernel fails to compile gets the error (not raised) in its place.
     """
     from tilefuse.analysis.cost.target import get_target
-    from tilefuse.backend.triton.emit import emit_triton
+    from tilefuse.backend.triton.emit import emit_module
 
     if isinstance(target, str):
         target = get_target(target)
     batch = []
-    for module, source in programs:
-        source = emit_triton(module) if source is None else source
-        batch.append((source, kernel_specs(module, source)))
+    for module, emitted in programs:
+        emitted = emit_module(module) if emitted is None else emitted
+        batch.append((emitted.text, kernel_specs(module, emitted)))
     compiled = compile_batch(batch, target_arch(target))
     out: list[list[KernelReport] | CubinCompileError] = []
     for (_, specs), results in zip(batch, compiled, strict=True):
@@ -462,59 +399,3 @@ def format_reports(reports: Iterable[KernelReport], title: str | None = None) ->
         ]
         lines.append("  ".join([*cells, row[-1]]).rstrip())
     return "\n".join(line for line in lines if line is not None)
-
-
-# --------------------------------------------------------------------------
-# Command line
-# --------------------------------------------------------------------------
-
-
-def build_parser() -> argparse.ArgumentParser:
-    from tilefuse.analysis.cost.target import DEFAULT_TARGET
-
-    p = argparse.ArgumentParser(
-        prog="python -m tilefuse.gpu.check",
-        description="Compile a program's kernels for the target GPU (no GPU "
-        "needed) and report registers, spills and shared memory.",
-    )
-    p.add_argument("file", help="an MLIR file")
-    p.add_argument("--set-dim", action="append", default=[], metavar="NAME=SIZE")
-    p.add_argument("--set-dtype", metavar="TYPE")
-    p.add_argument("--target", default=DEFAULT_TARGET, help="GPU to compile for")
-    return p
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Print the table; exit status 1 if a kernel exceeds shared memory or registers."""
-    from tilefuse.analysis.cost.target import TargetError, get_target
-    from tilefuse.frontend.program import load_program
-    from tilefuse.frontend.specialize import SpecializeError
-    from tilefuse.ir.diagnostics import CompileError
-    from tilefuse.pipeline import run_pipeline
-    from tilefuse.tools.opt import parse_dim_options
-
-    args = build_parser().parse_args(argv)
-    try:
-        target = get_target(args.target)
-        module = load_program(
-            Path(args.file), parse_dim_options(args.set_dim), args.set_dtype
-        )
-        run_pipeline(module, args.target)
-        reports = check_kernels(module, None, target)
-    except (CompileError, SpecializeError, TargetError, CubinCompileError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    except FileNotFoundError as e:
-        print(f"error: cannot open '{e.filename}': {e.strerror}", file=sys.stderr)
-        return 1
-    print(
-        format_reports(
-            reports, f"{args.file} on {target.name} (sm_{target_arch(target)})"
-        )
-    )
-    bad = [r for r in reports if not r.fits or r.registers > r.max_registers]
-    return 1 if bad else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -590,22 +590,6 @@ def describe_tiles(group: GroupOp) -> str | None:
     return f"{len(group.grids)} grids: " + " | ".join(dict.fromkeys(p.describe() for p in plans))
 
 
-def write_printer_hints(group: GroupOp) -> None:
-    """TRANSITIONAL, until the Triton printer reads the declared properties: copy
-    them to the undeclared attributes it reads today (`tile` prose on the group,
-    `swizzle`/`group_m` on each grid, `tilefuse.untiled`). Delete with its calls
-    (`tile-and-fuse`, `horizontal-fusion`) once `backend/triton` is switched."""
-    tiles = describe_tiles(group)
-    if tiles is not None:
-        group.attributes["tile"] = StringAttr(tiles)
-    if group.untiled is not None:
-        group.attributes["tilefuse.untiled"] = group.untiled
-    for grid in group.grids:
-        if grid.plan is not None and grid.plan.swizzle is not None:
-            grid.attributes["swizzle"] = DenseArrayBase.from_list(i64, grid.plan.swizzle)
-            grid.attributes["group_m"] = IntegerAttr(grid.plan.group_m, i64)
-
-
 def _check_tile(op: IRDLOperation, tile: Attribute, full: Attribute, offsets: int) -> None:
     assert isinstance(tile, TensorType) and isinstance(full, TensorType)
     if tile.get_element_type() != full.get_element_type():

@@ -42,7 +42,6 @@ from tilefuse.analysis.horizontal_plan import (
 from tilefuse.ir.tilefuse import (
     GroupOp,
     YieldOp,
-    write_printer_hints,
 )
 from tilefuse.passes.order import sort_top_level
 
@@ -125,4 +124,3 @@ def _merge_attributes(merged: GroupOp, members: list[GroupOp]) -> None:
     warps = max(g.num_warps.value.data for g in merged.grids)
     for g in merged.grids:
         g.num_warps = IntegerAttr(warps, i64)
-    write_printer_hints(merged)

@@ -96,7 +96,6 @@ from tilefuse.ir.tilefuse import (
     StoreOp,
     TileGridOp,
     YieldOp,
-    write_printer_hints,
 )
 
 
@@ -123,7 +122,6 @@ class TileAndFusePass(ModulePass):
                 # reason stays with it for whoever needs a kernel (the emitter).
                 warn(group, f"left untiled: {e.message}")
                 group.untiled = StringAttr(e.message)
-                write_printer_hints(group)
 
 
 def tile_group(group: GroupOp, target, budget: int | None) -> TilePlan:
@@ -151,7 +149,6 @@ def tile_group(group: GroupOp, target, budget: int | None) -> TilePlan:
         a.replace_all_uses_with(b)
     group.body.detach_block(old)
     old.erase(safe_erase=False)
-    write_printer_hints(group)
     return plan
 
 

@@ -38,10 +38,12 @@ def source(path, dims, dtype, budget):
 
 
 def with_hints(src):
-    """evict_last on every load of the row (in0) but the last, evict_first on that."""
-    loads = [m.start() for m in re.finditer(r"tl\.load\(in0_ptr", src)]
+    """evict_last on every load of the row (the first input) but the last,
+    evict_first on that."""
+    row = re.search(r"^def \w+\((\w+)_ptr", src, re.MULTILINE)[1]
+    loads = [m.start() for m in re.finditer(rf"tl\.load\({row}_ptr", src)]
     for k, start in reversed(list(enumerate(loads))):
-        end = src.index(")", src.index("in0_s1", start))
+        end = src.index(")", src.index(f"{row}_s1", start))
         hint = "evict_first" if k == len(loads) - 1 else "evict_last"
         src = src[:end] + f', eviction_policy="{hint}"' + src[end:]
     return src

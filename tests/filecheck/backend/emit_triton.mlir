@@ -2,22 +2,25 @@
 // RUN: tilefuse-opt %s --emit triton --target v100 | filecheck %s --check-prefix=V100
 
 // Row softmax over 37 x 300: one kernel, the whole row (512 lanes) in the tile,
-// masked loads/stores on both dims, max and sum reductions, no tl.dot.
+// masked loads/stores on both dims (one mask), max and sum reductions, no tl.dot
+// (so no DOT_DTYPE parameter); the header names the group's root op, the last generic.
 
 // CHECK:      # fused_kernel_0: reduction: reduce_maximum + sub + reduce_add + div (6 ops)
 // CHECK-NEXT: # tile {{[0-9]+}}x512, grid
+// CHECK-NEXT: # from {{.*}}emit_triton.mlir:50:3
 // CHECK-NEXT: @triton.jit
-// CHECK-NEXT: def fused_kernel_0(in0_ptr, in0_s0, in0_s1, out0_ptr, out0_s0, out0_s1, DOT_DTYPE: tl.constexpr, DOT_PRECISION: tl.constexpr):
-// CHECK:        tl.load(in0_ptr + {{.*}}, mask=({{.*}} < 37) & ({{.*}} < 300), other=0.0).to(tl.float32)
+// CHECK-NEXT: def fused_kernel_0(x_ptr, x_s0, x_s1, y_ptr, y_s0, y_s1):
+// CHECK:        mask = ({{.*}} < 37) & ({{.*}} < 300)
+// CHECK-NEXT:   x = tl.load(x_ptr + {{.*}}, mask=mask, other=0.0).to(tl.float32)
 // CHECK:        _max_nan(
 // CHECK:        tl.exp(
 // CHECK:        tl.sum(
-// CHECK:        tl.store(out0_ptr + {{.*}}, mask=({{.*}} < 37) & ({{.*}} < 300))
+// CHECK:        tl.store(y_ptr + {{.*}}, mask=mask)
 // CHECK-NOT:  tl.dot
 // CHECK:      KERNELS = ['fused_kernel_0']
 // CHECK:      def softmax(x, *, dot_dtype=None):
 // CHECK:        y = torch.empty((37, 300), dtype=torch.float32, device=device)
-// CHECK:        fused_kernel_0[({{[0-9]+}},)](x, *x.stride(), y, *y.stride(),
+// CHECK:        fused_kernel_0[({{[0-9]+}},)](x, *x.stride(), y, *y.stride(), num_warps
 // CHECK:        return y
 
 // V100: # tile {{[0-9]+}}x512, grid {{[0-9]+}}, working set {{.*}} of 96 KB

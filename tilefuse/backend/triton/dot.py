@@ -1,0 +1,68 @@
+"""
+The printer's `tl.dot` decision, from the tile plan: a contraction on tiles is one
+`tl.dot` when its grid's `#tilefuse.tile_plan` says the grid has a dot (`dot =
+"bf16"`) and the contraction's loops group as tl.dot's M, N and K
+(`analysis.dot.dot_dims`, the rule the planner used). A grid without a plan
+(hand-written tiled IR) follows the rule alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.dialects.linalg import ops as linalg
+from xdsl.ir import Operation
+
+from tilefuse.analysis.dataflow import is_contraction
+from tilefuse.analysis.dot import dot_dims
+from tilefuse.backend.triton.dtypes import TL_DTYPE, TL_DTYPE_BY_NAME
+from tilefuse.ir.structured import REDUCTION, StructuredOp, as_structured, element_type
+from tilefuse.ir.tilefuse import GroupOp, TileGridOp
+
+
+@dataclass(frozen=True)
+class DotAxes:
+    """The loops of a contraction grouped as tl.dot's M, N and K (trip count 1
+    loops left out)."""
+
+    m: list[int]
+    n: list[int]
+    k: list[int]
+
+
+def _grid_of(op: Operation) -> TileGridOp | None:
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, TileGridOp):
+        parent = parent.parent_op()
+    return parent
+
+
+def dot_axes(s: StructuredOp) -> DotAxes | None:
+    """Is the contraction `s` on tiles one 2-D `tl.dot`, and with which loops?
+
+    None when `s` is no contraction, when its grid's plan has no dot, or when its
+    loops are no 2-D tl.dot (a batch dim of more than one, an M, N or K below
+    `MIN_DOT`): it is then multiplied and reduced in the compute type."""
+    if not is_contraction(s):
+        return None
+    grid = _grid_of(s.op)
+    if grid is not None and grid.plan is not None and grid.plan.dot_dtype is None:
+        return None
+    dims = dot_dims(s)
+    return DotAxes(*dims) if dims is not None else None
+
+
+def dot_input_dtype(group: GroupOp) -> str:
+    """The `tl` type a group's tl.dot operands are cast to: its plans' dot dtype, else
+    the element type of its first contraction's first input (fp32 without one)."""
+    planned = [g.plan.dot_dtype for g in group.grids if g.plan is not None and g.plan.dot_dtype]
+    if planned:
+        return TL_DTYPE_BY_NAME[planned[0]]
+    for op in group.walk():
+        if isinstance(op, linalg.GenericOp) and REDUCTION in [
+            str(i.data) for i in op.iterator_types
+        ]:
+            s = as_structured(op)
+            if s is not None and is_contraction(s):
+                return TL_DTYPE[type(element_type(s.inputs[0].type))]
+    return "tl.float32"

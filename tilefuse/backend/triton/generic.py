@@ -1,0 +1,282 @@
+"""
+One structured op on tiles (a `linalg.generic`) as block arithmetic.
+
+The op's loop space is the block space: each operand is permuted and expanded
+(`None` indexing) by its indexing map, the payload becomes elementwise block
+expressions (`scalar.scalar_expr`), a reduction `tl.sum`/`tl.max`/... along its
+reduction axes, and a contraction that `dot.dot_axes` accepts one `tl.dot` with
+fp32 accumulation.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import Float64Type, IntegerType
+from xdsl.dialects.linalg import ops as linalg
+from xdsl.ir import Operation, SSAValue
+
+from tilefuse.analysis.dataflow import is_contraction, product_operand
+from tilefuse.backend.triton.dot import DotAxes, dot_axes
+from tilefuse.backend.triton.dtypes import kept_shape, tl_dtype
+from tilefuse.backend.triton.scalar import BINARY, REDUCE, int_width, scalar_expr
+from tilefuse.ir.diagnostics import CompileError
+from tilefuse.ir.structured import StructuredOp, element_type
+
+if TYPE_CHECKING:
+    from tilefuse.backend.triton.kernel import KernelPrinter
+
+
+class GenericPrinter:
+    """
+    One `linalg.generic` on tiles as block arithmetic in its loop space.
+
+    Loops of trip count 1 (batch dims, a program's single row) are dropped
+    everywhere: tiles are blocks of their non-unit axes only, so no reshape or
+    layout change is ever needed to line operands up.
+    """
+
+    def __init__(self, kernel: KernelPrinter, s: StructuredOp):
+        self.k, self.s = kernel, s
+        self.space = tuple(s.loop_ranges)
+        self.kept = [d for d in range(s.num_loops) if self.space[d] != 1]
+        self.pos = {d: i for i, d in enumerate(self.kept)}
+        self.n = len(self.kept)
+
+    def kdims(self, dims: Sequence[int]) -> list[int]:
+        return [d for d in dims if self.space[d] != 1]
+
+    def kshape(self, dims: Sequence[int] | None = None) -> tuple[int, ...]:
+        return tuple(self.space[d] for d in (self.kept if dims is None else dims))
+
+    def to_loop_space(self, value: str, dims: Sequence[int]) -> str:
+        """Permute a block indexed by loops `dims` to loop order, expand the rest."""
+        kd = self.kdims(dims)
+        if not kd:
+            return value
+        order = sorted(range(len(kd)), key=lambda i: self.pos[kd[i]])
+        if order != list(range(len(kd))):
+            value = f"tl.permute({value}, {tuple(order)})"
+        if len(kd) == self.n:
+            return value
+        present = {self.pos[d] for d in kd}
+        index = ", ".join(":" if i in present else "None" for i in range(self.n))
+        return f"{value}[{index}]"
+
+    def from_loop_space(self, value: str, dims: Sequence[int], vdims: set[int]) -> str:
+        """A loop-space block (varying along `vdims`) as an operand indexed by `dims`."""
+        kd = self.kdims(dims)
+        if not kd:
+            return value
+        if not vdims >= set(kd):
+            full = tuple(self.space[d] if d in kd else 1 for d in self.kept)
+            value = f"tl.broadcast_to({value}, {full})"
+        ordered = sorted(kd, key=lambda d: self.pos[d])
+        if len(kd) != self.n:
+            value = f"tl.reshape({value}, {self.kshape(ordered)})"
+        order = [ordered.index(d) for d in kd]
+        if order != list(range(len(kd))):
+            value = f"tl.permute({value}, {tuple(order)})"
+        return value
+
+    def print(self) -> None:
+        s = self.s
+        if (axes := dot_axes(s)) is not None:
+            self.print_dot(axes)
+            return
+        env: dict[SSAValue, tuple[str, set[int]]] = {}
+        for i, (v, arg) in enumerate(zip(s.inputs, s.payload.args, strict=False)):
+            dims = s.operand_dims(i)
+            env[arg] = (self.to_loop_space(self.k.ref(v), dims), set(self.kdims(dims)))
+        for j, v in enumerate(s.outputs):
+            arg = s.payload.args[len(s.inputs) + j]
+            if arg.uses:
+                dims = s.operand_dims(len(s.inputs) + j)
+                env[arg] = (self.to_loop_space(self.k.ref(v), dims), set(self.kdims(dims)))
+        if s.reduction_dims:
+            self.print_reduction(env)
+        else:
+            yielded = self.run_payload(env, stop=None)
+            for j, r in enumerate(s.op.results):
+                self.store_result(r, j, *yielded[j])
+
+    def store_result(self, result: SSAValue, j: int, value: str, vdims: set[int]) -> None:
+        dims = self.s.operand_dims(len(self.s.inputs) + j)
+        shape = kept_shape(result.type)
+        hint = self.result_hint(j)
+        if not vdims:  # a fill: integers keep their type (an f32 fill rounds past 2**24)
+            integer = isinstance(element_type(result.type), IntegerType)
+            dtype = tl_dtype(result.type) if integer else self.k.compute
+            self.k.bind(result, f"tl.full({shape}, {value}, {dtype})", shape, hint)
+            return
+        self.k.bind(result, self.from_loop_space(value, dims, vdims), shape, hint)
+
+    def result_hint(self, j: int) -> str | None:
+        return result_hint(self.s, j)
+
+    def run_payload(self, env, stop: SSAValue | None) -> list[tuple[str, set[int]]]:
+        """Emit the payload's ops; returns the yielded (expr, dims) pairs."""
+        for op in self.s.payload.ops:
+            if isinstance(op, linalg.YieldOp):
+                return [env[v] for v in op.operands]
+            if stop is not None and stop in env:
+                return [env[stop]]
+            if isinstance(op, linalg.IndexOp):
+                env[op.result] = self._index(op.dim.value.data)
+                continue
+            if isinstance(op, arith.ConstantOp):
+                env[op.result] = (self.k.constant(op), set())
+                continue
+            if op.dialect_name() not in ("arith", "math"):
+                raise CompileError.at(op, "is not supported in a payload by the Triton backend "
+                                      "(arith and math ops, linalg.index)")  # fmt: skip
+            operands = [self._operand(v, env) for v in op.operands]
+            dims = set().union(*(env[v][1] for v in op.operands if v in env))
+            env[op.results[0]] = (self._payload_value(op, operands), dims)
+        if stop is not None and stop in env:
+            return [env[stop]]
+        raise CompileError.at(self.s.op, "has a payload without linalg.yield")
+
+    def _payload_value(self, op: Operation, operands: list[str]) -> str:
+        """The name of a payload op's block; a select by a mask the selected block
+        was already selected by (with the same other value) is that block."""
+        if isinstance(op, arith.SelectOp) and self.k.wheres.get(operands[1]) == (
+            operands[0], operands[2]):  # fmt: skip
+            return operands[1]
+        text = scalar_expr(op, lambda v, ops=operands, o=op: ops[list(o.operands).index(v)])
+        if text in self.k.defined:  # a cast to the compute type it is already in
+            return text
+        name = self.k.value(op.results[0].name_hint or "t", text)
+        if isinstance(op, arith.SelectOp):
+            self.k.wheres.setdefault(name, (operands[0], operands[2]))
+        return name
+
+    def _index(self, d: int) -> tuple[str, set[int]]:
+        if self.space[d] == 1:
+            return "0", set()
+        index = ", ".join(":" if i == self.pos[d] else "None" for i in range(self.n))
+        suffix = f"[{index}]" if self.n > 1 else ""
+        return f"tl.arange(0, {self.space[d]}){suffix}", {d}
+
+    def _operand(self, v: SSAValue, env) -> str:
+        if v in env:
+            return env[v][0]
+        return self.k.ref(v)  # captured from the kernel body (offsets, constants)
+
+    def print_reduction(self, env) -> None:
+        s = self.s
+        yield_op = s.payload.last_op
+        assert yield_op is not None
+        for j, value in enumerate(yield_op.operands):
+            comb = value.owner
+            acc = s.payload.args[len(s.inputs) + j]
+            if (not isinstance(comb, Operation) or type(comb) not in REDUCE
+                    or acc not in comb.operands or len(list(acc.uses)) != 1):  # fmt: skip
+                raise CompileError.at(
+                    s.op, "is a reduction the Triton backend cannot lower: its payload "
+                    "must end in addf/mulf/maximumf/minimumf/maxnumf/minnumf/addi/maxsi/minsi of the accumulator, "
+                    "which it reads nowhere else")  # fmt: skip
+            if int_width(acc) == 1:
+                raise CompileError.at(s.op, "reduces i1 values, which the Triton backend does not "
+                                      "lower: extend them to a wider integer first (arith.extui)")  # fmt: skip
+            x = comb.operands[1] if comb.operands[0] is acc else comb.operands[0]
+            expr, dims = self.run_payload(env, stop=x)[0]
+            if dims != set(self.kept):
+                expr = f"tl.broadcast_to({expr}, {self.kshape()})"
+            # Reduce without keep_dims: the result keeps the reduction's own
+            # (sliced) layout, so broadcasting it back later costs no
+            # layout conversion (a reshape here made Triton 3.6 kernels 100x slower).
+            for d in sorted(self.kdims(s.reduction_dims), key=self.pos.get, reverse=True):
+                expr = f"{REDUCE[type(comb)]}({expr}, axis={self.pos[d]})"
+            red = self.k.value("red", expr)
+            out_dims = self.kdims(s.operand_dims(len(s.inputs) + j))
+            kept = [d for d in self.kept if d not in s.reduction_dims]
+            if sorted(out_dims, key=self.pos.get) != kept:
+                raise CompileError.at(s.op, "has an output that does not cover its parallel loops")
+            to_sorted = sorted(range(len(out_dims)), key=lambda i: self.pos[out_dims[i]])
+            acc_value = self.k.ref(s.outputs[j])
+            if to_sorted != list(range(len(out_dims))):
+                acc_value = f"tl.permute({acc_value}, {tuple(to_sorted)})"
+            value = BINARY[type(comb)].format(acc_value, red)
+            back = [kept.index(d) for d in out_dims]
+            if back != list(range(len(back))):
+                value = f"tl.permute({value}, {tuple(back)})"
+            result = s.op.results[j]
+            self.k.bind(result, value, kept_shape(result.type), self.result_hint(j))
+
+    # -- contractions ------------------------------------------------------------
+
+    def print_dot(self, axes: DotAxes) -> None:
+        s = self.s
+        m, n, k = axes.m, axes.n, axes.k
+        mul = next(op for op in s.payload.ops if isinstance(op, arith.MulfOp))
+        ins = list(s.payload.args[: len(s.inputs)])
+        first = ins.index(product_operand(mul.operands[0]))
+        lhs_i = first if any(d in s.operand_dims(first) for d in m) else 1 - first
+        rhs_i = 1 - lhs_i
+        M, N, K = (math.prod(self.space[d] for d in g) for g in (m, n, k))
+        a = self._matrix(s.inputs[lhs_i], s.operand_dims(lhs_i), m, k, (M, K))
+        b = self._matrix(s.inputs[rhs_i], s.operand_dims(rhs_i), k, n, (K, N))
+        acc = self._matrix(s.outputs[0], s.operand_dims(2), m, n, (M, N))
+        # tl.dot's result type defaults to fp32; an f64 accumulator must say so
+        # (Triton 3.6 asserts the accumulator's type equals out_dtype).
+        # Operands of an f64 accumulator are widened to f64 (exact; upstream's
+        # named-op semantics), whatever their storage type.
+        wide = isinstance(element_type(s.outputs[0].type), Float64Type)
+        cast, precision, out_dtype = (("tl.float64", '"ieee"', ", out_dtype=tl.float64") if wide
+                                      else ("DOT_DTYPE", "DOT_PRECISION", ""))  # fmt: skip
+        self.k.uses_dot_constexprs |= not wide
+        dot = (f"tl.dot({a}.to({cast}), {b}.to({cast}), {acc}, "
+               f"input_precision={precision}{out_dtype})")  # fmt: skip
+        # Back from (m..., n...) to the output's axis order.
+        out_dims = self.kdims(s.operand_dims(2))
+        grouped = m + n
+        order = [grouped.index(d) for d in out_dims]
+        result = s.op.results[0]
+        if len(grouped) == 2 and order == list(range(len(order))):
+            self.k.bind(result, dot, kept_shape(result.type), self.result_hint(0) or "acc")
+            return
+        value = dot
+        if len(grouped) != 2:
+            value = f"tl.reshape({self.k.value('dot', dot)}, {self.kshape(grouped)})"
+        if order != list(range(len(order))):
+            value = f"tl.permute({value}, {tuple(order)})"
+        self.k.bind(result, value, kept_shape(result.type), self.result_hint(0))
+
+    def _matrix(self, v: SSAValue, dims: Sequence[int], rows, cols, shape) -> str:
+        """Operand `v` (axes = loops `dims`) as a 2-D [rows, cols] block."""
+        kd = self.kdims(dims)
+        wanted = list(rows) + list(cols)
+        order = [kd.index(d) for d in wanted]
+        value = self.k.ref(v)
+        if order != list(range(len(order))):
+            value = f"tl.permute({value}, {tuple(order)})"
+        if len(wanted) == 2:
+            return value  # already 2-D: a reshape would only risk a layout change
+        return f"tl.reshape({value}, {shape})"
+
+
+REDUCTION_NAMES = {"tl.sum": "total", "_prod": "product", "_max_nan": "maximum",
+                   "tl.max": "maximum", "_min_nan": "minimum", "tl.min": "minimum"}  # fmt: skip
+"""Names of reduction results the IR leaves unnamed, by reduction."""
+
+
+def result_hint(s: StructuredOp, j: int) -> str | None:
+    """A name for result `j` of `s`: its own hint, else that of the payload value
+    it yields (or of the operand a fill yields), else what a reduction (not a
+    contraction) computes."""
+    if s.op.results[j].name_hint:
+        return s.op.results[j].name_hint
+    yield_op = s.payload.last_op
+    if yield_op is None or j >= len(yield_op.operands):
+        return None
+    y = yield_op.operands[j]
+    if y in s.payload.args[: len(s.inputs)]:
+        return s.inputs[list(s.payload.args).index(y)].name_hint
+    if y.name_hint or not s.reduction_dims or is_contraction(s):
+        return y.name_hint
+    comb = y.owner
+    return REDUCTION_NAMES.get(REDUCE.get(type(comb), ""))  # type: ignore[arg-type]

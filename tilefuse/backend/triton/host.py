@@ -1,0 +1,196 @@
+"""
+The host function of a generated module: named after the MLIR function, it
+allocates each kernel's outputs, runs the ops between kernels with torch (views,
+reshapes, copies, constants) and launches the kernels in order.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import arith, func, tensor
+from xdsl.dialects.builtin import IntegerType, TensorType
+from xdsl.ir import Operation, SSAValue
+
+from tilefuse.analysis.dataflow import pad_value
+from tilefuse.backend.triton.dtypes import torch_dtype
+from tilefuse.backend.triton.names import Names
+from tilefuse.backend.triton.scalar import literal
+from tilefuse.backend.triton.signature import CONSTEXPR, POINTER, KernelSignature
+from tilefuse.ir.constants import constant_array
+from tilefuse.ir.diagnostics import CompileError
+from tilefuse.ir.tilefuse import GroupOp, TileGridOp, WindowOp
+
+
+class HostPrinter:
+    """The host function of `f`, whose groups are the kernels of `signatures`."""
+
+    def __init__(self, f: func.FuncOp, launches: list[tuple[GroupOp, list[TileGridOp],
+                 list[list[SSAValue]] | None, KernelSignature]]):  # fmt: skip
+        self.f = f
+        self.launches = {g: (grids, stacked, sig) for g, grids, stacked, sig in launches}
+        kernels = [sig.name for _, _, _, sig in launches]
+        self.kernels = kernels
+        self.names = Names(kernels)  # kernels are module globals
+
+    def print(self) -> str:
+        f, names = self.f, self.names
+        entry = names.fresh(f.sym_name.data)  # `@tl` or `@max` must not shadow a global
+        args = [names(a) for a in f.body.block.args]
+        # Without arguments, the kernels run where the runtime runs them.
+        device = f"{args[0]}.device" if args else 'torch.device("cuda" if _ON_GPU else "cpu")'
+        lines = [f"KERNELS = {self.kernels!r}",
+                 f"ENTRY = {entry!r}  # the host function of @{f.sym_name.data}\n",
+                 f"def {entry}({', '.join([*args, '*', 'dot_dtype=None'])}):",
+                 f'    """Run @{f.sym_name.data}: {len(self.kernels)} kernel launch(es)."""',
+                 f"    device = {device}"]  # fmt: skip
+        for op in f.body.block.ops:
+            lines += _host_empties(op, names)
+            if isinstance(op, GroupOp):
+                lines += self.launch(op)
+            else:
+                lines += _host_op(op, names)
+        return "\n".join(lines) + "\n"
+
+    def launch(self, g: GroupOp) -> list[str]:
+        _, stacked, sig = self.launches[g]
+        names = self.names
+        lines = self._equal_strides(g, stacked)
+        pointers = [p for p in sig.params if p.kind is POINTER]
+        call = []
+        for v, p in zip([*g.inputs, *g.results], pointers, strict=True):
+            call.append(f"{names(v)}, *{names(v)}.stride()" if p.strided else names(v))
+        for r in g.results:
+            shape = tuple(r.type.get_shape())
+            dtype = torch_dtype(r.type, g)
+            lines.append(f"    {names(r)} = torch.empty({shape}, dtype={dtype}, device=device)")
+        consts = {p.name: p.value for p in sig.params if p.kind is CONSTEXPR}
+        if consts:
+            dtype, precision = f"tl.{consts['DOT_DTYPE']}", consts["DOT_PRECISION"]
+            # (`dot_dtype` lets the interpreter run 16-bit dots in fp32; fp32 and fp64 stay.)
+            dot = f"{dtype} if dot_dtype is None else dot_dtype" if precision == "tf32" else dtype
+            call.append(f'DOT_DTYPE={dot}, DOT_PRECISION="{precision}"')
+        lines.append(f"    {sig.name}[({sig.programs},)]({', '.join(call)}, "
+                     f"num_warps={sig.num_warps}, num_stages={sig.num_stages})")  # fmt: skip
+        return lines
+
+    def _equal_strides(self, g: GroupOp, stacked) -> list[str]:
+        """A stacked kernel reads its first member's strides for every member's
+        tensors: make them equal (contiguous copies) when the caller's differ."""
+        names = self.names
+        lines = []
+        outer = dict(zip(g.entry.args, g.inputs, strict=True))
+        for column in stacked or []:
+            values = list(dict.fromkeys(outer[v] for v in column if v in outer))
+            if len(values) > 1:
+                ts = ", ".join(names(v) for v in values)
+                same = " == ".join(f"{names(v)}.stride()" for v in values)
+                lines += [f"    if not ({same}):",
+                          f"        {ts} = {', '.join(f'{names(v)}.contiguous()' for v in values)}"]  # fmt: skip
+        return lines
+
+
+def _host_constant(op: arith.ConstantOp) -> str:
+    """A tensor constant built on the host: `torch.full` for a splat (torch rounds
+    the IR's numbers to the tensor's dtype)."""
+    values = constant_array(op)
+    shape = tuple(op.result.type.get_shape())
+    dtype = torch_dtype(op.result.type, op)
+    flat = values.reshape(-1)
+    # integers as Python ints (through a float, an i64 past 2**53 would round)
+    text = (lambda v: repr(int(v))) if flat.dtype.kind in "iub" else (lambda v: literal(float(v)))
+    if flat.size and (flat == flat[0]).all():
+        return f"torch.full({shape}, {text(flat[0])}, dtype={dtype}, device=device)"
+    listed = ", ".join(text(v) for v in flat)
+    return f"torch.tensor([{listed}], dtype={dtype}, device=device).reshape({shape})"
+
+
+
+def _slice_spans(op: tensor.ExtractSliceOp | tensor.InsertSliceOp) -> str:
+    """`o:o+n` (or `o:end:st`) per dim of a static slice."""
+    return ", ".join(f"{o}:{o + (n - 1) * st + 1}:{st}" if st != 1 else f"{o}:{o + n}"
+                     for o, n, st in zip(op.static_offsets.get_values(), op.static_sizes.get_values(),
+                                         op.static_strides.get_values(), strict=True))  # fmt: skip
+
+
+def _host_slice(op: tensor.ExtractSliceOp, names) -> str:
+    """A static `tensor.extract_slice` as a torch view (strided; unit dims the
+    slice drops squeezed by a reshape, which views)."""
+    view = f"{names(op.source)}[{_slice_spans(op)}]"
+    shape = tuple(op.result.type.get_shape())
+    if len(shape) != len(op.static_sizes.get_values()):
+        view += f".reshape({shape})"
+    return view
+
+
+def _host_window(op: WindowOp, names) -> str:
+    """A `tilefuse.window` as `torch.as_strided` over its source (any layout):
+    view dim j steps sum_r coeff[r][j] * source.stride(r); the constants move
+    the storage offset."""
+    x = names(op.source)
+    terms = op.terms()
+
+    def combine(pairs: list[tuple[int, int]]) -> str:
+        parts = [f"{x}.stride({r})" if c == 1 else f"{c} * {x}.stride({r})" for r, c in pairs if c]
+        return " + ".join(parts) or "0"
+
+    rank = len(op.result.type.get_shape())
+    strides = [combine([(r, coeffs.get(j, 0)) for r, (coeffs, _) in enumerate(terms)])
+               for j in range(rank)]  # fmt: skip
+    offset = combine([(r, const) for r, (_, const) in enumerate(terms)])
+    return (f"torch.as_strided({x}, {tuple(op.result.type.get_shape())}, "
+            f"({', '.join(strides)}{',' if rank == 1 else ''}), {x}.storage_offset() + {offset})")  # fmt: skip
+
+
+def _host_empties(op: Operation, names) -> list[str]:
+    """A `tensor.empty` read on the host (returned, reshaped, copied into): its
+    contents are undefined; NaN, as the reference evaluator has them."""
+    lines = []
+    for v in op.operands:
+        if isinstance(v.owner, tensor.EmptyOp) and v not in names.of:
+            t = v.type
+            lines.append(f"    {names(v)} = torch.full({tuple(t.get_shape())}, float('nan'), "
+                         f"dtype={torch_dtype(t, v.owner)}, device=device)")  # fmt: skip
+    return lines
+
+
+def _host_op(op: Operation, names) -> list[str]:
+    """The host function's line(s) for a function-level op other than a kernel."""
+    if isinstance(op, func.ReturnOp):
+        return [f"    return {', '.join(names(v) for v in op.operands)}"]
+    if isinstance(op, arith.ConstantOp) and isinstance(op.result.type, TensorType):
+        return [f"    {names(op.result)} = {_host_constant(op)}"]
+    if isinstance(op, tensor.ExpandShapeOp | tensor.CollapseShapeOp):
+        return [f"    {names(op.result)} = {names(op.src)}.reshape({tuple(op.result.type.get_shape())})"]
+    if isinstance(op, tensor.ExtractSliceOp):
+        return [f"    {names(op.result)} = {_host_slice(op, names)}"]
+    if isinstance(op, WindowOp):
+        return [f"    {names(op.result)} = {_host_window(op, names)}"]
+    if isinstance(op, tensor.ConcatOp | tensor.InsertSliceOp | tensor.PadOp):
+        return _host_copy(op, names)
+    if not isinstance(op, arith.ConstantOp | tensor.EmptyOp):
+        raise CompileError.at(op, "cannot run on the host between kernels")
+    return []
+
+
+def _host_copy(op: tensor.ConcatOp | tensor.InsertSliceOp | tensor.PadOp, names) -> list[str]:
+    """`tensor.concat` as `torch.cat`; a static `tensor.insert_slice` as a copy of
+    the destination with the source assigned into the slice (a new tensor: the
+    destination may be read elsewhere); a static `tensor.pad` as a filled tensor
+    with the source assigned into it."""
+    r = names(op.result)
+    if isinstance(op, tensor.PadOp):  # (not F.pad: its value is a float, an i64 past 2**53 rounds)
+        value = pad_value(op)
+        assert value is not None
+        data = value.owner.value.value.data
+        fill = repr(int(data)) if isinstance(value.type, IntegerType) else literal(float(data))
+        x, lows = names(op.source), op.static_low.get_values()
+        spans = ", ".join(f"{lo}:{lo + n}" for lo, n in zip(lows, op.source.type.get_shape(), strict=True))
+        return [f"    {r} = torch.full({tuple(op.result.type.get_shape())}, {fill}, "
+                f"dtype={x}.dtype, device={x}.device)",
+                f"    {r}[{spans}] = {x}"]  # fmt: skip
+    if isinstance(op, tensor.ConcatOp):
+        parts = ", ".join(names(v) for v in op.inputs)
+        return [f"    {r} = torch.cat([{parts}], dim={op.dim.value.data})"]
+    sizes = tuple(op.static_sizes.get_values())
+    return [f"    {r} = {names(op.dest)}.clone()",
+            f"    {r}[{_slice_spans(op)}] = {names(op.source)}.reshape({sizes})"]  # fmt: skip
+

@@ -1,0 +1,598 @@
+"""
+The kernel printer: a group's tile grids as one `@triton.jit` kernel.
+
+One handler per op of a tile program (`KernelPrinter.print_op` dispatches on the
+op's type):
+
+- `arith.constant`, index arithmetic: inlined into the expressions that use them;
+- `tilefuse.load` / `tilefuse.store`: `tl.load` / `tl.store` with offsets from
+  strides, and one mask over the dims whose tiles can be partial;
+- `linalg.generic` (any structured op) on tiles: `generic.GenericPrinter`;
+- `scf.for`: a Python `for` whose carried blocks are reassigned in place.
+
+The text reads like a hand-written kernel: names come from the IR's name hints,
+a value that is just another one gets no line of its own, an expression printed
+twice is computed once (offsets, masks, payload arithmetic), values nothing reads
+are left out. None of this changes what is computed.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections.abc import Sequence
+
+from xdsl.dialects import arith, scf, tensor
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, IntegerType
+from xdsl.ir import Block, Operation, OpResult, SSAValue
+
+from tilefuse.backend.triton import library
+from tilefuse.backend.triton.dot import dot_axes, dot_input_dtype
+from tilefuse.backend.triton.dtypes import compute_type, kept_shape, tl_dtype
+from tilefuse.backend.triton.names import Names
+from tilefuse.backend.triton.scalar import BINARY, UNARY, literal, scalar_expr
+from tilefuse.backend.triton.signature import (
+    CONSTEXPR,
+    POINTER,
+    STRIDE,
+    KernelSignature,
+    Param,
+)
+from tilefuse.ir.diagnostics import CompileError
+from tilefuse.ir.structured import as_structured, element_type
+from tilefuse.ir.tilefuse import (
+    GroupOp,
+    LoadOp,
+    StoreOp,
+    TileGridOp,
+    grid_inputs,
+    same_tile_program,
+)
+
+SCALAR_OPS = (arith.CmpiOp, arith.SelectOp)
+"""Scalar ops of a tile program besides those of the BINARY and UNARY tables."""
+
+KERNEL_LOCALS = ("pid", "seg", "tile", "group", "first_m", "rows")
+"""Names the kernel's program-id arithmetic uses."""
+
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+_ASSIGN = re.compile(r"^(\s*)([A-Za-z_]\w*) = (.*)$")
+
+
+def _mentions(text: str, name: str) -> bool:
+    return re.search(rf"\b{re.escape(name)}\b", text) is not None
+
+
+class Emitter:
+    """Lines of a kernel body, and what is known about the names they define.
+
+    `value` prints a pure expression once per scope (a `for` body or a branch is a
+    scope); assigning a name again (a loop-carried block) forgets every expression
+    that mentions it.
+    """
+
+    def __init__(self, names: Names):
+        self.names = names
+        self.lines: list[str] = []
+        self.indent = 1
+        self.scopes: list[dict[str, str]] = [{}]  # expression text -> the name holding it
+        self.defined: set[str] = set()
+        self.wheres: dict[str, tuple[str, str]] = {}  # name -> (mask, other) of its tl.where
+        self.helpers: set[str] = set()
+        self._last_value: str | None = None  # the name `value` defined on the last line
+
+    def emit(self, line: str) -> None:
+        self.lines.append("    " * self.indent + line)
+        self.helpers.update(n for n in _IDENT.findall(line) if n in library.helpers())
+        self._last_value = None
+
+    def assign(self, name: str, text: str) -> str:
+        if name in self.defined:
+            self.forget(name)
+        self.emit(f"{name} = {text}")
+        self.defined.add(name)
+        return name
+
+    def value(self, hint: str, text: str) -> str:
+        """A name holding the pure expression `text` (printed once per scope)."""
+        for scope in reversed(self.scopes):
+            if text in scope:
+                return scope[text]
+        name = self.assign(self.names.fresh(hint), text)
+        self.scopes[-1][text] = name
+        self._last_value = name
+        return name
+
+    def forget(self, name: str) -> None:
+        """`name` is about to be assigned again: no expression may stand for it."""
+        for scope in self.scopes:
+            for text, held in list(scope.items()):
+                if held == name or _mentions(text, name):
+                    del scope[text]
+        for held, (mask, other) in list(self.wheres.items()):
+            if name in (held, mask, other) or _mentions(mask, name):
+                del self.wheres[held]
+
+    def rename_last(self, old: str, new: str) -> bool:
+        """Make the last line, if `value` just defined `old` there, define `new`."""
+        if self._last_value != old:
+            return False
+        indent, _, rhs = _ASSIGN.match(self.lines[-1]).groups()  # type: ignore[union-attr]
+        self.forget(new)
+        for scope in self.scopes:
+            for text, held in list(scope.items()):
+                if held == old:
+                    scope[text] = new
+        if old in self.wheres and not _mentions(self.wheres[old][0], new):
+            self.wheres[new] = self.wheres.pop(old)
+        self.lines[-1] = f"{indent}{new} = {rhs}"
+        self.defined.discard(old)
+        self.defined.add(new)
+        self._last_value = None
+        return True
+
+    def push(self) -> None:
+        self.indent += 1
+        self.scopes.append({})
+
+    def pop(self) -> None:
+        self.indent -= 1
+        self.scopes.pop()
+
+
+def without_dead_values(lines: list[str]) -> list[str]:
+    """`lines` without assignments to names no line reads (repeated until none is
+    left); a block left empty gets a `pass`."""
+    while True:
+        reads: set[str] = set()
+        for line in lines:
+            m = _ASSIGN.match(line)
+            reads.update(_IDENT.findall(m[3] if m else line))
+        kept = [line for line in lines if (m := _ASSIGN.match(line)) is None or m[2] in reads]
+        if len(kept) == len(lines):
+            break
+        lines = kept
+    out = []
+    for i, line in enumerate(lines):
+        out.append(line)
+        if line.rstrip().endswith(":"):
+            depth = len(line) - len(line.lstrip())
+            following = lines[i + 1] if i + 1 < len(lines) else ""
+            if len(following) - len(following.lstrip()) <= depth:
+                out.append(" " * (depth + 4) + "pass")
+    return out
+
+
+class KernelPrinter(Emitter):
+    """Prints a group's tile grids as one `@triton.jit` kernel.
+
+    One grid: its body, program ids from `tl.program_id(0)`. Several grids (a
+    horizontal bundle) are launched side by side: when they run the same tile
+    program on other tensors (`same_tile_program`), one body is printed and
+    each tensor that differs is picked by segment (`tl.where` on the pointer;
+    the host makes their strides equal); otherwise each grid is a branch on
+    the program id.
+    """
+
+    def __init__(self, name: str, group: GroupOp, grids: Sequence[TileGridOp],
+                 stacked: list[list[SSAValue]] | None = None):  # fmt: skip
+        super().__init__(Names(KERNEL_LOCALS))
+        self.name, self.group, self.grids = name, group, list(grids)
+        self.stacked = stacked if stacked is not None else stacked_tensors(self.grids)
+        self.grid = self.grids[0]
+        self.expr: dict[SSAValue, str] = {}  # inlined expressions (constants, index math)
+        self.shape: dict[SSAValue, tuple[int, ...]] = {}
+        self.destinations = [d for g in self.grids for d in g.destinations]
+        self.tensors = list(group.entry.args) + self.destinations
+        self.bare = pointer_only(self.stacked)
+        self.base = {v: self._base_name(v) for v in self.tensors}
+        self.ptr = {v: f"{self.base[v]}_ptr" for v in self.tensors}
+        self.strides = {v: [f"{self.base[v]}_s{i}" for i in range(len(v.type.get_shape()))]
+                        for v in self.tensors}  # fmt: skip
+        self.hints: dict[LoadOp, str] = {}
+        self.compute = compute_type(group)
+        self.uses_dot_constexprs = False
+        self.loop_stack: list[Sequence[SSAValue]] = []
+
+    def _base_name(self, v: SSAValue) -> str:
+        """A tensor parameter's stem, from the name of the value the group is
+        launched with (`x` for `x_ptr`, `x_s0`, ...)."""
+        if v in self.destinations:
+            j = self.destinations.index(v)
+            hint, fallback = self.group.results[j].name_hint, f"out{j}"
+        else:
+            i = list(self.group.entry.args).index(v)
+            hint, fallback = self.group.inputs[i].name_hint, f"in{i}"
+        rank = len(v.type.get_shape())
+        base = self.names.fresh(hint or fallback)
+
+        def params(base: str) -> set[str]:
+            return {f"{base}_ptr", *(f"{base}_s{i}" for i in range(rank))}
+
+        while params(base) & self.names.used:
+            base = self.names.fresh(base)
+        self.names.used |= params(base)
+        self.names.used.discard(base)  # free for the tile loaded from it
+        return base
+
+    # -- values ----------------------------------------------------------------
+
+    def ref(self, v: SSAValue) -> str:
+        if v in self.expr:
+            return self.expr[v]
+        if v in self.names.of:
+            return self.names.of[v]
+        raise CompileError(f"the Triton backend met a value it has not computed: {v}")
+
+    def bind(self, v: SSAValue, expression: str, shape: tuple[int, ...] = (),
+             hint: str | None = None) -> str:  # fmt: skip
+        """Name `v`'s block `expression`: a name chosen in advance (a loop-carried
+        block computed in place), the expression itself when it is a name, or a
+        new one."""
+        self.shape[v] = shape
+        if v in self.names.of:
+            name = self.names.of[v]
+            if expression != name and not self.rename_last(expression, name):
+                self.assign(name, expression)
+            return name
+        if expression in self.defined:
+            self.names.of[v] = expression
+            return expression
+        return self.assign(self.names(v, hint), expression)
+
+    # -- kernel ----------------------------------------------------------------
+
+    def print(self) -> tuple[str, KernelSignature]:
+        self.assign("pid", "tl.program_id(0)")
+        if len(self.grids) == 1:
+            self.print_grid(self.grid, "pid")
+        elif self.stacked is not None:
+            self.print_stacked(self.stacked)
+        else:
+            self.print_branches()
+        signature = self.signature()
+        params = [p.name + (": tl.constexpr" if p.kind is CONSTEXPR else "")
+                  for p in signature.params]  # fmt: skip
+        head = ["@triton.jit", f"def {self.name}({', '.join(params)}):"]
+        return "\n".join(head + without_dead_values(self.lines)), signature
+
+    def signature(self) -> KernelSignature:
+        params: list[Param] = []
+        for v in self.tensors:
+            shape = tuple(v.type.get_shape())
+            params.append(Param(self.ptr_param(v), POINTER, str(element_type(v.type)), shape,
+                                strided=v not in self.bare))  # fmt: skip
+            if v not in self.bare:
+                params += [Param(s, STRIDE, "index", shape, i)
+                           for i, s in enumerate(self.stride_params(v))]  # fmt: skip
+        if self.uses_dot_constexprs:
+            dtype = dot_input_dtype(self.group)
+            precision = "tf32" if dtype in ("tl.bfloat16", "tl.float16") else "ieee"
+            params += [Param("DOT_DTYPE", CONSTEXPR, "tl.dtype", value=dtype.removeprefix("tl.")),
+                       Param("DOT_PRECISION", CONSTEXPR, "str", value=precision)]  # fmt: skip
+        grid = self.grid
+        programs = sum(math.prod(g.grid_shape) for g in self.grids)
+        return KernelSignature(self.name, tuple(params), grid.num_warps.value.data,
+                               grid.num_stages.value.data, programs)  # fmt: skip
+
+    def ptr_param(self, v: SSAValue) -> str:
+        return f"{self.base[v]}_ptr"
+
+    def stride_params(self, v: SSAValue) -> list[str]:
+        return [f"{self.base[v]}_s{i}" for i in range(len(v.type.get_shape()))]
+
+    def print_grid(self, grid: TileGridOp, pid: str) -> None:
+        self.hints = reread_hints(grid)
+        self.print_program_ids(grid, pid)
+        self.print_block(grid.body.block)
+
+    def print_stacked(self, stacked: list[list[SSAValue]]) -> None:
+        """One body for grids running the same program: pick each member's tensors."""
+        programs = math.prod(self.grid.grid_shape)
+        self.assign("seg", f"pid // {programs}")
+        # Picks read the kernel's own parameters: a tensor can be one member's
+        # first-slot tensor and another member's tensor in a later slot.
+        for column in stacked:
+            first = column[0]
+            if all(v is first for v in column):
+                continue
+            pick = self.ptr_param(column[-1])
+            for k in range(len(column) - 2, -1, -1):
+                pick = f"tl.where(seg == {k}, {self.ptr_param(column[k])}, {pick})"
+            # (every member is indexed with the first's strides: the host sees to it)
+            self.ptr[first] = self.assign(self.names.fresh(f"{self.base[first]}_sel_ptr"), pick)
+        self.assign("pid", f"pid % {programs}")
+        self.print_grid(self.grid, "pid")
+
+    def print_branches(self) -> None:
+        """Grids running different programs: one branch per grid, by program id."""
+        start = 0
+        for k, grid in enumerate(self.grids):
+            end = start + math.prod(grid.grid_shape)
+            head = "if" if k == 0 else "elif" if k < len(self.grids) - 1 else "else"
+            self.emit(f"{head} pid < {end}:" if head != "else" else "else:")
+            self.push()
+            local = self.assign(self.names.fresh("lpid"), f"pid - {start}")
+            self.print_grid(grid, local)
+            self.pop()
+            start = end
+
+    def print_program_ids(self, grid: TileGridOp, pid: str) -> None:
+        """Row-major program ids; M and N in grouped order when the plan asks.
+
+        Every id keeps its modulo, the outermost too (`pid` is below the grid's
+        size): the bound it tells the compiler changes register allocation (a
+        LayerNorm row kernel spilled without it)."""
+        shape, ids = grid.grid_shape, grid.program_ids
+        plan = grid.plan
+        swizzle = plan.swizzle if plan is not None else None
+        if swizzle is None:
+            for k, arg in enumerate(ids):
+                stride = math.prod(shape[k + 1 :])
+                div = f"({pid} // {stride}) % {shape[k]}" if stride > 1 else f"{pid} % {shape[k]}"
+                self.bind(arg, div, hint=f"pid_{k}")
+            return
+        im, jn = swizzle
+        group_m = plan.group_m
+        gm, gn = shape[im], shape[jn]
+        rest = [k for k in range(len(shape)) if k not in (im, jn)]
+        self.assign("tile", f"{pid} % {gm * gn}")
+        self.assign("group", f"tile // {group_m * gn}")
+        self.assign("first_m", f"group * {group_m}")
+        self.assign("rows", f"min({gm} - first_m, {group_m})")
+        self.bind(ids[im], "first_m + (tile % rows)", hint="pid_m")
+        self.bind(ids[jn], f"(tile % {group_m * gn}) // rows", hint="pid_n")
+        outer = f"{pid} // {gm * gn}"
+        for k in rest:
+            stride = math.prod(shape[j] for j in rest if j > k)
+            self.bind(ids[k], f"({outer} // {stride}) % {shape[k]}", hint=f"pid_{k}")
+
+    def print_block(self, block: Block) -> None:
+        for op in block.ops:
+            self.print_op(op)
+
+    # -- one handler per op ------------------------------------------------------
+
+    @functools.singledispatchmethod
+    def print_op(self, op: Operation) -> None:
+        if (s := as_structured(op)) is not None:
+            from tilefuse.backend.triton.generic import GenericPrinter
+
+            GenericPrinter(self, s).print()
+        elif type(op) in BINARY or type(op) in UNARY or isinstance(op, SCALAR_OPS):
+            self.expr[op.results[0]] = self._index_expr(op)
+        else:
+            raise CompileError.at(op, "is not supported by the Triton backend (in a tile "
+                                  "program: tilefuse.load/store, scf.for, structured ops, "
+                                  "arith and math ops)")  # fmt: skip
+
+    def _index_expr(self, op: Operation) -> str:
+        """Scalar arithmetic in the tile program (offsets); of integers, `x * 1` and
+        `x + 0` are `x`, `x * 0` is 0."""
+        if isinstance(op, arith.MuliOp | arith.AddiOp):
+            unit = "1" if isinstance(op, arith.MuliOp) else "0"
+            a, b = (self.ref(v) for v in op.operands)
+            if isinstance(op, arith.MuliOp) and "0" in (a, b):
+                return "0"
+            if unit in (a, b):
+                return b if a == unit else a
+        return scalar_expr(op, self.ref)
+
+    @print_op.register
+    def _(self, op: arith.ConstantOp) -> None:
+        self.expr[op.result] = self.constant(op)
+
+    @print_op.register
+    def _(self, op: tensor.EmptyOp) -> None:
+        self.shape[op.tensor] = kept_shape(op.tensor.type)
+        self.expr[op.tensor] = "None"
+
+    @print_op.register
+    def _(self, op: LoadOp) -> None:
+        tile = tuple(op.result.type.get_shape())
+        ptr, mask = self._addressing(op.source, op.offsets, tile)
+        masked = f", mask={mask}, other=0.0" if mask else ""
+        # Tiles only multiplied by tl.dot stay in their storage type.
+        dot = _only_dot_operand(op.result)
+        integer = isinstance(element_type(op.result.type), IntegerType)  # i1 masks, indices
+        upcast = "" if dot or integer else f".to({self.compute})"
+        if not dot and op in self.hints:
+            masked += f', eviction_policy="{self.hints[op]}"'
+        self.bind(op.result, f"tl.load({ptr}{masked}){upcast}", kept_shape(op.result.type),
+                  hint=self.base.get(op.source))  # fmt: skip
+
+    @print_op.register
+    def _(self, op: StoreOp) -> None:
+        tile = tuple(op.value.type.get_shape())
+        ptr, mask = self._addressing(op.dest, op.offsets, tile)
+        dtype = tl_dtype(op.dest.type)
+        masked = f", mask={mask}" if mask else ""
+        v = self.ref(op.value)
+        value = f"_to_bf16({v})" if dtype == "tl.bfloat16" else f"{v}.to({dtype})"
+        self.emit(f"tl.store({ptr}, {value}{masked})")
+
+    @print_op.register
+    def _(self, op: scf.ForOp) -> None:
+        body = op.body.block
+        carried = body.args[1:]
+        yielded = body.last_op.operands if isinstance(body.last_op, scf.YieldOp) else ()
+        for arg, init, res, y in zip(carried, op.iter_args, op.results, yielded, strict=True):
+            name = self._carried_name(op, init, res, y)
+            self.names.of[arg] = self.names.of[res] = name
+            self.shape[arg] = self.shape[res] = self.shape.get(init, ())
+            if _in_place(op, arg, y):
+                self.names.of[y] = name
+        iv = self.names(body.args[0], "k")
+        self.emit(f"for {iv} in range({self.ref(op.lb)}, {self.ref(op.ub)}, {self.ref(op.step)}):")
+        self.push()
+        self.loop_stack.append(carried)
+        self.print_block(body)
+        self.loop_stack.pop()
+        self.pop()
+
+    def _carried_name(self, op: scf.ForOp, init: SSAValue, res: SSAValue, y: SSAValue) -> str:
+        """The variable a loop-carried block lives in: its initial value's own
+        (renamed on its line) when nothing else reads that value, else a copy."""
+        text = self.ref(init)
+        hint = res.name_hint or y.name_hint or _structured_hint(y) or "acc"
+        line = self._defining_line(text)
+        # (an initial value from an enclosing block is read again by each run of the loop)
+        here = isinstance(init.owner, Operation) and init.owner.parent_block() is op.parent_block()
+        sole = here and len(list(init.uses)) == 1 and self.names.of.get(init) == text and not any(
+            w is not init and n == text for w, n in self.names.of.items())  # fmt: skip
+        if sole and line is not None:
+            name = self.names.fresh(hint)
+            self.forget(text)
+            indent, _, rhs = _ASSIGN.match(self.lines[line]).groups()  # type: ignore[union-attr]
+            self.lines[line] = f"{indent}{name} = {rhs}"
+            self.defined.discard(text)
+            self.defined.add(name)
+            return name
+        return self.assign(self.names.fresh(hint), text)
+
+    def _defining_line(self, name: str) -> int | None:
+        """The one line that assigns `name`, if no later line reads it."""
+        found = [i for i, line in enumerate(self.lines)
+                 if (m := _ASSIGN.match(line)) is not None and m[2] == name]  # fmt: skip
+        if len(found) != 1:
+            return None
+        if any(_mentions(line, name) for line in self.lines[found[0] + 1 :]):
+            return None
+        return found[0]
+
+    @print_op.register
+    def _(self, op: scf.YieldOp) -> None:
+        carried = self.loop_stack[-1]
+        for arg, v in zip(carried, op.operands, strict=True):
+            text, name = self.ref(v), self.names.of[arg]
+            if text != name:
+                self.assign(name, text)
+
+    def constant(self, op: arith.ConstantOp) -> str:
+        v = op.value
+        if isinstance(v, IntegerAttr):
+            if getattr(v.type, "width", None) is not None and v.type.width.data == 1:
+                return str(bool(v.value.data))  # an i1: a condition for tl.where
+            return str(v.value.data)
+        if isinstance(v, FloatAttr):
+            return literal(v.value.data)
+        raise CompileError.at(op, "has a constant the Triton backend cannot print")
+
+    # -- memory ----------------------------------------------------------------
+
+    def _addressing(self, tensor_value: SSAValue, offsets, tile: Sequence[int]) -> tuple[str, str]:
+        """Pointer and mask expressions for a tile of `tensor_value` at `offsets`.
+
+        Unit axes of the tile add a scalar offset; the others get an arange,
+        expanded over the tile's non-unit axes only.
+        """
+        strides = self.strides[tensor_value]
+        full = tensor_value.type.get_shape()
+        kept = [i for i, size in enumerate(tile) if size != 1]
+        ptr, masks = [self.ptr[tensor_value]], []
+        for i, (off, size, extent) in enumerate(zip(offsets, tile, full, strict=True)):
+            start = self.ref(off)
+            if size == 1:
+                if start != "0":
+                    ptr.append(f"{start} * {strides[i]}")
+                continue
+            arange = f"tl.arange(0, {size})"
+            o = self.value(f"offs{i}", arange if start == "0" else f"{start} + {arange}")
+            index = ", ".join(":" if j == i else "None" for j in kept)
+            term = f"{o}[{index}]" if len(kept) > 1 else o
+            ptr.append(f"{term} * {strides[i]}")
+            if extent % size != 0:
+                masks.append(f"({term} < {extent})")
+        mask = self.value("mask", " & ".join(masks)) if masks else ""
+        return " + ".join(ptr), mask
+
+
+def _only_dot_operand(value: SSAValue) -> bool:
+    """Is every use of `value` an input of a contraction printed as tl.dot?"""
+    for use in value.uses:
+        s = as_structured(use.operation)
+        if s is None or value not in s.inputs or dot_axes(s) is None:
+            return False
+    return bool(value.uses)
+
+
+def _structured_hint(y: SSAValue) -> str | None:
+    """The name a structured op's result would get (`generic.result_hint`)."""
+    from tilefuse.backend.triton.generic import result_hint
+
+    if not isinstance(y, OpResult) or (s := as_structured(y.owner)) is None:
+        return None
+    return result_hint(s, y.index)
+
+
+def _in_place(loop: scf.ForOp, arg: SSAValue, y: SSAValue) -> bool:
+    """Can the block `y` that `loop` yields for `arg` be computed straight into
+    `arg`'s variable? It must be a load or a one-result structured op of the body,
+    read only by the yield, and nothing after it may read `arg`."""
+    body = loop.body.block
+    owner = y.owner
+    if not isinstance(owner, Operation) or owner.parent_block() is not body:
+        return False
+    computed = isinstance(owner, LoadOp) or as_structured(owner) is not None
+    if not computed or len(owner.results) != 1 or len(list(y.uses)) != 1:
+        return False
+    if list(body.last_op.operands).count(y) != 1:  # type: ignore[union-attr]
+        return False
+    order = {op: i for i, op in enumerate(body.ops)}
+    for use in arg.uses:
+        op = use.operation
+        while op.parent_block() is not body:
+            op = op.parent_op()  # type: ignore[assignment]
+        if order[op] > order[owner]:
+            return False
+    return True
+
+
+def stacked_tensors(grids: Sequence[TileGridOp]) -> list[list[SSAValue]] | None:
+    """For a bundle of grids running one tile program: per tensor the first grid
+    reads or writes, the tensor each grid uses in its place. None for a single
+    grid or when the programs differ."""
+    if len(grids) < 2:
+        return None
+    first = grids[0]
+    columns = [[v] for v in grid_inputs(first)] + [[d] for d in first.destinations]
+    for other in grids[1:]:
+        pairs = same_tile_program(first, other)
+        if pairs is None:
+            return None
+        mapped = dict(pairs)
+        for column in columns[: len(pairs)]:
+            column.append(mapped[column[0]])
+        for column, d in zip(columns[len(pairs) :], other.destinations, strict=True):
+            column.append(d)
+    return columns
+
+
+def pointer_only(stacked: list[list[SSAValue]] | None) -> set[SSAValue]:
+    """Tensors of a stacked bundle (`stacked_tensors`) passed as a bare pointer:
+    the shared body indexes every member's tensor with the first member's strides."""
+    if stacked is None:
+        return set()
+    firsts = {column[0] for column in stacked}
+    return {v for column in stacked for v in column[1:] if v not in firsts}
+
+
+def reread_hints(grid: TileGridOp) -> dict[LoadOp, str]:
+    """L2 hints for a tensor the program streams in several loops (one pass per
+    row reduction, then the writing pass): keep it in L2 (`evict_last`) in every
+    pass but its last (`evict_first`), so the re-reads hit L2, as Inductor's
+    looped reductions do."""
+    passes: dict[SSAValue, list[tuple[int, LoadOp]]] = {}
+    loops = [op for op in grid.body.block.ops if isinstance(op, scf.ForOp)]
+    for i, loop in enumerate(loops):
+        for load in loop.walk():
+            if isinstance(load, LoadOp):
+                passes.setdefault(load.source, []).append((i, load))
+    hints = {}
+    for found in passes.values():
+        last = max(i for i, _ in found)
+        if last != min(i for i, _ in found):
+            for i, load in found:
+                hints[load] = "evict_first" if i == last else "evict_last"
+    return hints

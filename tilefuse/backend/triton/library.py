@@ -1,0 +1,95 @@
+"""
+The helper library as the printer uses it: which helpers exist, which names a
+generated module defines, and the source of the helpers a module calls.
+
+The helpers are the `@triton.jit` functions of `prelude.py`, read from the module
+itself (`inspect`), so there is no second list of their names. `prelude` imports
+triton, which fixes at import whether Triton's own library is interpreted
+(`TRITON_INTERPRET`): it is imported when a module is first printed, not when the
+printer is imported.
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import inspect
+import keyword
+from collections.abc import Iterable
+from types import ModuleType
+
+HOST_NAMES = frozenset({"torch", "KERNELS", "ENTRY", "device", "dot_dtype",
+                        "DOT_DTYPE", "DOT_PRECISION"})  # fmt: skip
+"""Names the host function and the kernels' launch use besides the prelude's."""
+
+PYTHON_RESERVED = frozenset(keyword.kwlist) | frozenset(keyword.softkwlist) | frozenset(
+    dir(builtins)
+)
+
+
+@functools.cache
+def _prelude() -> ModuleType:
+    from tilefuse.backend.triton import prelude
+
+    return prelude
+
+
+@functools.cache
+def helpers() -> dict[str, object]:
+    """The prelude's `@triton.jit` functions by name, in the module's order."""
+    return {name: value for name, value in vars(_prelude()).items()
+            if hasattr(value, "fn") and inspect.isfunction(value.fn)}  # fmt: skip
+
+
+@functools.cache
+def reserved_names() -> frozenset[str]:
+    """Every name a generated module defines or reads besides its SSA values: Python's
+    keywords and builtins, the prelude's imports and definitions, the host's names."""
+    defined = {name for name in vars(_prelude()) if not name.startswith("__")}
+    return PYTHON_RESERVED | HOST_NAMES | frozenset(defined)
+
+
+def _calls(name: str) -> set[str]:
+    """The prelude names helper `name` reads (its code's global names)."""
+    code = helpers()[name].fn.__code__  # type: ignore[attr-defined]
+    return {n for n in code.co_names if n in vars(_prelude())}
+
+
+def closure(used: Iterable[str]) -> list[str]:
+    """`used` helpers and the helpers they call, in the prelude's order."""
+    todo, seen = [n for n in used if n in helpers()], set()
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo += [n for n in _calls(name) if n in helpers()]
+    return [n for n in helpers() if n in seen]
+
+
+def uses_libdevice(names: Iterable[str]) -> bool:
+    return any("libdevice" in _calls(n) for n in names)
+
+
+@functools.cache
+def helper_source(name: str) -> str:
+    """The helper's source with the comment block above it."""
+    fn = helpers()[name].fn  # type: ignore[attr-defined]
+    lines, start = inspect.getsourcelines(fn)
+    module_lines = inspect.getsource(_prelude()).splitlines(keepends=True)
+    top = start - 1
+    while top > 0 and module_lines[top - 1].startswith("#"):
+        top -= 1
+    return "".join(module_lines[top : start - 1]) + "".join(lines)
+
+
+def on_gpu_source() -> str:
+    """The prelude's `_ON_GPU = ...` line, which every generated module defines."""
+    for line in inspect.getsource(_prelude()).splitlines():
+        if line.startswith("_ON_GPU ="):
+            return line + "\n"
+    raise AssertionError("prelude.py defines no _ON_GPU")
+
+
+def library_source(used: Iterable[str]) -> str:
+    """The helpers `used` needs (transitively), each preceded by its comment."""
+    return "".join("\n\n" + helper_source(n) for n in closure(used))

@@ -1,0 +1,67 @@
+"""
+What a printed kernel takes, as data: the parameters the printer declared and the
+launch configuration the host passes.
+
+```python
+KernelSignature(name="fused_kernel_0", params=(
+    Param("x_ptr", POINTER, "f32", shape=(70, 333), strided=True),
+    Param("x_s0", STRIDE, "index", shape=(70, 333), dim=0), ...,
+    Param("DOT_DTYPE", CONSTEXPR, "tl.dtype", value="bfloat16"),
+    Param("DOT_PRECISION", CONSTEXPR, "str", value="tf32")),
+    num_warps=4, num_stages=3, programs=35)
+```
+
+Tools that compile or launch a kernel themselves (`gpu/check.py`) read this
+rather than the generated source.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class ParamKind(Enum):
+    POINTER = "pointer"
+    STRIDE = "stride"
+    CONSTEXPR = "constexpr"
+
+
+POINTER, STRIDE, CONSTEXPR = ParamKind.POINTER, ParamKind.STRIDE, ParamKind.CONSTEXPR
+
+
+@dataclass(frozen=True)
+class Param:
+    """One kernel parameter.
+
+    A pointer's `dtype` is the element type of its tensor (`"bf16"`, `"i1"`), of
+    shape `shape`; it is `strided` when its strides follow it (all but the
+    later members' tensors of a stacked bundle, which reuse the first's). A
+    stride's `dtype` is `"index"` and it steps dim `dim` of a tensor of shape
+    `shape` (in elements; the host passes `tensor.stride()`). A constexpr's `value` is
+    what the host launches the kernel with: a `tl` dtype's name (`"bfloat16"`)
+    or a string (`"tf32"`).
+    """
+
+    name: str
+    kind: ParamKind
+    dtype: str
+    shape: tuple[int, ...] = ()
+    dim: int | None = None
+    value: object = None
+    strided: bool = False
+
+
+@dataclass(frozen=True)
+class KernelSignature:
+    """A kernel's name, parameters in order, and launch configuration."""
+
+    name: str
+    params: tuple[Param, ...]
+    num_warps: int
+    num_stages: int
+    programs: int
+
+    @property
+    def has_dot_constexprs(self) -> bool:
+        return any(p.name == "DOT_DTYPE" for p in self.params)
