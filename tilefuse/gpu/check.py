@@ -39,8 +39,21 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from tilefuse.analysis.cost.target import get_target
+from tilefuse.analysis.dataflow import is_contraction
+from tilefuse.backend.triton.emit import emit_module
 from tilefuse.backend.triton.signature import POINTER, STRIDE, KernelSignature
-from tilefuse.gpu.aot import CompiledKernel, CubinCompileError, run_in_child
+from tilefuse.gpu import aot as cubin
+from tilefuse.gpu.aot import (
+    CompiledKernel,
+    CubinCompileError,
+    compile_for_gpu,
+    load_jit_function,
+    run_in_child,
+)
+from tilefuse.ir.module import entry_function
+from tilefuse.ir.structured import as_structured
+from tilefuse.ir.tilefuse import GroupOp
 
 __all__ = [
     "KernelReport",
@@ -137,9 +150,6 @@ def _signature(
 
 
 def _is_contraction_group(group: Any) -> bool:
-    from tilefuse.analysis.dataflow import is_contraction
-    from tilefuse.ir.structured import as_structured
-
     for op in group.walk():
         s = as_structured(op)
         if s is not None and s.reduction_dims and is_contraction(s):
@@ -150,9 +160,6 @@ def _is_contraction_group(group: Any) -> bool:
 def kernel_specs(module: Any, emitted: Any) -> list[KernelSpec]:
     """One spec per group of `module` (after the pipeline), from the signatures of
     `emitted` (`emit_module(module)`)."""
-    from tilefuse.ir.module import entry_function
-    from tilefuse.ir.tilefuse import GroupOp
-
     specs = []
     for g in entry_function(module).body.block.ops:
         if not isinstance(g, GroupOp):
@@ -188,7 +195,6 @@ def _compile_one(source_text: str, spec: KernelSpec, arch: int) -> CompiledKerne
     """Compile in this process (triton.language not interpreted)."""
     import triton.language as tl
 
-    from tilefuse.gpu.aot import compile_for_gpu, load_jit_function
 
     fn = load_jit_function(kernel_only_source(source_text), spec.name, interpret=False)
     consts = dict(spec.constexprs)
@@ -226,8 +232,6 @@ def _compile_batch(batch: Batch, arch: int) -> list[list[CompiledKernel | str]]:
 
 
 def _language_is_interpreted() -> bool:
-    from tilefuse.gpu import aot as cubin
-
     return cubin._language_is_interpreted()
 
 
@@ -327,9 +331,6 @@ def check_programs(
     Under the interpreter all kernels compile in one child process. A program
     whose kernel fails to compile gets the error (not raised) in its place.
     """
-    from tilefuse.analysis.cost.target import get_target
-    from tilefuse.backend.triton.emit import emit_module
-
     if isinstance(target, str):
         target = get_target(target)
     batch = []

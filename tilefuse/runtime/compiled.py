@@ -34,7 +34,7 @@ from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp
 
-from tilefuse.backend.triton.emit import emit_triton
+from tilefuse.backend.triton.emit import emit_triton, torch_dtype
 from tilefuse.frontend.program import load_program
 from tilefuse.ir.diagnostics import ArgumentError
 from tilefuse.ir.module import entry_function
@@ -184,8 +184,6 @@ def fast_launches(python: ModuleType) -> None:
 
 def expected_arguments(module: ModuleOp) -> list[tuple[tuple[int, ...], str]]:
     """(shape, torch dtype name) of each argument of the entry function."""
-    from tilefuse.backend.triton.emit import torch_dtype
-
     return [(tuple(t.get_shape()), torch_dtype(t).removeprefix("torch."))
             for t in entry_function(module).function_type.inputs.data]  # fmt: skip
 

@@ -17,10 +17,17 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from tilefuse.analysis.cost.target import DEFAULT_TARGET, TargetError, get_target
+from tilefuse.frontend.program import load_program
+from tilefuse.frontend.specialize import SpecializeError
+from tilefuse.gpu.aot import CubinCompileError
+from tilefuse.gpu.check import check_kernels, format_reports, target_arch
+from tilefuse.ir.diagnostics import CompileError
+from tilefuse.pipeline import run_pipeline
+from tilefuse.tools.opt import parse_dim_options
+
 
 def build_parser() -> argparse.ArgumentParser:
-    from tilefuse.analysis.cost.target import DEFAULT_TARGET
-
     p = argparse.ArgumentParser(
         prog="python -m tilefuse.tools.gpu_check",
         description="Compile a program's kernels for the target GPU (no GPU "
@@ -35,15 +42,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the table; exit status 1 if a kernel exceeds shared memory or registers."""
-    from tilefuse.analysis.cost.target import TargetError, get_target
-    from tilefuse.frontend.program import load_program
-    from tilefuse.frontend.specialize import SpecializeError
-    from tilefuse.gpu.aot import CubinCompileError
-    from tilefuse.gpu.check import check_kernels, format_reports, target_arch
-    from tilefuse.ir.diagnostics import CompileError
-    from tilefuse.pipeline import run_pipeline
-    from tilefuse.tools.opt import parse_dim_options
-
     args = build_parser().parse_args(argv)
     try:
         target = get_target(args.target)

@@ -35,7 +35,7 @@ func.func @mm(%a: tensor<2x40x64xbf16>, %b: tensor<64x32xbf16>) -> tensor<2x40x3
   %c = tilefuse.group "mm" ins(%a, %b : tensor<2x40x64xbf16>, tensor<64x32xbf16>) reason "contraction: matmul" {
   ^bb0(%aa: tensor<2x40x64xbf16>, %ba: tensor<64x32xbf16>):
     %e = tensor.empty() : tensor<2x40x32xf32>
-    %r = tilefuse.tile_grid [2, 3, 2] outs(%e : tensor<2x40x32xf32>) warps 4 stages 3 attributes {swizzle = array<i64: 1, 2>, group_m = 2 : i64} {
+    %r = tilefuse.tile_grid [2, 3, 2] outs(%e : tensor<2x40x32xf32>) warps 4 stages 3 attributes {plan = #tilefuse.tile_plan<extents = [2, 40, 32, 64], blocks = [1, 16, 16, 32], modes = [grid, grid, grid, loop], warps = 4, stages = 3, working_set = 12288, smem_budget = 232448, regs = 60, occupancy = 0.5, order = grouped<1, 2, 2>, dot = "bf16">} {
     ^bb0(%p: index, %i: index, %j: index, %out: tensor<2x40x32xf32>):
       %c16 = arith.constant 16 : index
       %c1 = arith.constant 1 : index

@@ -17,7 +17,7 @@
 // CHECK-NOT:  def _max_nan(
 
 // CHECK:      # k0: pointwise: tanh
-// CHECK-NEXT: # tile 4x32, grid 3
+// CHECK-NEXT: # tile 4x32, grid 3, working set 0.8 KB of 227 KB{{.*}}
 // CHECK-NEXT: # from {{.*}}print_pointwise.mlir:42:3
 // CHECK-NEXT: @triton.jit
 // CHECK-NEXT: def k0(x_ptr, x_s0, x_s1, y_ptr, y_s0, y_s1):
@@ -39,10 +39,10 @@
 // CHECK-NEXT:     return y
 
 func.func @gelu_ish(%x: tensor<10x24xf32>) -> tensor<10x24xbf16> {
-  %y = tilefuse.group "k0" ins(%x : tensor<10x24xf32>) reason "pointwise: tanh" attributes {tile = "tile 4x32, grid 3"} {
+  %y = tilefuse.group "k0" ins(%x : tensor<10x24xf32>) reason "pointwise: tanh" {
   ^bb0(%xa: tensor<10x24xf32>):
     %e = tensor.empty() : tensor<10x24xbf16>
-    %r = tilefuse.tile_grid [3] outs(%e : tensor<10x24xbf16>) warps 4 stages 1 {
+    %r = tilefuse.tile_grid [3] outs(%e : tensor<10x24xbf16>) warps 4 stages 1 attributes {plan = #tilefuse.tile_plan<extents = [10, 24], blocks = [4, 32], modes = [grid, whole], warps = 4, stages = 1, working_set = 768, smem_budget = 232448, regs = 36, occupancy = 0.75, order = row, dot = none>} {
     ^bb0(%i: index, %out: tensor<10x24xbf16>):
       %c4 = arith.constant 4 : index
       %c0 = arith.constant 0 : index

@@ -30,6 +30,7 @@ from xdsl.ir import Block, Operation, OpResult, SSAValue
 from tilefuse.backend.triton import library
 from tilefuse.backend.triton.dot import dot_axes, dot_input_dtype
 from tilefuse.backend.triton.dtypes import compute_type, kept_shape, tl_dtype
+from tilefuse.backend.triton.generic import GenericPrinter, result_hint
 from tilefuse.backend.triton.names import Names
 from tilefuse.backend.triton.scalar import BINARY, UNARY, literal, scalar_expr
 from tilefuse.backend.triton.signature import (
@@ -357,8 +358,6 @@ class KernelPrinter(Emitter):
     @functools.singledispatchmethod
     def print_op(self, op: Operation) -> None:
         if (s := as_structured(op)) is not None:
-            from tilefuse.backend.triton.generic import GenericPrinter
-
             GenericPrinter(self, s).print()
         elif type(op) in BINARY or type(op) in UNARY or isinstance(op, SCALAR_OPS):
             self.expr[op.results[0]] = self._index_expr(op)
@@ -519,8 +518,6 @@ def _only_dot_operand(value: SSAValue) -> bool:
 
 def _structured_hint(y: SSAValue) -> str | None:
     """The name a structured op's result would get (`generic.result_hint`)."""
-    from tilefuse.backend.triton.generic import result_hint
-
     if not isinstance(y, OpResult) or (s := as_structured(y.owner)) is None:
         return None
     return result_hint(s, y.index)

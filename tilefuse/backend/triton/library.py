@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import importlib
 import inspect
 import keyword
 from collections.abc import Iterable
@@ -29,9 +30,9 @@ PYTHON_RESERVED = frozenset(keyword.kwlist) | frozenset(keyword.softkwlist) | fr
 
 @functools.cache
 def _prelude() -> ModuleType:
-    from tilefuse.backend.triton import prelude
-
-    return prelude
+    # Imported when first printed, not with the printer: importing triton fixes
+    # whether it runs interpreted (the runtime decides that first).
+    return importlib.import_module("tilefuse.backend.triton.prelude")
 
 
 @functools.cache
