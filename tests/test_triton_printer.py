@@ -12,6 +12,7 @@ import torch
 import triton
 import triton.language as tl
 
+from tests.device import on_device
 from tilefuse.backend.triton import library, prelude
 from tilefuse.backend.triton.emit import emit_module
 from tilefuse.backend.triton.signature import CONSTEXPR, POINTER, STRIDE
@@ -39,15 +40,15 @@ def _apply(x_ptr, y_ptr, out_ptr, N: tl.constexpr, OP: tl.constexpr):
 
 def _run(op: int, x: list[float], y: list[float] | None = None) -> torch.Tensor:
     n = triton.next_power_of_2(len(x))
-    xs = torch.tensor(x + [0.0] * (n - len(x)))
-    ys = torch.tensor((y or [0.0] * len(x)) + [0.0] * (n - len(x)))
+    xs = on_device(torch.tensor(x + [0.0] * (n - len(x))))
+    ys = on_device(torch.tensor((y or [0.0] * len(x)) + [0.0] * (n - len(x))))
     out = torch.empty_like(xs)
     with np.errstate(all="ignore"):  # log of a negative base, as the GPU computes it
         _apply[(1,)](xs, ys, out, N=n, OP=op)
-    return out[: len(x)]
+    return out[: len(x)].cpu()
 
 
-def test_prelude_helpers_run_in_the_interpreter():
+def test_prelude_helpers_run():
     x = [0.5, 1.5, 2.5, -0.5, -2.5, 0.49999997, 3.7]
     assert _run(0, x).tolist() == torch.round(torch.tensor(x)).tolist()
     assert torch.signbit(_run(0, [-0.5]))[0]  # rounds to -0.0
@@ -67,11 +68,11 @@ def _reduce(x_ptr, out_ptr, N: tl.constexpr):
 
 
 def test_prelude_reductions_propagate_nan_and_multiply():
-    out = torch.empty(2)
-    _reduce[(1,)](torch.tensor([1.0, 2.0, 3.0, 4.0]), out, N=4)
+    out = on_device(torch.empty(2))
+    _reduce[(1,)](on_device(torch.tensor([1.0, 2.0, 3.0, 4.0])), out, N=4)
     assert out.tolist() == [4.0, 24.0]
-    _reduce[(1,)](torch.tensor([1.0, float("nan"), 3.0, 4.0]), out, N=4)
-    assert math.isnan(out[0])
+    _reduce[(1,)](on_device(torch.tensor([1.0, float("nan"), 3.0, 4.0])), out, N=4)
+    assert math.isnan(out[0].item())
 
 
 def test_reserved_names_come_from_the_prelude():
