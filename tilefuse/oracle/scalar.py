@@ -25,18 +25,16 @@ from xdsl.dialects import arith
 from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import (
     BFloat16Type,
-    DenseIntOrFPElementsAttr,
     Float16Type,
     Float32Type,
     Float64Type,
-    FloatAttr,
     IndexType,
-    IntegerAttr,
     IntegerType,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from tilefuse.ir.arith_extra import RemFOp
+from tilefuse.ir.constants import constant_array
 from tilefuse.ir.diagnostics import CompileError
 from tilefuse.ir.structured import cmpf_predicate, element_type
 
@@ -168,19 +166,9 @@ def _divsi(a, b):
 
 
 def constant_value(op: arith.ConstantOp) -> np.ndarray:
-    """The value of an `arith.constant`, as an array (0-d for a scalar)."""
-    v = op.value
-    if isinstance(v, FloatAttr | IntegerAttr):
-        return round_to(np.asarray(v.value.data), op.result.type)
-    if isinstance(v, DenseIntOrFPElementsAttr):
-        t = v.get_type()
-        integer = isinstance(t.element_type, IntegerType | IndexType)
-        data = np.asarray(v.get_values(), dtype=np.int64 if integer else np.float64)
-        shape = tuple(t.get_shape())
-        if data.size == int(np.prod(shape)):
-            data = data.reshape(shape)  # every element listed (or a splat xDSL expanded)
-        return round_to(np.broadcast_to(data, shape), t.element_type)
-    raise CompileError.at(op, f"has a constant the evaluator cannot read: {v}")
+    """The value of an `arith.constant`, as an array (0-d for a scalar), rounded to
+    its element type."""
+    return round_to(constant_array(op), element_type(op.result.type))
 
 
 def eval_scalar_op(op: Operation, env: Env) -> None:
