@@ -19,6 +19,7 @@ cost (`#tilefuse.cost`: FLOPs and HBM bytes, for `horizontal-fusion` and the ben
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -49,6 +50,7 @@ from tilefuse.analysis.fusion_plan import (
 )
 from tilefuse.ir import forms
 from tilefuse.ir.diagnostics import CompileError
+from tilefuse.ir.log import channel
 from tilefuse.ir.structured import as_structured
 from tilefuse.ir.tilefuse import CostAttr, GroupOp, WindowOp, YieldOp
 from tilefuse.passes.order import sort_top_level
@@ -88,9 +90,18 @@ class FusionGroupsPass(ModulePass):
             graph = build_graph(f)
             if graph.nodes:
                 plan = plan_fusion(graph, target, self.max_group_ops)
+                _log_decisions(f, plan)
                 rewrite_function(f, graph, plan)
             else:  # no kernels: what is left runs on the host, or is refused
                 _check_supported(f.body.block, set())
+
+
+def _log_decisions(f: func.FuncOp, plan: FusionPlan) -> None:
+    """`TILEFUSE_LOG=fusion`: each decision of the plan, one line."""
+    log = channel("fusion")
+    if log.isEnabledFor(logging.INFO):
+        for d in plan.decisions:
+            log.info("@%s: %s", f.sym_name.data, d.format())
 
 
 def _erase_dead_ops(f: func.FuncOp) -> None:

@@ -37,6 +37,7 @@ from xdsl.dialects.builtin import ModuleOp
 from tilefuse.backend.triton.emit import emit_triton, torch_dtype
 from tilefuse.frontend.program import load_program
 from tilefuse.ir.diagnostics import ArgumentError
+from tilefuse.ir.log import channel
 from tilefuse.ir.module import entry_function
 from tilefuse.pipeline import run_pipeline
 from tilefuse.runtime.dump import open_program_dump
@@ -314,5 +315,9 @@ def compile(
             dump.write("kernels.py", text)
             dump.write_report()
     python = import_source(text)
+    kernels = tuple(python.KERNELS)
+    channel("kernels").info("%s: %d kernel%s (%s), source %s", name, len(kernels),
+                            "" if len(kernels) == 1 else "s", ", ".join(kernels) or "none",
+                            python.__file__)  # fmt: skip
     return CompiledProgram(module, text, python, python.ENTRY,
-                           time.perf_counter() - start, tuple(python.KERNELS))  # fmt: skip
+                           time.perf_counter() - start, kernels)  # fmt: skip
