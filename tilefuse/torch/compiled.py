@@ -1,0 +1,115 @@
+"""
+`tilefuse.torch.compile(model, *example_inputs)`: an `nn.Module` (or a function)
+compiled once into Triton kernels, called like the module.
+
+```python
+import tilefuse.torch
+fast = tilefuse.torch.compile(model, x)    # export, compile, cache
+y = fast(x)                                # the module's outputs, in its structure
+opt.step(); y = fast(x)                    # reads the current weights: no recompile
+```
+
+The weights are arguments of the compiled program: each call reads the module's
+current parameters and buffers by name, so an optimizer step, `load_state_dict`
+or a new `nn.Parameter` is seen without recompiling. The kernels compute without
+autograd: the outputs do not require grad (use the `torch.compile` backend to train).
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+from torch.utils import _pytree as pytree
+
+from tilefuse.ir.diagnostics import ArgumentError
+from tilefuse.runtime import CompiledProgram
+from tilefuse.torch.export import TENSOR, Exported, export, state_tensor
+from tilefuse.torch.mlir import compile_mlir
+
+
+class CompiledModule:
+    """A module compiled by tilefuse: call it as the module (positional arguments)."""
+
+    def __init__(self, exported: Exported, program: CompiledProgram, name: str,
+                 signature: inspect.Signature | None):  # fmt: skip
+        self.exported, self.program, self.name = exported, program, name
+        if signature is not None:
+            self.__signature__ = signature
+
+    @property
+    def module(self) -> nn.Module:
+        return self.exported.module
+
+    @property
+    def source(self) -> str:
+        """The generated Triton module."""
+        return self.program.source
+
+    @property
+    def kernels(self) -> tuple[str, ...]:
+        return self.program.kernels
+
+    @property
+    def mlir(self) -> str:
+        """The linalg-on-tensors MLIR tilefuse compiled."""
+        return str(self.exported.mlir)
+
+    def _tensors(self, args: tuple[Any, ...]) -> list[torch.Tensor]:
+        flat, spec = pytree.tree_flatten(args)
+        ex = self.exported
+        if spec != ex.in_spec:
+            raise ArgumentError(f"{self.name} was compiled for arguments shaped like "
+                                f"{ex.in_spec}, got {spec}")  # fmt: skip
+        tensors = []
+        for i, (x, c) in enumerate(zip(flat, ex.leaves, strict=True)):
+            if c is TENSOR:
+                if not isinstance(x, torch.Tensor):
+                    raise ArgumentError(f"input {i} of {self.name} must be a torch.Tensor, "
+                                        f"not {type(x).__name__}")  # fmt: skip
+                tensors.append(x.detach())
+            elif isinstance(x, torch.Tensor) or type(x) is not type(c) or x != c:
+                raise ArgumentError(
+                    f"input {i} of {self.name} was {c!r} when compiled and is a constant of "
+                    f"its kernels; got {x!r}: compile again for another value")  # fmt: skip
+        return tensors
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            raise ArgumentError(f"{self.name} takes its inputs by position, as compiled "
+                                f"(got keywords {', '.join(kwargs)})")  # fmt: skip
+        tensors = self._tensors(args)
+        ex = self.exported
+        state = [state_tensor(ex.module, n, p).detach() for n, p in ex.state]
+        with torch.no_grad():
+            outs = self.program(*state, *tensors)
+        return pytree.tree_unflatten(list(outs), ex.out_spec)
+
+    def __repr__(self) -> str:
+        return f"<tilefuse.torch.CompiledModule {self.name}: {len(self.kernels)} kernels>"
+
+
+def _signature(fn: Any) -> inspect.Signature | None:
+    try:
+        return inspect.signature(fn.forward if isinstance(fn, nn.Module) else fn)
+    except (TypeError, ValueError):
+        return None
+
+
+def compile(module_or_fn: nn.Module | Callable[..., Any], *example_inputs: Any,
+            target: str = "h200", dump_dir: str | Path | None = None,
+            name: str | None = None) -> CompiledModule:  # fmt: skip
+    """Export `module_or_fn` on `example_inputs` with torch-mlir (weights as
+    arguments) and compile it for `target`. Raises `ExportError` when torch cannot
+    export it and `CompileError` (located, naming the op) when tilefuse refuses it."""
+    if name is None:
+        name = getattr(module_or_fn, "__name__", None) or type(module_or_fn).__name__
+    name = re.sub(r"\W", "_", name).strip("_") or "module"
+    exported = export(module_or_fn, example_inputs, name)
+    program = compile_mlir(exported.mlir, name, target, dump_dir, exported.graph)
+    return CompiledModule(exported, program, name, _signature(module_or_fn))

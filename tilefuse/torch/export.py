@@ -1,0 +1,162 @@
+"""
+Export an `nn.Module` (or a function) to linalg-on-tensors MLIR with its
+parameters and buffers as leading function arguments, never baked into the code.
+
+`Functional` wraps the module: its `forward(*state, *tensors)` calls the module
+through `torch.func.functional_call` with `state` as its parameters and buffers.
+The state is `named_parameters()` then `named_buffers()`, each tensor once: a
+tied weight (TinyGPT's `lm_head.weight` is `wte.weight`) is one argument, and
+`functional_call` ties it back to every name it has. The example inputs are
+flattened as `torch.utils._pytree` does; their tensors become arguments, anything
+else (an int, a float, a flag, None) is a constant of the exported program, as
+`torch.export` specialises Python scalars, and each call is checked against it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.export
+from torch import nn
+from torch.export.graph_signature import OutputKind
+from torch.utils import _pytree as pytree
+from torch_mlir import fx
+
+from tilefuse.ir.diagnostics import CompileError
+from tilefuse.torch.mlir import import_refusal
+
+
+class ExportError(CompileError):
+    """torch.export or torch-mlir could not turn the module into MLIR."""
+
+
+TENSOR = object()
+"""Stands for a tensor leaf among the constant leaves of the inputs."""
+
+
+def state_names(module: nn.Module) -> list[tuple[str, bool]]:
+    """(name, is a parameter) of each parameter and buffer, each tensor once."""
+    seen: set[int] = set()
+    names = []
+    for kind, items in ((True, module.named_parameters()), (False, module.named_buffers())):
+        for name, t in items:
+            if id(t) not in seen:
+                seen.add(id(t))
+                names.append((name, kind))
+    return names
+
+
+def state_tensor(module: nn.Module, name: str, is_parameter: bool) -> torch.Tensor:
+    """The module's current tensor under `name` (after an optimizer step, a
+    `load_state_dict` or an assignment of a new `nn.Parameter`)."""
+    return module.get_parameter(name) if is_parameter else module.get_buffer(name)
+
+
+class _Function(nn.Module):
+    """A plain function as a module without state."""
+
+    def __init__(self, fn: Callable[..., Any]):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args: Any) -> Any:
+        return self.fn(*args)
+
+
+class Functional(nn.Module):
+    """`forward(*state, *tensors)`: the module on the given state and inputs."""
+
+    def __init__(self, module: nn.Module, names: list[str], in_spec: Any,
+                 leaves: list[Any]):  # fmt: skip
+        super().__init__()
+        self.module, self.names, self.in_spec, self.leaves = module, names, in_spec, leaves
+
+    def forward(self, *flat: Any) -> Any:
+        n = len(self.names)
+        state = dict(zip(self.names, flat[:n], strict=True))
+        tensors = iter(flat[n:])
+        leaves = [next(tensors) if c is TENSOR else c for c in self.leaves]
+        args = pytree.tree_unflatten(leaves, self.in_spec)
+        return torch.func.functional_call(self.module, state, tuple(args))
+
+
+@dataclass
+class Exported:
+    """A module exported to MLIR, and what calling it needs."""
+
+    module: nn.Module
+    state: list[tuple[str, bool]]
+    in_spec: Any
+    leaves: list[Any]
+    """The example's input leaves: `TENSOR` for a tensor, else the constant."""
+    out_spec: Any
+    mlir: Any
+    """The torch-mlir module (linalg on tensors)."""
+    graph: Any
+    """The exported FX graph (its nodes name the torch ops)."""
+
+
+def as_module(fn: nn.Module | Callable[..., Any]) -> nn.Module:
+    if isinstance(fn, nn.Module):
+        return fn
+    if not callable(fn):
+        raise TypeError(f"tilefuse.torch.compile takes an nn.Module or a function, "
+                        f"not {type(fn).__name__}")  # fmt: skip
+    return _Function(fn)
+
+
+@contextlib.contextmanager
+def torch_deprecations_quiet() -> Iterator[None]:
+    """torch's own deprecation warnings inside its export (torch 2.13 deep-copies
+    `LeafSpec`s, deprecated in 2.13): not the user's to act on, and errors under
+    `pytest -W error`."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", r".*isinstance\(treespec, LeafSpec\)",
+                                FutureWarning)  # fmt: skip
+        yield
+
+
+def _first_line(e: BaseException) -> str:
+    lines = [s.strip() for s in str(e).splitlines() if s.strip()]
+    return f"{type(e).__name__}: {lines[0] if lines else ''}"
+
+
+def export(fn: nn.Module | Callable[..., Any], example_inputs: tuple[Any, ...],
+           name: str) -> Exported:  # fmt: skip
+    """torch.export, then torch-mlir's import and lowering to linalg on tensors;
+    `ExportError` if either fails or the program is not a pure function."""
+    module = as_module(fn)
+    flat, in_spec = pytree.tree_flatten(example_inputs)
+    leaves = [TENSOR if isinstance(x, torch.Tensor) else x for x in flat]
+    state = state_names(module)
+    wrapper = Functional(module, [n for n, _ in state], in_spec, leaves)
+    args = [state_tensor(module, n, p).detach() for n, p in state]
+    args += [x for x in flat if isinstance(x, torch.Tensor)]
+    try:
+        with torch_deprecations_quiet():
+            program = torch.export.export(wrapper, tuple(args), strict=False)
+    except Exception as e:
+        raise ExportError(f"torch.export cannot trace {name}: {_first_line(e)}") from e
+    bad = [s for s in program.graph_signature.output_specs if s.kind != OutputKind.USER_OUTPUT]
+    if bad:
+        raise ExportError(f"{name} mutates its inputs or buffers ({bad[0].kind.name.lower()} "
+                          f"of {bad[0].target or bad[0].arg}): tilefuse compiles pure "
+                          "functions (call model.eval() for norms' running statistics)")  # fmt: skip
+    outputs = [s.arg for s in program.graph_signature.output_specs]
+    if not all(type(a).__name__ == "TensorArgument" for a in outputs):
+        raise ExportError(f"{name} returns something other than tensors: tilefuse "
+                          "compiles functions of tensors to tensors")  # fmt: skip
+    try:
+        with torch_deprecations_quiet():
+            mlir = fx.export_and_import(program, output_type="linalg-on-tensors",
+                                        func_name=name)  # fmt: skip
+    except Exception as e:
+        why = import_refusal(e, program.graph).format()
+        raise ExportError(f"{name}: {why}") from e
+    return Exported(module, state, in_spec, leaves, program.call_spec.out_spec, mlir,
+                    program.graph)  # fmt: skip

@@ -1,0 +1,157 @@
+"""
+From a torch-mlir module to a compiled program, and a refusal's location in Python.
+
+torch-mlir prints the linalg-on-tensors module; tilefuse compiles it from a file
+under the cache (`$TILEFUSE_CACHE/torch/<name>-<hash>.mlir`), so a `CompileError`'s
+`file:line:col` points at text the user can open. The same module printed with
+debug info carries, on the same line of each op, the Python source torch-mlir took it
+from (`loc("model.py":13:0)`): a refusal names that line too, and the FX nodes of it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from tilefuse.ir.diagnostics import CompileError
+from tilefuse.runtime import CompiledProgram, cache_dir
+from tilefuse.runtime import compile as compile_program
+
+_LOCATED = re.compile(r"^(?P<loc>\S+:\d+:\d+): error: (?P<reason>.*)$")
+_TRAILING_LOC = re.compile(r"\bloc\((?P<body>.*)\)\s*$")
+_ALIAS_DEF = re.compile(r"^(?P<name>#loc\d*) = loc\((?P<body>.*)\)\s*$", re.MULTILINE)
+_FILE_LINE = re.compile(r'"(?P<file>[^"]+)":(?P<line>\d+):\d+')
+_INTERNAL = (str(Path(torch.__file__).parent), str(Path(__file__).parent))
+"""Frames of torch and of this package: a refusal points past them, at the user's code."""
+_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a graph is not compiled: the op, where it came from, the reason."""
+
+    reason: str
+    location: str | None = None
+    """The `file:line:col` in the MLIR file, if known."""
+    source: str | None = None
+    """The Python `file:line` the op was traced from, if known."""
+    ops: tuple[str, ...] = ()
+    """The torch ops of the graph at that Python line."""
+
+    def format(self) -> str:
+        where = " ".join(filter(None, [", ".join(self.ops) or None,
+                                       self.source and f"at {self.source}"]))  # fmt: skip
+        loc = f"{self.location}: " if self.location else ""
+        return f"{loc}{self.reason}" + (f" (from {where})" if where else "")
+
+
+class Refused(CompileError):
+    """A `CompileError` of tilefuse on a graph from torch, with its `Refusal`."""
+
+    def __init__(self, why: Refusal):
+        super().__init__(why.format().removeprefix(f"{why.location}: "), why.location)
+        self.refusal = why
+
+
+def python_location(text: str, debug_text: str, line: int) -> str | None:
+    """The Python `file:line` of the op on `line` (1-based) of `text`, read from the
+    same module printed with debug info (`debug_text`): its lines, less the location
+    aliases, are `text`'s lines with a `loc(...)` each. The innermost frame outside
+    torch and this package names the user's line; None if the lines disagree."""
+    plain = text.splitlines()
+    lines = [s for s in debug_text.splitlines() if not _ALIAS_DEF.match(s)]
+    if not 0 < line <= min(len(plain), len(lines)):
+        return None
+    if not lines[line - 1].strip().startswith(plain[line - 1].strip()):
+        return None
+    match = _TRAILING_LOC.search(lines[line - 1])
+    if match is None:
+        return None
+    aliases = {m["name"]: m["body"] for m in _ALIAS_DEF.finditer(debug_text)}
+    body = match["body"]
+    for _ in range(16):  # aliases refer to aliases (callsite, fused)
+        expanded = re.sub(r"#loc\d*", lambda m: aliases.get(m[0], m[0]), body)
+        if expanded == body:
+            break
+        body = expanded
+    frames = [(m["file"], m["line"]) for m in _FILE_LINE.finditer(body)]
+    users = [f for f in frames if not f[0].startswith(_INTERNAL)]
+    if not frames:
+        return None
+    file, number = (users or frames)[0]
+    return f"{file}:{number}"
+
+
+def graph_ops_at(graph: Any, source: str | None) -> tuple[str, ...]:
+    """The targets of the FX nodes of `graph` traced from the Python `file:line`."""
+    if graph is None or source is None:
+        return ()
+    file, _, line = source.rpartition(":")
+    names = []
+    for node in graph.nodes:
+        trace = node.meta.get("stack_trace") or ""
+        frames = {(m["file"], m["line"]) for m in _FRAME.finditer(trace)}
+        if node.op == "call_function" and (file, line) in frames:
+            name = str(node.target)
+            if name not in names:
+                names.append(name)
+    return tuple(names)
+
+
+def refusal(error: CompileError, text: str, debug_text: str, graph: Any = None) -> Refusal:
+    """A tilefuse `CompileError` on the module printed as `text` as a `Refusal`."""
+    first = str(error).splitlines()[0] if str(error) else "error: (no message)"
+    match = _LOCATED.match(first)
+    if match is None:
+        return Refusal(first.removeprefix("error: "))
+    location = match["loc"]
+    source = python_location(text, debug_text, int(location.split(":")[-2]))
+    return Refusal(match["reason"], location, source, graph_ops_at(graph, source))
+
+
+def import_refusal(error: BaseException, graph: Any = None) -> Refusal:
+    """An exception of torch-mlir's import or lowering as a `Refusal`: its first
+    diagnostic, the op it names and the Python line of its `loc(...)`."""
+    text = str(error)
+    lines = [s.strip() for s in text.splitlines() if s.strip()]
+    errors = [s for s in lines if "error:" in s]
+    reason = errors[0] if errors else (lines[0] if lines else type(error).__name__)
+    reason = reason.split("error:", 1)[-1].strip()
+    found = _FILE_LINE.search(text)
+    source = f"{found['file']}:{found['line']}" if found else None
+    ops = graph_ops_at(graph, source)
+    op = re.search(r"'(torch\.[\w.]+)'", text)
+    if not ops and op:
+        ops = (op[1],)
+    return Refusal(f"torch-mlir cannot lower it: {reason}", None, source, ops)
+
+
+def mlir_file(text: str, name: str) -> Path:
+    """Write `text` under the cache as `<name>-<hash>.mlir` (once) and return the path."""
+    folder = cache_dir() / "torch"
+    folder.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    path = folder / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}-{digest}.mlir"
+    if not path.exists():
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(text)
+        tmp.replace(path)
+    return path
+
+
+def compile_mlir(module: Any, name: str, target: str, dump_dir: str | Path | None = None,
+                 graph: Any = None) -> CompiledProgram:  # fmt: skip
+    """Compile a torch-mlir module; a refusal raises `CompileError` located in the
+    MLIR file and naming the Python line and torch ops it came from."""
+    text = str(module)
+    path = mlir_file(text, name)
+    try:
+        return compile_program(path, target=target, dump_dir=dump_dir)
+    except CompileError as e:
+        debug_text = module.operation.get_asm(enable_debug_info=True)
+        raise Refused(refusal(e, text, debug_text, graph)) from e
