@@ -22,6 +22,8 @@ ALLOWED: dict[str, set[str]] = {
     "report": {"ir", "analysis", "frontend", "pipeline"},
     "gpu": {"ir", "analysis", "frontend", "backend"},
     "runtime": {"ir", "analysis", "frontend", "backend", "oracle", "pipeline", "report"},
+    "torch": {"ir", "analysis", "frontend", "backend", "oracle", "pipeline", "report",
+              "runtime"},
     "tools": {"ir", "analysis", "frontend", "backend", "oracle", "pipeline", "report",
               "passes", "gpu", "runtime"},
 }

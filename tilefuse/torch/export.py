@@ -26,6 +26,7 @@ from torch import nn
 from torch.export.graph_signature import OutputKind
 from torch.utils import _pytree as pytree
 from torch_mlir import fx
+from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 
 from tilefuse.ir.diagnostics import CompileError
 from tilefuse.torch.mlir import import_refusal
@@ -128,7 +129,8 @@ def _first_line(e: BaseException) -> str:
 
 def export(fn: nn.Module | Callable[..., Any], example_inputs: tuple[Any, ...],
            name: str) -> Exported:  # fmt: skip
-    """torch.export, then torch-mlir's import and lowering to linalg on tensors;
+    """torch.export with torch-mlir's decompositions (after which mutations show as
+    outputs), then torch-mlir's import and lowering to linalg on tensors;
     `ExportError` if either fails or the program is not a pure function."""
     module = as_module(fn)
     flat, in_spec = pytree.tree_flatten(example_inputs)
@@ -140,6 +142,7 @@ def export(fn: nn.Module | Callable[..., Any], example_inputs: tuple[Any, ...],
     try:
         with torch_deprecations_quiet():
             program = torch.export.export(wrapper, tuple(args), strict=False)
+            program = program.run_decompositions(get_decomposition_table())
     except Exception as e:
         raise ExportError(f"torch.export cannot trace {name}: {_first_line(e)}") from e
     bad = [s for s in program.graph_signature.output_specs if s.kind != OutputKind.USER_OUTPUT]
@@ -154,7 +157,7 @@ def export(fn: nn.Module | Callable[..., Any], example_inputs: tuple[Any, ...],
     try:
         with torch_deprecations_quiet():
             mlir = fx.export_and_import(program, output_type="linalg-on-tensors",
-                                        func_name=name)  # fmt: skip
+                                        func_name=name, decomposition_table={})  # fmt: skip
     except Exception as e:
         why = import_refusal(e, program.graph).format()
         raise ExportError(f"{name}: {why}") from e

@@ -58,6 +58,17 @@ class Refused(CompileError):
         self.refusal = why
 
 
+def _op_end(lines: list[str], i: int) -> str:
+    """The line that ends the op starting on `lines[i]`: an op with regions prints
+    its location after the region's closing brace."""
+    depth = 0
+    for j in range(i, len(lines)):
+        depth += lines[j].count("{") - lines[j].count("}")
+        if depth <= 0:
+            return lines[j]
+    return lines[i]
+
+
 def python_location(text: str, debug_text: str, line: int) -> str | None:
     """The Python `file:line` of the op on `line` (1-based) of `text`, read from the
     same module printed with debug info (`debug_text`): its lines, less the location
@@ -69,7 +80,7 @@ def python_location(text: str, debug_text: str, line: int) -> str | None:
         return None
     if not lines[line - 1].strip().startswith(plain[line - 1].strip()):
         return None
-    match = _TRAILING_LOC.search(lines[line - 1])
+    match = _TRAILING_LOC.search(_op_end(lines, line - 1))
     if match is None:
         return None
     aliases = {m["name"]: m["body"] for m in _ALIAS_DEF.finditer(debug_text)}
@@ -87,20 +98,21 @@ def python_location(text: str, debug_text: str, line: int) -> str | None:
     return f"{file}:{number}"
 
 
-def graph_ops_at(graph: Any, source: str | None) -> tuple[str, ...]:
-    """The targets of the FX nodes of `graph` traced from the Python `file:line`."""
+def graph_ops_at(graph: Any, source: str | None, reason: str = "") -> tuple[str, ...]:
+    """The torch ops of the FX nodes of `graph` traced from the Python `file:line`;
+    those whose name the reason mentions (`sort` in `tm_tensor.sort`), if any."""
     if graph is None or source is None:
         return ()
     file, _, line = source.rpartition(":")
-    names = []
+    ops: list[Any] = []
     for node in graph.nodes:
         trace = node.meta.get("stack_trace") or ""
         frames = {(m["file"], m["line"]) for m in _FRAME.finditer(trace)}
-        if node.op == "call_function" and (file, line) in frames:
-            name = str(node.target)
-            if name not in names:
-                names.append(name)
-    return tuple(names)
+        if isinstance(node.target, torch._ops.OpOverload) and (file, line) in frames:
+            if node.target not in ops:
+                ops.append(node.target)
+    named = [op for op in ops if re.search(rf"\b{re.escape(op._opname)}\b", reason)]
+    return tuple(str(op) for op in named or ops)
 
 
 def refusal(error: CompileError, text: str, debug_text: str, graph: Any = None) -> Refusal:
@@ -111,7 +123,7 @@ def refusal(error: CompileError, text: str, debug_text: str, graph: Any = None) 
         return Refusal(first.removeprefix("error: "))
     location = match["loc"]
     source = python_location(text, debug_text, int(location.split(":")[-2]))
-    return Refusal(match["reason"], location, source, graph_ops_at(graph, source))
+    return Refusal(match["reason"], location, source, graph_ops_at(graph, source, match["reason"]))
 
 
 def import_refusal(error: BaseException, graph: Any = None) -> Refusal:
@@ -120,11 +132,15 @@ def import_refusal(error: BaseException, graph: Any = None) -> Refusal:
     text = str(error)
     lines = [s.strip() for s in text.splitlines() if s.strip()]
     errors = [s for s in lines if "error:" in s]
-    reason = errors[0] if errors else (lines[0] if lines else type(error).__name__)
-    reason = reason.split("error:", 1)[-1].strip()
+    if errors:
+        reason = errors[0].split("error:", 1)[-1].strip()
+    else:  # its diagnostics went to stderr
+        reason = lines[0] if lines else type(error).__name__
+        reason = reason.removesuffix(" with the following diagnostics:")
+        reason += " (torch-mlir printed why on stderr)"
     found = _FILE_LINE.search(text)
     source = f"{found['file']}:{found['line']}" if found else None
-    ops = graph_ops_at(graph, source)
+    ops = graph_ops_at(graph, source, reason)
     op = re.search(r"'(torch\.[\w.]+)'", text)
     if not ops and op:
         ops = (op[1],)

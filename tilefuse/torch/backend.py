@@ -1,0 +1,173 @@
+"""
+`torch.compile(model, backend="tilefuse")`: dynamo's graphs through tilefuse.
+
+Registered with torch by the `torch_dynamo_backends` entry point (pyproject.toml).
+Each graph dynamo captures goes through aot_autograd with torch-mlir's
+decompositions (core ATen and the few torch-mlir adds), so the forward graph is
+ATen; `torch_mlir.fx.stateless_fx_import` lowers it to linalg on tensors and
+`tilefuse.runtime.compile` makes it kernels. Parameters are graph inputs, so
+weight updates need no recompile.
+
+What is refused runs in eager, never silently wrong: a graph with symbolic shapes or
+non-tensor inputs or outputs, an op torch-mlir cannot lower, a `CompileError` of
+tilefuse (an op, a form, a graph it does not compile). Each refused graph logs one
+line on the `fallback` channel (`TILEFUSE_LOG=fallback`) with the op, its location
+and the reason. Backward graphs run in eager (aot_autograd's backward of the
+compiled forward: eager's gradients).
+
+Compiled programs and refusals are cached by the graph's code, its constants, the
+inputs' shapes, dtypes and devices and the target, so a graph dynamo traces again
+(another instance of the model, after `torch._dynamo.reset()`) is not recompiled;
+`STATS` counts compiles.
+
+    torch.compile(model, backend="tilefuse", options={"target": "a100"})
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch._dynamo.backends.common import aot_autograd
+from torch._functorch.aot_autograd import make_boxed_func
+from torch.utils import _pytree as pytree
+from torch_mlir import fx
+from torch_mlir.extras.fx_decomp_util import get_decomposition_table
+
+from tilefuse.ir.log import channel
+from tilefuse.runtime import CompiledProgram, gpu_available
+from tilefuse.torch.export import torch_deprecations_quiet
+from tilefuse.torch.mlir import Refusal, Refused, compile_mlir, import_refusal
+
+log = channel("fallback")
+
+
+@dataclass
+class Stats:
+    compiles: int = 0
+    """Graphs given to tilefuse's compiler (a cache hit is not one)."""
+    compiled: int = 0
+    """Of those, the ones that became kernels."""
+    fallbacks: int = 0
+    """Forward graphs left to eager (refusals; cache hits included)."""
+    cache_hits: int = 0
+
+
+STATS = Stats()
+_CACHE: dict[str, CompiledProgram | Refusal] = {}
+_NAMES = itertools.count()
+
+
+def _meta(v: Any) -> Any:
+    if isinstance(v, torch.Tensor):
+        return ("tensor", tuple(v.shape), str(v.dtype), str(v.device))
+    return (type(v).__name__, repr(v))
+
+
+def graph_key(gm: torch.fx.GraphModule, inputs: list[Any], target: str) -> str:
+    """The graph's code, its tensor constants, the inputs' metadata, the target."""
+    h = hashlib.sha256(gm.code.encode())
+    h.update(repr([_meta(x) for x in inputs]).encode())
+    h.update(target.encode())
+    for node in gm.graph.nodes:
+        if node.op == "get_attr":
+            value = getattr(gm, str(node.target), None)
+            h.update(repr((node.target, _meta(value))).encode())
+            if isinstance(value, torch.Tensor):
+                h.update(value.detach().cpu().contiguous().view(-1).view(torch.uint8)
+                         .numpy().tobytes())  # fmt: skip
+    return h.hexdigest()
+
+
+def _is_static(v: Any) -> bool:
+    return isinstance(v, torch.Tensor) and all(isinstance(d, int) for d in v.shape)
+
+
+def unsupported(gm: torch.fx.GraphModule, inputs: list[Any]) -> Refusal | None:
+    """Why a graph cannot be compiled before trying: what tilefuse does not take."""
+    for i, x in enumerate(inputs):
+        if not _is_static(x):
+            kind = "a symbolic shape" if isinstance(x, torch.Tensor) else type(x).__name__
+            return Refusal(f"input {i} is {kind}: tilefuse compiles static shapes of tensors")
+        if gpu_available() and x.device.type != "cuda":
+            return Refusal(f"input {i} is on {x.device}: tilefuse's kernels run on the GPU")
+    (output,) = [n for n in gm.graph.nodes if n.op == "output"]
+    for i, arg in enumerate(pytree.tree_leaves(output.args[0])):
+        value = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else arg
+        if not _is_static(value):
+            return Refusal(f"output {i} is {type(value).__name__}, not a tensor of a "
+                           "static shape")  # fmt: skip
+    if not any(n.op == "call_function" for n in gm.graph.nodes):
+        return Refusal("the graph computes nothing")
+    return None
+
+
+def _compile(gm: torch.fx.GraphModule, name: str, target: str) -> CompiledProgram | Refusal:
+    STATS.compiles += 1
+    try:
+        with torch_deprecations_quiet():
+            mlir = fx.stateless_fx_import(gm, output_type="linalg-on-tensors", model_name=name)
+    except Exception as e:  # torch-mlir's errors: any exception of its import
+        return import_refusal(e, gm.graph)
+    try:
+        program = compile_mlir(mlir, name, target, graph=gm.graph)
+    except Refused as e:
+        return e.refusal
+    STATS.compiled += 1
+    return program
+
+
+def _launcher(program: CompiledProgram) -> Callable[..., Any]:
+    def run(*args: Any) -> list[torch.Tensor]:
+        with torch.no_grad():
+            return list(program(*args))
+
+    run.program = program  # type: ignore[attr-defined]
+    return run
+
+
+def forward_compiler(target: str) -> Callable[..., Any]:
+    """aot_autograd's forward (and inference) compiler for `target`."""
+
+    def compile_forward(gm: torch.fx.GraphModule, inputs: list[Any]) -> Callable[..., Any]:
+        key = graph_key(gm, inputs, target)
+        cached = _CACHE.get(key)
+        if cached is not None:
+            STATS.cache_hits += 1
+        else:
+            name = f"graph_{next(_NAMES)}"
+            cached = unsupported(gm, inputs) or _compile(gm, name, target)
+            _CACHE[key] = cached
+            if isinstance(cached, Refusal):
+                log.info("%s runs in eager: %s", name, cached.format())
+        if isinstance(cached, Refusal):
+            STATS.fallbacks += 1
+            return make_boxed_func(gm)
+        return make_boxed_func(_launcher(cached))
+
+    return compile_forward
+
+
+def compile_backward(gm: torch.fx.GraphModule, inputs: list[Any]) -> Callable[..., Any]:
+    """Backward graphs run in eager (tilefuse compiles forward graphs)."""
+    log.info("a backward graph runs in eager: tilefuse compiles forward graphs only")
+    return make_boxed_func(gm)
+
+
+def tilefuse(gm: torch.fx.GraphModule, example_inputs: list[Any],
+             options: dict[str, Any] | None = None, **_: Any) -> Callable[..., Any]:  # fmt: skip
+    """The backend: `options` may name the `target` (default `h200`)."""
+    options = dict(options or {})
+    target = options.pop("target", "h200")
+    if options:
+        raise ValueError(f"the tilefuse backend takes the option target, not "
+                         f"{', '.join(options)}")  # fmt: skip
+    fw = forward_compiler(target)
+    backend = aot_autograd(fw_compiler=fw, inference_compiler=fw, bw_compiler=compile_backward,
+                           decompositions=get_decomposition_table())  # fmt: skip
+    with torch_deprecations_quiet():
+        return backend(gm, example_inputs)
