@@ -8,22 +8,22 @@ import inspect
 import os
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 pytest.importorskip("torch_mlir")
 
-import torch  # noqa: E402
-from torch import nn  # noqa: E402
+import torch
+from torch import nn
 
-import tilefuse.torch as tt  # noqa: E402
-from tilefuse.ir import log  # noqa: E402
-from tilefuse.ir.diagnostics import ArgumentError, CompileError  # noqa: E402
-from tilefuse.runtime import compile as compile_program  # noqa: E402
-from tilefuse.testing.zoo import ZOO  # noqa: E402
-from tilefuse.torch import backend  # noqa: E402
+import tilefuse.torch as tt
+from tilefuse.ir import log
+from tilefuse.ir.diagnostics import ArgumentError, CompileError
+from tilefuse.runtime import compile as compile_program
+from tilefuse.testing.zoo import ZOO
+from tilefuse.torch import backend
 
 ROOT = Path(__file__).resolve().parent.parent
 HERE = str(Path(__file__).resolve())
@@ -149,7 +149,7 @@ def test_a_function_with_a_python_scalar_and_structured_outputs():
     assert list(inspect.signature(compiled).parameters) == ["x", "y", "alpha"]
     with pytest.raises(ArgumentError, match=r"input 2 of f was 2.5 when compiled"):
         compiled(x, y, 3.0)
-    with pytest.raises(ArgumentError, match="must be a torch.Tensor"):
+    with pytest.raises(ArgumentError, match=r"must be a torch\.Tensor"):
         compiled(x, 1.0, 2.5)
     with pytest.raises(ArgumentError, match="by position"):
         compiled(x, y, alpha=2.5)
@@ -184,7 +184,7 @@ def test_export_failures_are_export_errors():
 
     with pytest.raises(tt.ExportError, match="data_dependent: torch-mlir cannot lower it"):
         tt.compile(data_dependent, torch.randn(6))
-    with pytest.raises(TypeError, match="nn.Module or a function"):
+    with pytest.raises(TypeError, match=r"nn\.Module or a function"):
         tt.compile(3, torch.randn(6))
 
 
@@ -282,9 +282,8 @@ def test_training_step_gives_eager_gradients():
 
 
 def test_backend_refuses_unknown_options():
-    with pytest.raises(Exception, match="takes the option target"):
-        with torch.no_grad():
-            torch.compile(nn.Tanh(), backend=backend.tilefuse, options={"mode": 1})(torch.randn(3))
+    with pytest.raises(Exception, match="takes the option target"), torch.no_grad():
+        torch.compile(nn.Tanh(), backend=backend.tilefuse, options={"mode": 1})(torch.randn(3))
 
 
 # -- TILEFUSE_LOG ---------------------------------------------------------------------------
@@ -320,3 +319,13 @@ def test_tilefuse_log_environment_variable():
     env["TILEFUSE_LOG"] = "kernel"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert out.returncode == 0 and "TILEFUSE_LOG: unknown channel kernel" in out.stderr
+
+
+def test_symbolic_shapes_fall_back(channels, capsys):
+    channels("fallback")
+    x = torch.randn(4, 6)
+    with torch.no_grad():
+        out = torch.compile(torch.tanh, backend=backend.tilefuse, dynamic=True)(x)
+    torch.testing.assert_close(out, torch.tanh(x))
+    err = capsys.readouterr().err
+    assert "runs in eager: input 0 is a symbolic shape" in err or "is SymInt" in err, err

@@ -108,9 +108,9 @@ def graph_ops_at(graph: Any, source: str | None, reason: str = "") -> tuple[str,
     for node in graph.nodes:
         trace = node.meta.get("stack_trace") or ""
         frames = {(m["file"], m["line"]) for m in _FRAME.finditer(trace)}
-        if isinstance(node.target, torch._ops.OpOverload) and (file, line) in frames:
-            if node.target not in ops:
-                ops.append(node.target)
+        ours = isinstance(node.target, torch._ops.OpOverload) and (file, line) in frames
+        if ours and node.target not in ops:
+            ops.append(node.target)
     named = [op for op in ops if re.search(rf"\b{re.escape(op._opname)}\b", reason)]
     return tuple(str(op) for op in named or ops)
 
