@@ -13,7 +13,7 @@ KERNELS = {
     "attention_row_sum_from_one": 3, "attention_torch_mlir_style": 1,
     "batch_matvec_bf16": 1, "bool_constant_mask": 1, "bool_mask_argument": 1,
     "collapse_to_rank_0": 1, "concat_and_insert_slice": 3, "constant_map_bias": 1,
-    "conv_of_a_fill": 1, "dense_resource_weights": 1, "f64_compute": 2,
+    "conv_of_a_fill": 1, "dense_resource_weights": 1, "f64_compute": 2, "fpowi_signs": 1,
     "fptosi_round_trip": 1, "function_named_like_helper": 1, "global_sum": 1,
     "helper_call": 1, "helper_returns_argument": 1, "hex_dense_mask": 1,
     "host_index_arithmetic": 1, "host_scalars_and_cast": 1,

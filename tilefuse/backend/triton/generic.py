@@ -146,7 +146,8 @@ class GenericPrinter:
         if isinstance(op, arith.SelectOp) and self.k.wheres.get(operands[1]) == (
             operands[0], operands[2]):  # fmt: skip
             return operands[1]
-        text = scalar_expr(op, lambda v, ops=operands, o=op: ops[list(o.operands).index(v)])
+        text = scalar_expr(op, lambda v, ops=operands, o=op: ops[list(o.operands).index(v)],
+                           lambda t: self.k.value("pw", t))  # fmt: skip
         if text in self.k.defined:  # a cast to the compute type it is already in
             return text
         name = self.k.value(op.results[0].name_hint or "t", text)
