@@ -14,7 +14,12 @@ from tilefuse.analysis.dataflow import pad_value
 from tilefuse.backend.triton.dtypes import torch_dtype
 from tilefuse.backend.triton.names import Names
 from tilefuse.backend.triton.scalar import literal
-from tilefuse.backend.triton.signature import CHECKS_PARAM, CONSTEXPR, POINTER, KernelSignature
+from tilefuse.backend.triton.signature import (
+    CHECKS_PARAM,
+    CONSTEXPR,
+    POINTER,
+    KernelSignature,
+)
 from tilefuse.ir.constants import constant_array
 from tilefuse.ir.diagnostics import CompileError
 from tilefuse.ir.tilefuse import GroupOp, TileGridOp, WindowOp

@@ -32,7 +32,13 @@ from tilefuse.backend.triton.dot import dot_axes, dot_input_dtype
 from tilefuse.backend.triton.dtypes import compute_type, kept_shape, tl_dtype
 from tilefuse.backend.triton.generic import GenericPrinter, result_hint
 from tilefuse.backend.triton.names import Names
-from tilefuse.backend.triton.scalar import BINARY, UNARY, block_constant, literal, scalar_expr
+from tilefuse.backend.triton.scalar import (
+    BINARY,
+    UNARY,
+    block_constant,
+    literal,
+    scalar_expr,
+)
 from tilefuse.backend.triton.signature import (
     CHECKS_PARAM,
     CONSTEXPR,
