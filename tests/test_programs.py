@@ -25,7 +25,7 @@ KERNELS = {
     "pooling_with_an_integer_window": 1, "python_names": 1, "qkv_slices": 2,
     "reshape_between_kernels": 2, "reshape_of_empty": 1, "reshape_of_fill": 1,
     "reshape_views": 1, "returned_empty": 0, "returned_fill": 1, "returned_fill_reshape": 1,
-    "rounding_and_signs": 1, "scalar_argument": 1, "scalar_broadcasts": 2,
+    "rounding_and_signs": 1, "runtime_check_passes": 1, "scalar_argument": 1, "scalar_broadcasts": 2,
     "scalar_extracted_from_a_0d_tensor": 2, "select_copy_max": 1, "short_form_payloads": 1,
     "slice_rank_reducing": 1, "softmax_op": 1, "softmax_sum_from_one_long_rows": 1,
     "softmax_then_total_sum": 1, "tensor_constant": 1, "truncf_of_constant": 1,

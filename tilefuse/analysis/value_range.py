@@ -130,7 +130,11 @@ def _of_op(op: Operation, v: SSAValue, depth: int) -> Range | None:
         return value_range(op.operands[0], depth - 1)
     if (s := as_structured(op)) is not None:
         return _yielded(s.payload, list(op.results).index(v), depth - 1)
-    args = [value_range(o, depth) for o in op.operands]
+    return _of_scalar_op(op, [value_range(o, depth) for o in op.operands])
+
+
+def _of_scalar_op(op: Operation, args: list[Range | None]) -> Range | None:
+    """An arith op's range from its operands' ranges."""
     if isinstance(op, arith.SelectOp):
         c, a, b = args
         if c is not None and a is not None and c == TRUE:
