@@ -22,7 +22,8 @@ read as written: an input indexed by sums of loops or by constants (a
 convolution's `oh + kh`, torch-mlir's `(d0, d1) -> (0, d1)` broadcast of a
 size-1 dim) is gathered index by index, and an output indexed by a constant
 (a keep-dim reduction's `(d0, d1) -> (d0, 0)`) is computed where the constant
-points and written there.
+points and written there. A `cf.assert` raises `RuntimeCheckError` (its message
+and location) unless its condition holds on every element.
 """
 
 from __future__ import annotations
