@@ -2,8 +2,8 @@
 The default pipeline: the one ordered list of stages, and the one way to run it.
 
 ```
-inline-calls -> fold-host-scalars -> fold-reshape-of-creation -> decompose-softmax
-    -> fold-unit-dims -> linalg-generalize -> scalar-operands -> fold-transposes
+inline-calls -> fold-host-scalars -> fold-asserts -> fold-reshape-of-creation
+    -> decompose-softmax -> fold-unit-dims -> linalg-generalize -> scalar-operands -> fold-transposes
     -> fold-windows -> split-reduction{target} -> flash-attention
     -> fusion-groups{target} -> tile-and-fuse{target} -> horizontal-fusion{target}
     -> (emit triton)
@@ -34,6 +34,7 @@ from tilefuse.ir import forms
 from tilefuse.ir.context import make_context
 from tilefuse.passes.decompose_softmax import DecomposeSoftmaxPass
 from tilefuse.passes.flash_attention import FlashAttentionPass
+from tilefuse.passes.fold_asserts import FoldAssertsPass
 from tilefuse.passes.fold_host_scalars import FoldHostScalarsPass
 from tilefuse.passes.fold_reshape_of_creation import FoldReshapeOfCreationPass
 from tilefuse.passes.fold_transposes import FoldTransposesPass
@@ -90,6 +91,7 @@ class Stage:
 STAGES: tuple[Stage, ...] = (
     Stage("inline-calls", InlineCallsPass, done=_no_calls),
     Stage("fold-host-scalars", FoldHostScalarsPass),
+    Stage("fold-asserts", FoldAssertsPass),
     Stage("fold-reshape-of-creation", FoldReshapeOfCreationPass),
     Stage("decompose-softmax", DecomposeSoftmaxPass),
     Stage("fold-unit-dims", FoldUnitDimsPass),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import Builtin
+from xdsl.dialects.cf import Cf
 from xdsl.dialects.func import Func
 from xdsl.dialects.math import Math
 from xdsl.dialects.scf import Scf
@@ -13,7 +14,7 @@ from tilefuse.ir.arith_extra import ARITH
 from tilefuse.ir.linalg_named import LINALG
 from tilefuse.ir.tilefuse import Tilefuse
 
-DIALECTS = (Builtin, Func, ARITH, Math, LINALG, Tensor, Scf, Tilefuse)
+DIALECTS = (Builtin, Func, ARITH, Math, LINALG, Tensor, Scf, Cf, Tilefuse)
 
 
 def register_dialects(ctx: Context) -> None:

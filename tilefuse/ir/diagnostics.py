@@ -8,6 +8,7 @@ and exit with status 1, never with a Python traceback.
 
 from __future__ import annotations
 
+from xdsl.dialects import cf
 from xdsl.dialects.builtin import FileLineColLoc
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import DiagnosticException
@@ -57,3 +58,19 @@ def os_error_message(e: OSError) -> str:
 
 class ArgumentError(TypeError):
     """A compiled program called with arguments that do not match its signature."""
+
+
+class RuntimeCheckError(RuntimeError):
+    """A runtime check of the program (a `cf.assert`, as torch-mlir writes for an
+    index out of range) failed while it ran: `file:line:col: error: <message>`."""
+
+    def __init__(self, message: str, location: str | None = None):
+        prefix = f"{location}: " if location else ""
+        super().__init__(f"{prefix}error: runtime check failed: {message}")
+        self.message = message
+        self.location = location
+
+
+def check_failure(op: cf.AssertOp) -> RuntimeCheckError:
+    """The error a failing `cf.assert` raises, with its message and location."""
+    return RuntimeCheckError(op.msg.data, op_location(op))

@@ -22,7 +22,8 @@ read as written: an input indexed by sums of loops or by constants (a
 convolution's `oh + kh`, torch-mlir's `(d0, d1) -> (0, d1)` broadcast of a
 size-1 dim) is gathered index by index, and an output indexed by a constant
 (a keep-dim reduction's `(d0, d1) -> (d0, 0)`) is computed where the constant
-points and written there.
+points and written there. A `cf.assert` raises `RuntimeCheckError` (its message
+and location) unless its condition holds on every element.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import itertools
 from collections.abc import Sequence
 
 import numpy as np
-from xdsl.dialects import arith, func, scf, tensor
+from xdsl.dialects import arith, cf, func, scf, tensor
 from xdsl.dialects.builtin import IndexType, IntegerType, ModuleOp, TensorType
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Block, Operation, SSAValue
@@ -39,7 +40,7 @@ from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineMap
 
 from tilefuse.ir import tilefuse as tf
 from tilefuse.ir.affine import window_terms
-from tilefuse.ir.diagnostics import CompileError
+from tilefuse.ir.diagnostics import CompileError, check_failure
 from tilefuse.ir.linalg_named import SoftmaxOp
 from tilefuse.ir.module import entry_function
 from tilefuse.ir.structured import (
@@ -108,9 +109,18 @@ def eval_payload(
             return [local[v] for v in op.operands]
         if isinstance(op, linalg.IndexOp):
             local[op.result] = index[op.dim.value.data]
+        elif isinstance(op, cf.AssertOp):
+            check(op, local)
         else:
             eval_scalar_op(op, local)
     raise CompileError("payload block without linalg.yield")
+
+
+def check(op: cf.AssertOp, env: Env) -> None:
+    """`cf.assert`: raise `RuntimeCheckError` with its message unless the condition
+    holds everywhere."""
+    if not np.all(env[op.arg]):
+        raise check_failure(op)
 
 
 def eval_structured(
@@ -131,6 +141,9 @@ def eval_structured(
     if not s.reduction_dims:
         results = eval_payload(s.payload, ins + inits, env, index)
     else:
+        for op in s.payload.ops:  # the checks of every iteration, before combining
+            if isinstance(op, cf.AssertOp):
+                check(op, {op.arg: _eval_value(op.arg, s, ins, inits, env, index)})
         results = _eval_reduction(s, ins, inits, env, index)
     return [
         round_to(
@@ -302,7 +315,7 @@ def _eval_value(
             break
         if isinstance(op, linalg.IndexOp):
             local[op.result] = index[op.dim.value.data]
-        elif not isinstance(op, linalg.YieldOp):
+        elif not isinstance(op, linalg.YieldOp | cf.AssertOp):
             eval_scalar_op(op, local)
     return local[x]
 
@@ -391,6 +404,8 @@ def eval_op(op: Operation, env: Env) -> list[np.ndarray] | None:
         _bind(op, eval_structured(s, env), env)
     elif isinstance(op, func.ReturnOp | scf.YieldOp | tf.YieldOp):
         return [env[v] for v in op.operands]
+    elif isinstance(op, cf.AssertOp):
+        check(op, env)
     elif type(op) in _HANDLERS:
         _HANDLERS[type(op)](op, env)
     elif op.dialect_name() in ("arith", "math"):

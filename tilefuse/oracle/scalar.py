@@ -142,7 +142,7 @@ ELEMENTWISE: dict[type[Operation], Fn] = {
     mathd.ExpOp: np.exp, mathd.Exp2Op: np.exp2, mathd.LogOp: np.log,
     mathd.Log2Op: np.log2, mathd.Log1pOp: np.log1p, mathd.TanhOp: np.tanh,
     mathd.ErfOp: _erf, mathd.SqrtOp: np.sqrt, mathd.RsqrtOp: lambda a: 1.0 / np.sqrt(a),
-    mathd.AbsFOp: np.abs, mathd.PowFOp: np.power, mathd.FmaOp: lambda a, b, c: a * b + c,
+    mathd.AbsFOp: np.abs, mathd.PowFOp: np.power, mathd.FPowIOp: lambda a, n: _fpowi(a, n), mathd.FmaOp: lambda a, b, c: a * b + c,
     mathd.SinOp: np.sin, mathd.CosOp: np.cos, mathd.FloorOp: np.floor,
     mathd.CeilOp: np.ceil, mathd.AbsIOp: np.abs, mathd.ExpM1Op: np.expm1,
     mathd.Log10Op: np.log10, mathd.TanOp: np.tan, mathd.SinhOp: np.sinh,
@@ -153,6 +153,12 @@ ELEMENTWISE: dict[type[Operation], Fn] = {
     mathd.AsinhOp: np.arcsinh, mathd.AcoshOp: np.arccosh, mathd.AtanhOp: np.arctanh,
     RemFOp: np.fmod,
 }  # fmt: skip
+
+def _fpowi(a, n):
+    """`math.fpowi`: a float to an integer power, in float64 (pow of an integral
+    exponent keeps a negative base's sign; x**0 is 1, NaN included)."""
+    return np.power(np.asarray(a, np.float64), np.asarray(n).astype(np.float64))
+
 
 def _ceildiv(a, b):
     """Division rounding up, in integers (signed, or of unsigned views)."""

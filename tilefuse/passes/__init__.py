@@ -18,6 +18,7 @@ from xdsl.passes import ModulePass
 PASSES = {
     "inline-calls": "tilefuse.passes.inline_calls:InlineCallsPass",
     "fold-host-scalars": "tilefuse.passes.fold_host_scalars:FoldHostScalarsPass",
+    "fold-asserts": "tilefuse.passes.fold_asserts:FoldAssertsPass",
     "fold-reshape-of-creation":
         "tilefuse.passes.fold_reshape_of_creation:FoldReshapeOfCreationPass",
     "decompose-softmax": "tilefuse.passes.decompose_softmax:DecomposeSoftmaxPass",

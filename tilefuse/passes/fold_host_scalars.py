@@ -17,8 +17,9 @@ result as a literal. A `tensor.cast` between equal static types disappears.
 
 The folder is this pass's own, for the ops it knows: integer `addi`/`subi`/`muli`
 (wrapping at the type's width), `index_cast`, `sitofp`, `extf`/`truncf`, float
-`addf`/`subf`/`mulf`/`divf`/`negf` and `math.sqrt` (IEEE, each result rounded to its
-type). Any other op, or one on types not listed, is left for the kernel to compute.
+`addf`/`subf`/`mulf`/`divf`/`negf`, `math.sqrt` and `math.fpowi` (IEEE, each result
+rounded to its type; fpowi by squaring, as compiler-rt does). Any other op, or one on
+types not listed, is left for the kernel to compute.
 """
 
 from __future__ import annotations
@@ -110,14 +111,31 @@ def _fold(op: Operation, args: list[int | float]) -> int | float | None:
         return _rounded(np.int64(args[0]), t)
     if isinstance(op, arith.ExtFOp | arith.TruncFOp) and is_float:
         return _rounded(np.float64(args[0]), t)
+    if isinstance(op, mathd.FPowIOp) and is_float:
+        return _fpowi(float(args[0]), int(args[1]), t)
     return None
+
+
+def _fpowi(x: float, n: int, t: Attribute) -> float:
+    """`math.fpowi` as compiler-rt's `__powisf2` computes it: the base squared per
+    bit of |n|, each product rounded to `t`; the reciprocal for a negative n."""
+    result, m = 1.0, abs(n)
+    with np.errstate(all="ignore"):
+        while m:
+            if m & 1:
+                result = _rounded(np.float64(result) * x, t)
+            m >>= 1
+            if m:
+                x = _rounded(np.float64(x) * x, t)
+        return _rounded(np.float64(1.0) / result, t) if n < 0 else result
 
 
 class FoldScalarOfConstants(RewritePattern):
     """A function-level scalar op of `arith.constant`s becomes the constant it computes."""
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        known = type(op) in _INTEGER_OPS or type(op) in _FLOAT_OPS or isinstance(op, _CASTS)
+        known = (type(op) in _INTEGER_OPS or type(op) in _FLOAT_OPS
+                 or isinstance(op, _CASTS | mathd.FPowIOp))  # fmt: skip
         if not known or not isinstance(op.parent_op(), func.FuncOp):
             return
         args = [_value(v) for v in op.operands]

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import arith, func, tensor
+from xdsl.dialects import arith, cf, func, tensor
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
@@ -49,7 +49,7 @@ from tilefuse.analysis.fusion_plan import (
     plan_fusion,
 )
 from tilefuse.ir import forms
-from tilefuse.ir.diagnostics import CompileError
+from tilefuse.ir.diagnostics import CompileError, warn
 from tilefuse.ir.log import channel
 from tilefuse.ir.structured import as_structured
 from tilefuse.ir.tilefuse import CostAttr, GroupOp, WindowOp, YieldOp
@@ -112,6 +112,9 @@ def _erase_dead_ops(f: func.FuncOp) -> None:
         for op in reversed(list(f.body.block.ops)):
             dead = as_structured(op) is not None or _is_free(op)
             if dead and op.results and not any(r.uses for r in op.results):
+                for check in (o for o in op.walk() if isinstance(o, cf.AssertOp)):
+                    warn(check, "is dropped with the op computing it: nothing reads "
+                         "that op's results, so no kernel runs the check")  # fmt: skip
                 op.detach()
                 op.erase()
                 changed = True

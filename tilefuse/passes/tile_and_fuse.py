@@ -23,6 +23,8 @@ Runs after `fusion-groups`. For every group:
    `select(index < extent, x, identity)` before its combiner, so the padding
    that loads read as zero never reaches a result. Contractions read their
    operands straight from zero-padded loads, which makes the products zero.
+   A runtime check (`cf.assert`) on such a tile holds past the tensor's end
+   (`select(index < extent, cond, true)`).
 
 ```mlir
 %y = tilefuse.group "fused_kernel_0" ins(%x : tensor<70x333xf32>) ... {
@@ -46,7 +48,7 @@ import math
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects import arith, scf, tensor
+from xdsl.dialects import arith, cf, scf, tensor
 from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import (
     AffineMapAttr,
@@ -585,6 +587,7 @@ class TileProgramBuilder:
             self._mask_partial_reductions(node, body.block, scope)
         if node in self.zero_padding:
             self._mask_partial_outputs(node, body.block, scope)
+        self._mask_partial_checks(node, body.block, scope)
         maps, iterators = node.op.indexing_maps, node.op.iterator_types
         result_types = [self.tile_type(r, scope) for r in node.op.results]
         if form is not None:
@@ -643,6 +646,17 @@ class TileProgramBuilder:
                 block.insert_op_before(o, yield_op)
             values.append(sel)
         yield_op.operands = values
+
+    def _mask_partial_checks(self, node: Node, block: Block, scope: _Scope) -> None:
+        """A runtime check (`cf.assert`) holds on the lanes past the tensor's end:
+        they compute on padding (zeros: `x != 0` would fail there)."""
+        partial = [d for d in range(node.s.num_loops) if self._is_partial(node, d)]
+        for check in [op for op in block.ops if isinstance(op, cf.AssertOp)]:
+            if partial:
+                ops, holds = self._mask(node, partial, check.arg, 1, scope)
+                for o in ops:
+                    block.insert_op_before(o, check)
+                check.operands = [holds]
 
     def _mask(self, node, loops, x, identity, scope):
         ops: list[Operation] = []

@@ -36,7 +36,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from tilefuse.backend.triton.emit import emit_triton, torch_dtype
 from tilefuse.frontend.program import load_program
-from tilefuse.ir.diagnostics import ArgumentError
+from tilefuse.ir.diagnostics import ArgumentError, RuntimeCheckError
 from tilefuse.ir.log import channel
 from tilefuse.ir.module import entry_function
 from tilefuse.pipeline import run_pipeline
@@ -252,12 +252,14 @@ class CompiledProgram:
         self.check_arguments(args)
         fn = getattr(self.python, self.function)
         args = tuple(a.contiguous() if isinstance(a, torch.Tensor) else a for a in args)
+        # (a program with runtime checks raises RuntimeCheckError when one fails)
+        checked = {"check_error": RuntimeCheckError} if getattr(self.python, "CHECKS", None) else {}
         if self.on_gpu:
             if not self.warmed:
                 compile_in_parallel(self.python, fn, args)
                 fast_launches(self.python)
                 self.warmed = True
-            out = fn(*args)
+            out = fn(*args, **checked)
         else:
             import numpy as np
             import triton.language as tl
@@ -266,7 +268,7 @@ class CompiledProgram:
             # Lanes outside the tensors compute on padding and are never
             # stored; numpy's overflow warnings about them are noise.
             with np.errstate(all="ignore"):
-                out = fn(*args, dot_dtype=tl.float32)
+                out = fn(*args, dot_dtype=tl.float32, **checked)
         return out if isinstance(out, tuple) else (out,)
 
 

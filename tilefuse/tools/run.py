@@ -34,7 +34,12 @@ from tilefuse.analysis.cost.target import DEFAULT_TARGET, TargetError
 from tilefuse.backend.triton.emit import torch_dtype
 from tilefuse.frontend.program import load_program, random_inputs
 from tilefuse.frontend.specialize import SpecializeError
-from tilefuse.ir.diagnostics import ArgumentError, CompileError, os_error_message
+from tilefuse.ir.diagnostics import (
+    ArgumentError,
+    CompileError,
+    RuntimeCheckError,
+    os_error_message,
+)
 from tilefuse.ir.dtypes import torch_float_name
 from tilefuse.ir.module import entry_function
 from tilefuse.ir.structured import element_type
@@ -231,7 +236,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return run(args)
-    except (CompileError, SpecializeError, TargetError, ArgumentError) as e:
+    except (CompileError, SpecializeError, TargetError, ArgumentError, RuntimeCheckError) as e:
         if args.debug:
             raise
         text = str(e)

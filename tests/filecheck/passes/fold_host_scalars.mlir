@@ -91,3 +91,27 @@ func.func @left(%x: tensor<4xf32>) -> tensor<4xf32> {
   %cast = tensor.cast %r : tensor<4xf32> to tensor<4xf32>
   func.return %cast : tensor<4xf32>
 }
+
+// -----
+
+// math.fpowi folds by squaring in its type: a negative base keeps its sign
+// ((-2)^3 = -8), a negative exponent is the reciprocal ((-2)^-2 = 0.25).
+// CHECK-LABEL: func.func @powi
+// CHECK-DAG:   arith.constant -8.000000e+00 : f32
+// CHECK-DAG:   arith.constant 2.500000e-01 : f32
+// CHECK-DAG:   arith.constant 1.000000e+00 : f32
+// CHECK-NOT:   math.fpowi
+func.func @powi() -> (tensor<f32>, tensor<f32>, tensor<f32>) {
+  %x = arith.constant -2.0 : f32
+  %c3 = arith.constant 3 : i64
+  %cm2 = arith.constant -2 : i64
+  %c0 = arith.constant 0 : i32
+  %a = math.fpowi %x, %c3 : f32, i64
+  %b = math.fpowi %x, %cm2 : f32, i64
+  %c = math.fpowi %x, %c0 : f32, i32
+  %e = tensor.empty() : tensor<f32>
+  %fa = linalg.fill ins(%a : f32) outs(%e : tensor<f32>) -> tensor<f32>
+  %fb = linalg.fill ins(%b : f32) outs(%e : tensor<f32>) -> tensor<f32>
+  %fc = linalg.fill ins(%c : f32) outs(%e : tensor<f32>) -> tensor<f32>
+  func.return %fa, %fb, %fc : tensor<f32>, tensor<f32>, tensor<f32>
+}

@@ -14,7 +14,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from xdsl.dialects import arith
+from xdsl.dialects import arith, cf
 from xdsl.dialects.builtin import Float64Type, IntegerType
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Operation, SSAValue
@@ -45,6 +45,7 @@ class GenericPrinter:
         self.kept = [d for d in range(s.num_loops) if self.space[d] != 1]
         self.pos = {d: i for i, d in enumerate(self.kept)}
         self.n = len(self.kept)
+        self.checked: set[cf.AssertOp] = set()
 
     def kdims(self, dims: Sequence[int]) -> list[int]:
         return [d for d in dims if self.space[d] != 1]
@@ -97,11 +98,19 @@ class GenericPrinter:
                 dims = s.operand_dims(len(s.inputs) + j)
                 env[arg] = (self.to_loop_space(self.k.ref(v), dims), set(self.kdims(dims)))
         if s.reduction_dims:
+            for op in s.payload.ops:  # checks first: the reduction prints up to its values
+                if isinstance(op, cf.AssertOp):
+                    self.check(op, self.run_payload(env, stop=op.arg)[0][0])
             self.print_reduction(env)
         else:
             yielded = self.run_payload(env, stop=None)
             for j, r in enumerate(s.op.results):
                 self.store_result(r, j, *yielded[j])
+
+    def check(self, op: cf.AssertOp, cond: str) -> None:
+        if op not in self.checked:
+            self.checked.add(op)
+            self.k.check(op, cond)
 
     def store_result(self, result: SSAValue, j: int, value: str, vdims: set[int]) -> None:
         dims = self.s.operand_dims(len(self.s.inputs) + j)
@@ -130,9 +139,12 @@ class GenericPrinter:
             if isinstance(op, arith.ConstantOp):
                 env[op.result] = (self.k.constant(op), set())
                 continue
+            if isinstance(op, cf.AssertOp):
+                self.check(op, self._operand(op.arg, env))
+                continue
             if op.dialect_name() not in ("arith", "math"):
                 raise CompileError.at(op, "is not supported in a payload by the Triton backend "
-                                      "(arith and math ops, linalg.index)")  # fmt: skip
+                                      "(arith and math ops, linalg.index, cf.assert)")  # fmt: skip
             operands = [self._operand(v, env) for v in op.operands]
             dims = set().union(*(env[v][1] for v in op.operands if v in env))
             env[op.results[0]] = (self._payload_value(op, operands), dims)
@@ -146,7 +158,8 @@ class GenericPrinter:
         if isinstance(op, arith.SelectOp) and self.k.wheres.get(operands[1]) == (
             operands[0], operands[2]):  # fmt: skip
             return operands[1]
-        text = scalar_expr(op, lambda v, ops=operands, o=op: ops[list(o.operands).index(v)])
+        text = scalar_expr(op, lambda v, ops=operands, o=op: ops[list(o.operands).index(v)],
+                           lambda t: self.k.value("pw", t))  # fmt: skip
         if text in self.k.defined:  # a cast to the compute type it is already in
             return text
         name = self.k.value(op.results[0].name_hint or "t", text)

@@ -14,7 +14,12 @@ from tilefuse.analysis.dataflow import pad_value
 from tilefuse.backend.triton.dtypes import torch_dtype
 from tilefuse.backend.triton.names import Names
 from tilefuse.backend.triton.scalar import literal
-from tilefuse.backend.triton.signature import CONSTEXPR, POINTER, KernelSignature
+from tilefuse.backend.triton.signature import (
+    CHECKS_PARAM,
+    CONSTEXPR,
+    POINTER,
+    KernelSignature,
+)
 from tilefuse.ir.constants import constant_array
 from tilefuse.ir.diagnostics import CompileError
 from tilefuse.ir.tilefuse import GroupOp, TileGridOp, WindowOp
@@ -24,8 +29,11 @@ class HostPrinter:
     """The host function of `f`, whose groups are the kernels of `signatures`."""
 
     def __init__(self, f: func.FuncOp, launches: list[tuple[GroupOp, list[TileGridOp],
-                 list[list[SSAValue]] | None, KernelSignature]]):  # fmt: skip
+                 list[list[SSAValue]] | None, KernelSignature]],
+                 checks: dict[tuple[str, str | None], int] | None = None):  # fmt: skip
         self.f = f
+        self.checks = {n: key for key, n in (checks or {}).items()}
+        """The kernels' runtime checks by number: (message, location)."""
         self.launches = {g: (grids, stacked, sig) for g, grids, stacked, sig in launches}
         kernels = [sig.name for _, _, _, sig in launches]
         self.kernels = kernels
@@ -37,16 +45,25 @@ class HostPrinter:
         args = [names(a) for a in f.body.block.args]
         # Without arguments, the kernels run where the runtime runs them.
         device = f"{args[0]}.device" if args else 'torch.device("cuda" if _ON_GPU else "cpu")'
+        params = [*args, "*", "dot_dtype=None"] + ["check_error=RuntimeError"] * bool(self.checks)
         lines = [f"KERNELS = {self.kernels!r}",
-                 f"ENTRY = {entry!r}  # the host function of @{f.sym_name.data}\n",
-                 f"def {entry}({', '.join([*args, '*', 'dot_dtype=None'])}):",
+                 f"ENTRY = {entry!r}  # the host function of @{f.sym_name.data}"]
+        if self.checks:
+            lines.append(f"CHECKS = {self.checks!r}  # runtime checks: number -> (message, location)")
+        lines += ["", f"def {entry}({', '.join(params)}):",
                  f'    """Run @{f.sym_name.data}: {len(self.kernels)} kernel launch(es)."""',
                  f"    device = {device}"]  # fmt: skip
+        if self.checks:  # one flag per call, read once after the kernels ran
+            lines.append("    checks = torch.zeros((1,), dtype=torch.int32, device=device)")
         for op in f.body.block.ops:
             lines += _host_empties(op, names)
             if isinstance(op, GroupOp):
                 lines += self.launch(op)
             else:
+                if isinstance(op, func.ReturnOp) and self.checks:
+                    lines += ["    failed = int(checks.item())",
+                              "    if failed:",
+                              "        raise check_error(*CHECKS[failed])"]  # fmt: skip
                 lines += _host_op(op, names)
         return "\n".join(lines) + "\n"
 
@@ -54,10 +71,12 @@ class HostPrinter:
         _, stacked, sig = self.launches[g]
         names = self.names
         lines = self._equal_strides(g, stacked)
-        pointers = [p for p in sig.params if p.kind is POINTER]
+        pointers = [p for p in sig.params if p.kind is POINTER and p.name != CHECKS_PARAM]
         call = []
         for v, p in zip([*g.inputs, *g.results], pointers, strict=True):
             call.append(f"{names(v)}, *{names(v)}.stride()" if p.strided else names(v))
+        if sig.has_checks:
+            call.append("checks")
         for r in g.results:
             shape = tuple(r.type.get_shape())
             dtype = torch_dtype(r.type, g)

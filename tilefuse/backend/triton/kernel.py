@@ -23,7 +23,7 @@ import math
 import re
 from collections.abc import Sequence
 
-from xdsl.dialects import arith, scf, tensor
+from xdsl.dialects import arith, cf, scf, tensor
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, IntegerType
 from xdsl.ir import Block, Operation, OpResult, SSAValue
 
@@ -32,15 +32,22 @@ from tilefuse.backend.triton.dot import dot_axes, dot_input_dtype
 from tilefuse.backend.triton.dtypes import compute_type, kept_shape, tl_dtype
 from tilefuse.backend.triton.generic import GenericPrinter, result_hint
 from tilefuse.backend.triton.names import Names
-from tilefuse.backend.triton.scalar import BINARY, UNARY, literal, scalar_expr
+from tilefuse.backend.triton.scalar import (
+    BINARY,
+    UNARY,
+    block_constant,
+    literal,
+    scalar_expr,
+)
 from tilefuse.backend.triton.signature import (
+    CHECKS_PARAM,
     CONSTEXPR,
     POINTER,
     STRIDE,
     KernelSignature,
     Param,
 )
-from tilefuse.ir.diagnostics import CompileError
+from tilefuse.ir.diagnostics import CompileError, op_location
 from tilefuse.ir.structured import as_structured, element_type
 from tilefuse.ir.tilefuse import (
     GroupOp,
@@ -54,7 +61,7 @@ from tilefuse.ir.tilefuse import (
 SCALAR_OPS = (arith.CmpiOp, arith.SelectOp)
 """Scalar ops of a tile program besides those of the BINARY and UNARY tables."""
 
-KERNEL_LOCALS = ("pid", "seg", "tile", "group", "first_m", "rows")
+KERNEL_LOCALS = ("pid", "seg", "tile", "group", "first_m", "rows", CHECKS_PARAM)
 """Names the kernel's program-id arithmetic uses."""
 
 _IDENT = re.compile(r"[A-Za-z_]\w*")
@@ -177,8 +184,12 @@ class KernelPrinter(Emitter):
     """
 
     def __init__(self, name: str, group: GroupOp, grids: Sequence[TileGridOp],
-                 stacked: list[list[SSAValue]] | None = None):  # fmt: skip
+                 stacked: list[list[SSAValue]] | None = None,
+                 checks: dict[tuple[str, str | None], int] | None = None):  # fmt: skip
         super().__init__(Names(KERNEL_LOCALS))
+        self.checks = checks if checks is not None else {}
+        """The module's runtime checks: (message, location) -> number (from 1)."""
+        self.uses_checks = False
         self.name, self.group, self.grids = name, group, list(grids)
         self.stacked = stacked if stacked is not None else stacked_tensors(self.grids)
         self.grid = self.grids[0]
@@ -267,6 +278,8 @@ class KernelPrinter(Emitter):
             if v not in self.bare:
                 params += [Param(s, STRIDE, "index", shape, i)
                            for i, s in enumerate(self.stride_params(v))]  # fmt: skip
+        if self.uses_checks:
+            params.append(Param(CHECKS_PARAM, POINTER, "i32", (1,)))
         if self.uses_dot_constexprs:
             dtype = dot_input_dtype(self.group)
             precision = "tf32" if dtype in ("tl.bfloat16", "tl.float16") else "ieee"
@@ -477,6 +490,16 @@ class KernelPrinter(Emitter):
         if isinstance(v, FloatAttr):
             return literal(v.value.data)
         raise CompileError.at(op, "has a constant the Triton backend cannot print")
+
+    def check(self, op: cf.AssertOp, cond: str) -> None:
+        """A runtime check: lanes where `cond` is false record the check's number
+        in the flag the host reads after the kernels ran (`prelude._check`)."""
+        if cond == "True":
+            return
+        key = (op.msg.data, op_location(op))
+        number = self.checks.setdefault(key, len(self.checks) + 1)
+        self.uses_checks = True
+        self.emit(f"_check({CHECKS_PARAM}, {block_constant(op.arg, cond)}, {number})")
 
     # -- memory ----------------------------------------------------------------
 

@@ -70,12 +70,13 @@ def emit_module(module: ModuleOp, source_name: str = "<input>") -> EmittedModule
     signatures."""
     f = entry_function(module)
     kernels, launches, helpers = [], [], set()
+    checks: dict[tuple[str, str | None], int] = {}
     for g in f.body.block.ops:
         if not isinstance(g, GroupOp):
             continue
         grids = _grids(g)
         stacked = stacked_tensors(grids)
-        printer = KernelPrinter(g.sym_name.data, g, grids, stacked)
+        printer = KernelPrinter(g.sym_name.data, g, grids, stacked, checks)
         text, signature = printer.print()
         helpers |= printer.helpers
         kernels.append(f"\n{_header(g)}{text}\n\n")
@@ -88,7 +89,7 @@ def emit_module(module: ModuleOp, source_name: str = "<input>") -> EmittedModule
     out.write("\n" + library.on_gpu_source())
     out.write(library.library_source(helpers) + "\n")
     out.write("".join(kernels))
-    out.write(HostPrinter(f, launches).print())
+    out.write(HostPrinter(f, launches, checks).print())
     return EmittedModule(out.getvalue(), tuple(sig for *_, sig in launches))
 
 

@@ -49,6 +49,32 @@ def _powf(x, y):
     return tl.where((x == 1.0) | (y == 0.0), 1.0, r)
 
 
+# math.fpowi with an exponent that is not a constant: compiler-rt's __powisf2
+# (square the base per bit of |n|, multiply where the bit is set, the reciprocal
+# for a negative n), so a negative base keeps its sign (powf's exp(n log x) is
+# NaN there). 64 rounds cover any i64 exponent; |i64 min| reads as 2**63.
+@triton.jit
+def _fpowi(x, n):
+    x = tl.where(n == n, x, x)
+    n = tl.where(x == x, n, n).to(tl.int64)
+    m = tl.where(n < 0, -n, n).to(tl.uint64, bitcast=True)
+    r = tl.where(x == x, 1.0, 1.0).to(x.dtype)
+    for _ in range(64):
+        r = tl.where((m & 1) != 0, r * x, r)
+        m = m >> 1
+        x = x * x
+    return tl.where(n < 0, 1.0 / r, r)
+
+
+# A runtime check (cf.assert): lanes where `cond` is false record the check's
+# number in the program's flag (the largest number wins); no lane writes where
+# every check holds. The host reads the flag once after the kernels ran.
+@triton.jit
+def _check(flag_ptr, cond, number):
+    bad = cond == 0
+    tl.atomic_max(flag_ptr + bad.to(tl.int32) * 0, number, mask=bad)
+
+
 # log(1 + x) and exp(x) - 1 without cancellation near 0 (Goldberg's and
 # Kahan's forms: the rounding error of 1 + x, or of exp(x), divides out).
 @triton.jit

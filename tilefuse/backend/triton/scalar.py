@@ -12,6 +12,7 @@ integer views are spelled out.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from xdsl.dialects import arith
 from xdsl.dialects import math as mathd
@@ -20,6 +21,7 @@ from xdsl.dialects.builtin import (
     BFloat16Type,
     Float64Type,
     IndexType,
+    IntegerAttr,
     IntegerType,
 )
 from xdsl.ir import Operation, SSAValue
@@ -154,9 +156,12 @@ def _typed_expr(op: Operation, args: list[str]) -> str | None:
     return None
 
 
-def scalar_expr(op: Operation, ref) -> str:
-    """A scalar or elementwise block expression for an arith/math op."""
+def scalar_expr(op: Operation, ref, bind: Callable[[str], str] = lambda text: text) -> str:
+    """A scalar or elementwise block expression for an arith/math op (`bind` names
+    an intermediate block: the squares of an unrolled `math.fpowi`)."""
     args = [ref(v) for v in op.operands]
+    if isinstance(op, mathd.FPowIOp):
+        return fpowi_expr(op, args, bind)
     template = BINARY.get(type(op)) or UNARY.get(type(op)) or ""
     if template.startswith("_") or isinstance(op, CONVERSIONS):
         args = [block_constant(v, a) for v, a in zip(op.operands, args, strict=True)]
@@ -175,6 +180,34 @@ def scalar_expr(op: Operation, ref) -> str:
     if isinstance(op, mathd.FmaOp):
         return f"({args[0]} * {args[1]} + {args[2]})"
     return _conversion(op, args)
+
+
+FPOWI_UNROLL = 64
+"""`math.fpowi` by a constant up to this magnitude is unrolled multiplication."""
+
+
+def fpowi_expr(op: mathd.FPowIOp, args: list[str], bind: Callable[[str], str]) -> str:
+    """`math.fpowi`: compiler-rt's `__powisf2`, exact for a negative base (a powf
+    is NaN there). A constant exponent is unrolled: square the base per bit of
+    |n|, multiply the result by it where the bit is set, the reciprocal for a
+    negative n (x**3 = x * (x * x), x**-2 = 1 / (x * x)); any other goes to
+    the `_fpowi` helper's loop over the bits."""
+    x, n = args
+    power = op.rhs.owner
+    if not (isinstance(power, arith.ConstantOp) and isinstance(power.value, IntegerAttr)
+            and abs(power.value.value.data) <= FPOWI_UNROLL):  # fmt: skip
+        return f"_fpowi({block_constant(op.lhs, x)}, {block_constant(op.rhs, n)})"
+    k = power.value.value.data
+    m, result, square = abs(k), None, x
+    while m:
+        if m & 1:
+            result = square if result is None else bind(f"({result} * {square})")
+        m >>= 1
+        if m:
+            square = bind(f"({square} * {square})")
+    if result is None:  # x**0 = 1, NaN and infinities included
+        return f"tl.where({x} == {x}, 1.0, 1.0)"
+    return f"(1.0 / {result})" if k < 0 else result
 
 
 CONVERSIONS = (arith.SIToFPOp, arith.UIToFPOp, arith.FPToSIOp, arith.FPToUIOp, arith.ExtUIOp,

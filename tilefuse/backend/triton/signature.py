@@ -29,6 +29,10 @@ class ParamKind(Enum):
 
 POINTER, STRIDE, CONSTEXPR = ParamKind.POINTER, ParamKind.STRIDE, ParamKind.CONSTEXPR
 
+CHECKS_PARAM = "checks_ptr"
+"""The int32 flag a kernel with runtime checks (`cf.assert`) records failures in:
+one per program call, zeroed before its kernels run, read once after."""
+
 
 @dataclass(frozen=True)
 class Param:
@@ -61,6 +65,10 @@ class KernelSignature:
     num_warps: int
     num_stages: int
     programs: int
+
+    @property
+    def has_checks(self) -> bool:
+        return any(p.name == CHECKS_PARAM for p in self.params)
 
     @property
     def has_dot_constexprs(self) -> bool:
