@@ -208,8 +208,8 @@ def _gathers_within(merged: list[Node]) -> str | None:
     for n in merged:
         for p in n.gather_producers:
             if p in members:
-                return (f"{n.label} gathers from the result of {p.label} (tensor.extract at "
-                        "computed indices): it must be in memory, made by a kernel before")  # fmt: skip
+                return (f"{n.label} reads the result of {p.label} by tensor.extract at computed "
+                        "indices (a gather): it must be in memory, written by an earlier kernel")  # fmt: skip
     return None
 
 

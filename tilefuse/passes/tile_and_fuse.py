@@ -159,8 +159,8 @@ def _check_gathers(graph: Graph) -> None:
     for n in graph.nodes:
         if n.gather_producers:
             raise TilingRefused(
-                f"{n.label} gathers from a tensor the same group computes "
-                f"({n.gather_producers[0].label}); a gather reads a kernel argument",
+                f"{n.label} reads a tensor the same group computes "
+                f"({n.gather_producers[0].label}) by tensor.extract: a gather reads memory",
                 op_location(n.op))  # fmt: skip
 
 

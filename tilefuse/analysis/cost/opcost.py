@@ -30,7 +30,7 @@ trips become 1"; the counts here are exact for the IR given.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import arith
@@ -54,11 +54,12 @@ def tensor_bytes(value: SSAValue) -> int:
     return math.prod(shape_of(value)) * dtype_bytes(value.type)
 
 
-def gathered_bytes(s: StructuredOp) -> int:
+def gathered_bytes(s: StructuredOp, read: Collection[SSAValue] = ()) -> int:
     """Bytes the payload's gathers read: an element per loop iteration for each
-    distinct gathered tensor, at most that tensor's size."""
+    distinct gathered tensor, at most that tensor's size; nothing for a tensor
+    in `read` (the kernel reads it whole anyway)."""
     trips = math.prod(s.loop_ranges)
-    tables = dict.fromkeys(g.tensor for g in gathers(s))
+    tables = [t for t in dict.fromkeys(g.tensor for g in gathers(s)) if t not in read]
     return sum(min(trips, math.prod(shape_of(t))) * dtype_bytes(t.type) for t in tables)
 
 
@@ -135,7 +136,7 @@ def op_cost(node: Node) -> OpCost:
     flops = payload_flops(s) * trips
     tc_dtype = tensor_core_dtype(s) if node.kind == CONTRACTION else None
     tc = flops if tc_dtype is not None else 0
-    read = sum(tensor_bytes(v) for v in s.inputs) + gathered_bytes(s)
+    read = sum(tensor_bytes(v) for v in s.inputs) + gathered_bytes(s, s.inputs)
     read += sum(
         tensor_bytes(v)
         for v, used in zip(s.outputs, uses_accumulator(s), strict=True)
@@ -189,7 +190,7 @@ def group_cost(graph: Graph, nodes: Sequence[Node], passes: int = 1) -> GroupCos
         flops=sum(c.flops for c in costs),
         unfused_bytes=sum(c.bytes for c in costs),
         fused_bytes_read=sum(tensor_bytes(v) for v in inputs)
-        + sum(gathered_bytes(n.s) for n in nodes),
+        + sum(gathered_bytes(n.s, inputs) for n in nodes),
         fused_bytes_written=sum(tensor_bytes(r) for r in outputs),
         kernels_unfused=len(nodes),
         passes=passes,
