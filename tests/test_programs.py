@@ -31,6 +31,8 @@ KERNELS = {
     "softmax_then_total_sum": 1, "tensor_constant": 1, "truncf_of_constant": 1,
     "truncf_rounds": 1, "unordered_compare_with_0d": 1, "unsigned_views_of_constants": 1,
     "vector_contractions": 1, "view_of_concat": 2,
+    "constant_index_gather": 2, "embedding_lookup": 1, "gather_from_an_operand": 2,
+    "target_gather": 2,
 }  # fmt: skip
 """Kernels each program becomes (conv_of_a_fill: one; a dead fill of its input was a
 second until fold-windows stopped keeping it alive)."""

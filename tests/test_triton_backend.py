@@ -368,8 +368,10 @@ func.func @f(%a: tensor<2x6xf32>) -> tensor<2xf32> {
     assert "<input>:6:3:" in str(e.value), str(e.value)  # at the generic
 
 
-@pytest.mark.parametrize(("body", "where", "message"), [
-    ("""func.func @f(%table: tensor<10x4xf32>, %x: tensor<3x4xf32>) -> tensor<3x4xf32> {
+def test_a_payload_gathers_from_a_captured_tensor():
+    """`tensor.extract` of a tensor from outside the payload at linalg.index
+    values: a load from the kernel argument (the first three rows of the table)."""
+    text = """func.func @f(%table: tensor<10x4xf32>, %x: tensor<3x4xf32>) -> tensor<3x4xf32> {
   %e = tensor.empty() : tensor<3x4xf32>
   %0 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<3x4xf32>) outs(%e : tensor<3x4xf32>) {
   ^bb0(%in: f32, %o: f32):
@@ -380,7 +382,23 @@ func.func @f(%a: tensor<2x6xf32>) -> tensor<2xf32> {
     linalg.yield %r : f32
   } -> tensor<3x4xf32>
   return %0 : tensor<3x4xf32>
-}""", "<input>:7:5:", "'tensor.extract' op is not supported in a payload"),
+}"""
+    table, x = torch.randn(10, 4), torch.randn(3, 4)
+    (y,) = compile(text)(on_device(table), on_device(x))
+    assert torch.allclose(y.cpu(), table[:3] + x)
+
+
+@pytest.mark.parametrize(("body", "where", "message"), [
+    ("""func.func @f(%x: tensor<3x4xf32>) -> tensor<3x4xf32> {
+  %e = tensor.empty() : tensor<3x4xf32>
+  %0 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<3x4xf32>) outs(%e : tensor<3x4xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %t = tensor.from_elements %in : tensor<1xf32>
+    %r = arith.addf %in, %in : f32
+    linalg.yield %r : f32
+  } -> tensor<3x4xf32>
+  return %0 : tensor<3x4xf32>
+}""", "<input>:5:5:", "'tensor.from_elements' op is not supported in a payload"),
 ])  # fmt: skip
 def test_unsupported_payload_ops_are_located(body, where, message):
     with pytest.raises(CompileError) as e:

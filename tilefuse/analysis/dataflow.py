@@ -3,7 +3,10 @@ The dataflow graph of a function's linalg ops, and the loop dims they share.
 
 `build_graph(func)` lists the structured ops in program order with their
 producer/consumer edges; values used by anything that is not a linalg op (the
-function's return, a tensor op) count as *external* uses. `shared_dims(graph,
+function's return, a tensor op) count as *external* uses. A tensor a payload
+reads by `tensor.extract` (a gather: an embedding table, a row's target) is read
+from memory at computed indices: its producer is ordered before the op, never
+fused with it (`gather_producers`). `shared_dims(graph,
 nodes)` unifies the loop dims of a set of ops through the indexing maps of the
 edges between them: in softmax, the row loop of the max-reduction, of the `exp`
 and of the division are one dim; so are the column loops. Which of these dims
@@ -38,6 +41,8 @@ class Node:
     view_producers: list[Node] = field(default_factory=list)
     """Producers read through host-side reshapes: an order, never a fusion edge."""
     view_consumers: list[Node] = field(default_factory=list)
+    gather_producers: list[Node] = field(default_factory=list)
+    """Producers of tensors the payload gathers from (`gathers`); also view producers."""
 
     @property
     def op(self) -> Operation:
@@ -107,6 +112,8 @@ def op_label(node: Node) -> str:
         return "matmul"
     if node.kind == FILL:
         return "fill"
+    if node.kind != REDUCE and gathers(node.s):
+        return "gather"
     names = [
         op.name.split(".")[-1].removesuffix("f")
         for op in node.s.payload.ops
@@ -141,13 +148,35 @@ def build_graph(f: func.FuncOp | Block) -> Graph:
 
 
 def _link_views(graph: Graph) -> None:
-    """Edges through host-side views and copies: they order kernels, never fuse them."""
+    """Edges through host-side views and copies, and to the tensors payloads
+    gather from: they order kernels, never fuse them."""
     for node in graph.nodes:
         for value in node.s.operands:
             for p in _through_host_ops(graph, value):
                 if p not in node.view_producers:
                     node.view_producers.append(p)
                     p.view_consumers.append(node)
+        for value in dict.fromkeys(g.tensor for g in gathers(node.s)):
+            for source in host_sources(value):
+                if (p := graph.producer_of(source)) is None or p is node:
+                    continue
+                if p not in node.gather_producers:
+                    node.gather_producers.append(p)
+                if p not in node.view_producers:
+                    node.view_producers.append(p)
+                    p.view_consumers.append(node)
+
+
+def gathers(s: StructuredOp) -> list[tensor.ExtractOp]:
+    """The payload's `tensor.extract`s of tensors defined outside the op (gathers at
+    computed indices), in payload order."""
+    return [op for op in s.payload.walk() if isinstance(op, tensor.ExtractOp)
+            and not s.op.is_ancestor(_defining_op(op.tensor))]  # fmt: skip
+
+
+def _defining_op(value: SSAValue) -> Operation:
+    owner = value.owner
+    return owner if isinstance(owner, Operation) else owner.parent_op()  # type: ignore[return-value]
 
 
 VIEW_OPS = (tensor.ExpandShapeOp, tensor.CollapseShapeOp, tensor.ExtractSliceOp, WindowOp)

@@ -14,7 +14,8 @@ consumer, tries to merge the group of each producer into its own. Each try is a
   contraction's output would need whole output rows per tile and is refused;
 - a contraction never absorbs the producers of its operands (each would be
   recomputed for every output tile);
-- a merge that would close a cycle between groups is refused;
+- a merge that would close a cycle between groups is refused, and so is one
+  that would compute a tensor in the kernel that gathers from it;
 - groups are capped at `max_group_ops` ops.
 
 A producer used outside its group is an extra output of the group (written
@@ -189,6 +190,8 @@ def _refusal(
         return "a reduction over a contraction's output dim needs whole product rows per tile"
     if len(merged) > st.max_group_ops:
         return f"group size limit: {len(merged)} > {st.max_group_ops} ops"
+    if (why := _gathers_within(merged)) is not None:
+        return why
     if _creates_cycle(st, gp, gc):
         return "merging would create a cycle between kernels"
     if (why := _recomputed_reduction(dims, merged)) is not None:
@@ -196,6 +199,18 @@ def _refusal(
     if _dims_conflict(dims):
         return "two loops of one op would read the same tensor axis (e.g. x + x^T)"
     return _budget_refusal(st, merged)
+
+
+def _gathers_within(merged: list[Node]) -> str | None:
+    """A gather (`tensor.extract` in a payload) reads its tensor from memory at
+    computed indices: that tensor cannot be a tile computed in the same kernel."""
+    members = set(merged)
+    for n in merged:
+        for p in n.gather_producers:
+            if p in members:
+                return (f"{n.label} reads the result of {p.label} by tensor.extract at computed "
+                        "indices (a gather): it must be in memory, written by an earlier kernel")  # fmt: skip
+    return None
 
 
 def _recomputed_reduction(dims: SharedDims, nodes: list[Node]) -> str | None:
@@ -462,6 +477,8 @@ def _recompute_in(st: _State, node: Node, other: int) -> bool:
     """Recompute `node` in group `other` if that moves fewer bytes than a round trip."""
     consumers = [c for c in node.consumers if st.group_of[c.index] == other]
     if node.kind != POINTWISE or any(c.kind == CONTRACTION for c in consumers):
+        return False
+    if _gathers_within([*(st.graph.nodes[i] for i in st.members[other]), node]) is not None:
         return False
     if any(st.graph.producer_of(v) is not None for v in node.s.inputs):
         return False

@@ -112,7 +112,7 @@ def eval_payload(
         elif isinstance(op, cf.AssertOp):
             check(op, local)
         else:
-            eval_scalar_op(op, local)
+            eval_payload_op(op, local)
     raise CompileError("payload block without linalg.yield")
 
 
@@ -121,6 +121,29 @@ def check(op: cf.AssertOp, env: Env) -> None:
     holds everywhere."""
     if not np.all(env[op.arg]):
         raise check_failure(op)
+
+
+def eval_payload_op(op: Operation, env: Env) -> None:
+    """One scalar op of a payload on arrays over the loop space: `arith`/`math`,
+    or a `tensor.extract` of a tensor from outside the payload (a gather)."""
+    if isinstance(op, tensor.ExtractOp):
+        env[op.result] = extract(op, env)
+    else:
+        eval_scalar_op(op, env)
+
+
+def extract(op: tensor.ExtractOp, env: Env) -> np.ndarray:
+    """`tensor.extract` at (arrays of) indices, each checked against its dim: an
+    index out of range is undefined in the IR, so it is an error here, never
+    numpy's wrap-around of negative indices."""
+    table = np.asarray(env[op.tensor])
+    indices = np.broadcast_arrays(*(np.asarray(env[i], np.int64) for i in op.indices))
+    for d, (idx, size) in enumerate(zip(indices, table.shape, strict=True)):
+        bad = (idx < 0) | (idx >= size)
+        if bad.any():
+            raise CompileError.at(op, f"reads index {int(idx[bad].flat[0])} of dim {d} "
+                                  f"(size {size}): out of bounds")  # fmt: skip
+    return table[tuple(indices)]
 
 
 def eval_structured(
@@ -316,7 +339,7 @@ def _eval_value(
         if isinstance(op, linalg.IndexOp):
             local[op.result] = index[op.dim.value.data]
         elif not isinstance(op, linalg.YieldOp | cf.AssertOp):
-            eval_scalar_op(op, local)
+            eval_payload_op(op, local)
     return local[x]
 
 
@@ -465,8 +488,7 @@ _HANDLERS = {
     tensor.ExpandShapeOp: lambda op, env: env.__setitem__(op.result, np.reshape(env[op.src], _result_shape(op))),
     tensor.CollapseShapeOp: lambda op, env: env.__setitem__(op.result, np.reshape(env[op.src], _result_shape(op))),
     tf.WindowOp: lambda op, env: _eval_window(op, env),
-    tensor.ExtractOp: lambda op, env: env.__setitem__(
-        op.result, np.asarray(env[op.tensor])[tuple(int(env[i]) for i in op.indices)]),
+    tensor.ExtractOp: lambda op, env: env.__setitem__(op.result, extract(op, env)),
     tensor.PadOp: lambda op, env: _eval_pad(op, env),
 }  # fmt: skip
 """Ops other than structured, terminators and scalars: one evaluator each."""

@@ -133,6 +133,7 @@ def tile_group(group: GroupOp, target, budget: int | None) -> TilePlan:
         raise CompileError.at(group, "has no linalg op to tile")
     dims = shared_dims(graph, graph.nodes)
     _check_dims(graph, dims)
+    _check_gathers(graph)
     if (choice := group.tile_candidate) is None:
         plan = plan_tiles(graph, dims, target, budget)
     else:
@@ -152,6 +153,17 @@ def tile_group(group: GroupOp, target, budget: int | None) -> TilePlan:
     group.body.detach_block(old)
     old.erase(safe_erase=False)
     return plan
+
+
+def _check_gathers(graph: Graph) -> None:
+    """A gather (`tensor.extract` in a payload) reads memory: the group must not
+    compute the tensor it gathers from (`fusion-groups` never makes such a group)."""
+    for n in graph.nodes:
+        if n.gather_producers:
+            raise TilingRefused(
+                f"{n.label} reads a tensor the same group computes "
+                f"({n.gather_producers[0].label}) by tensor.extract: a gather reads memory",
+                op_location(n.op))  # fmt: skip
 
 
 def _check_loops(graph: Graph, dims: SharedDims, plan: TilePlan, group: GroupOp) -> None:
@@ -583,6 +595,7 @@ class TileProgramBuilder:
         }
         s.payload.parent.clone_into(body, value_mapper=captured)
         self._offset_indices(node, body.block, scope)
+        clamp_gathers(body.block)
         if node.kind != CONTRACTION:
             self._mask_partial_reductions(node, body.block, scope)
         if node in self.zero_padding:
@@ -733,3 +746,35 @@ class TileProgramBuilder:
         scope.block.add_op(mul)
         return mul.result
 
+
+def clamp_gathers(block: Block) -> None:
+    """Clamp each index of the payload's gathers (`tensor.extract` of a tensor
+    from outside) to its dim: lanes of an edge tile past the extent compute
+    indices nobody stores, and an out-of-bounds extract is undefined; clamped,
+    every program reads in bounds (what the gather's consumers store is unchanged).
+
+    ```mlir
+    %v = tensor.extract %table[%i] : tensor<11xf32>
+    // becomes
+    %lo = arith.maxsi %i, %c0 : index
+    %in = arith.minsi %lo, %c10 : index
+    %v = tensor.extract %table[%in] : tensor<11xf32>
+    ```
+    """
+    for op in list(block.walk()):
+        if not isinstance(op, tensor.ExtractOp) or _defining_block(op.tensor) is block:
+            continue
+        indices = []
+        for index, size in zip(op.indices, op.tensor.type.get_shape(), strict=True):
+            bounds = [arith.ConstantOp(IntegerAttr(b, IndexType())) for b in (0, size - 1)]
+            low = arith.MaxSIOp(index, bounds[0].result)
+            high = arith.MinSIOp(low.result, bounds[1].result)
+            for new in (*bounds, low, high):
+                block.insert_op_before(new, op)
+            indices.append(high.result)
+        op.operands = [op.tensor, *indices]
+
+
+def _defining_block(value: SSAValue) -> Block | None:
+    owner = value.owner
+    return owner if isinstance(owner, Block) else owner.parent_block()

@@ -52,3 +52,34 @@ func.func @prologue_refused(%x: tensor<64x32xf32>, %w: tensor<32x16xf32>) -> ten
   } -> tensor<64x16xf32>
   func.return %m : tensor<64x16xf32>
 }
+
+// -----
+
+// A payload's tensor.extract at computed indices (a gather, exp(x)[i, t_i])
+// reads a tensor from memory: exp is a kernel of its own, never fused into the
+// generic that gathers from it (even though that generic also reads exp's
+// result elementwise), and the gathered tensor is an input of the gathering
+// group, read whole by it anyway: its cost counts exp(x) once (7 x 10 x 4 B).
+// CHECK-LABEL: func.func @gather_from_an_operand
+// CHECK:      %[[Y:.*]] = tilefuse.group "fused_kernel_0" ins(%{{.*}} : tensor<7x10xf32>) reason "pointwise: exp (1 ops)"
+// CHECK:      %[[R:.*]] = tilefuse.group "fused_kernel_1" ins(%[[Y]], %{{.*}} : tensor<7x10xf32>, tensor<7xi64>) reason "pointwise: gather (1 ops)" attributes {cost = #tilefuse.cost<flops = 70, fused_bytes = 616, unfused_bytes = 616,
+// CHECK:      ^bb0(%[[YA:.*]]: tensor<7x10xf32>, %{{.*}}: tensor<7xi64>):
+// CHECK:        tensor.extract %[[YA]][%{{.*}}, %{{.*}}] : tensor<7x10xf32>
+// CHECK:      func.return %[[R]]
+func.func @gather_from_an_operand(%x: tensor<7x10xf32>, %t: tensor<7xi64>) -> tensor<7x10xf32> {
+  %0 = tensor.empty() : tensor<7x10xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<7x10xf32>) outs(%0 : tensor<7x10xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %e = math.exp %in : f32
+    linalg.yield %e : f32
+  } -> tensor<7x10xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%y, %t : tensor<7x10xf32>, tensor<7xi64>) outs(%0 : tensor<7x10xf32>) {
+  ^bb0(%in: f32, %target: i64, %out: f32):
+    %i = linalg.index 0 : index
+    %j = arith.index_cast %target : i64 to index
+    %picked = tensor.extract %y[%i, %j] : tensor<7x10xf32>
+    %d = arith.subf %in, %picked : f32
+    linalg.yield %d : f32
+  } -> tensor<7x10xf32>
+  func.return %r : tensor<7x10xf32>
+}

@@ -129,3 +129,40 @@ func.func @linear(%x: tensor<100x200xf32>, %w: tensor<200x80xf32>, %b: tensor<80
   } -> (tensor<100x80xf32>)
   func.return %y : tensor<100x80xf32>
 }
+
+// -----
+
+// An embedding lookup: the payload gathers table[ids[i], j] from the group's
+// argument. Lanes past the tile's extent (5 rows and 13 columns in an 8 x 16
+// tile) compute indices nobody stores; every gather index is clamped into its
+// dim, so each program reads inside the table.
+// CHECK-LABEL: func.func @lookup
+// CHECK:      ^bb0(%{{.*}}: tensor<5xi64>, %[[TABLE:.*]]: tensor<11x13xf32>):
+// CHECK:        tilefuse.tile_grid [1, 1]
+// CHECK:          linalg.generic {{.*}} ins(%{{.*}} : tensor<8xi64>) outs(%{{.*}} : tensor<8x16xf32>)
+// CHECK:            %[[ROW:.*]] = arith.index_cast %{{.*}} : i64 to index
+// CHECK:            %[[COL:.*]] = arith.addi %{{.*}}, %{{.*}} : index
+// CHECK-DAG:        %[[R0:.*]] = arith.constant 0 : index
+// CHECK-DAG:        %[[R10:.*]] = arith.constant 10 : index
+// CHECK:            %[[RLO:.*]] = arith.maxsi %[[ROW]], %[[R0]] : index
+// CHECK:            %[[RIN:.*]] = arith.minsi %[[RLO]], %[[R10]] : index
+// CHECK-DAG:        %[[C0:.*]] = arith.constant 0 : index
+// CHECK-DAG:        %[[C12:.*]] = arith.constant 12 : index
+// CHECK:            %[[CLO:.*]] = arith.maxsi %[[COL]], %[[C0]] : index
+// CHECK:            %[[CIN:.*]] = arith.minsi %[[CLO]], %[[C12]] : index
+// CHECK:            tensor.extract %[[TABLE]][%[[RIN]], %[[CIN]]] : tensor<11x13xf32>
+func.func @lookup(%table: tensor<11x13xf32>, %ids: tensor<5xi64>) -> tensor<5x13xf32> {
+  %0 = tilefuse.group "fused_kernel_0" ins(%ids, %table : tensor<5xi64>, tensor<11x13xf32>) reason "pointwise: gather (1 ops)" attributes {cost = #tilefuse.cost<flops = 0, fused_bytes = 560, unfused_bytes = 560, tc_flops = 0, sfu_ops = 0, dtype = "f32">} {
+  ^bb0(%1: tensor<5xi64>, %2: tensor<11x13xf32>):
+    %3 = tensor.empty() : tensor<5x13xf32>
+    %4 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%1 : tensor<5xi64>) outs(%3 : tensor<5x13xf32>) {
+    ^bb0(%in: i64, %out: f32):
+      %row = arith.index_cast %in : i64 to index
+      %col = linalg.index 1 : index
+      %v = tensor.extract %2[%row, %col] : tensor<11x13xf32>
+      linalg.yield %v : f32
+    } -> tensor<5x13xf32>
+    tilefuse.yield %4 : tensor<5x13xf32>
+  } -> (tensor<5x13xf32>)
+  func.return %0 : tensor<5x13xf32>
+}

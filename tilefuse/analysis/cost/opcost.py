@@ -17,6 +17,10 @@ Bytes, counted at each tensor's element size, every tensor moved exactly once
   the group (or returned) are written once; intermediates and fills (always
   recomputed where used) stay on chip.
 
+A gather (`tensor.extract` in a payload) reads one element per loop iteration at
+computed indices, at most the whole tensor: an embedding lookup of T tokens costs
+T rows of the table, fused or not, never the table.
+
 For `z = relu(x + y)` as two ops over N elements this gives 5N unfused (add
 reads 2N, writes N; relu reads N, writes N) and 3N fused; a chain of K unary
 ops moves 2KN unfused and 2N fused. Seed 000 rounds these to "2x" and "K round
@@ -26,7 +30,7 @@ trips become 1"; the counts here are exact for the IR given.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import arith
@@ -34,7 +38,7 @@ from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import SSAValue
 
-from tilefuse.analysis.dataflow import CONTRACTION, FILL, Graph, Node
+from tilefuse.analysis.dataflow import CONTRACTION, FILL, Graph, Node, gathers
 from tilefuse.analysis.dot import tensor_core_dtype
 from tilefuse.ir.dtypes import dtype_bytes
 from tilefuse.ir.structured import StructuredOp, shape_of
@@ -48,6 +52,15 @@ def tensor_bytes(value: SSAValue) -> int:
     if not isinstance(value.type, TensorType):
         return 0
     return math.prod(shape_of(value)) * dtype_bytes(value.type)
+
+
+def gathered_bytes(s: StructuredOp, read: Collection[SSAValue] = ()) -> int:
+    """Bytes the payload's gathers read: an element per loop iteration for each
+    distinct gathered tensor, at most that tensor's size; nothing for a tensor
+    in `read` (the kernel reads it whole anyway)."""
+    trips = math.prod(s.loop_ranges)
+    tables = [t for t in dict.fromkeys(g.tensor for g in gathers(s)) if t not in read]
+    return sum(min(trips, math.prod(shape_of(t))) * dtype_bytes(t.type) for t in tables)
 
 
 def payload_flops(s: StructuredOp) -> int:
@@ -123,7 +136,7 @@ def op_cost(node: Node) -> OpCost:
     flops = payload_flops(s) * trips
     tc_dtype = tensor_core_dtype(s) if node.kind == CONTRACTION else None
     tc = flops if tc_dtype is not None else 0
-    read = sum(tensor_bytes(v) for v in s.inputs)
+    read = sum(tensor_bytes(v) for v in s.inputs) + gathered_bytes(s, s.inputs)
     read += sum(
         tensor_bytes(v)
         for v, used in zip(s.outputs, uses_accumulator(s), strict=True)
@@ -176,7 +189,8 @@ def group_cost(graph: Graph, nodes: Sequence[Node], passes: int = 1) -> GroupCos
     return GroupCost(
         flops=sum(c.flops for c in costs),
         unfused_bytes=sum(c.bytes for c in costs),
-        fused_bytes_read=sum(tensor_bytes(v) for v in inputs),
+        fused_bytes_read=sum(tensor_bytes(v) for v in inputs)
+        + sum(gathered_bytes(n.s, inputs) for n in nodes),
         fused_bytes_written=sum(tensor_bytes(r) for r in outputs),
         kernels_unfused=len(nodes),
         passes=passes,

@@ -14,7 +14,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from xdsl.dialects import arith, cf
+from xdsl.dialects import arith, cf, tensor
 from xdsl.dialects.builtin import Float64Type, IntegerType
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Operation, SSAValue
@@ -142,9 +142,13 @@ class GenericPrinter:
             if isinstance(op, cf.AssertOp):
                 self.check(op, self._operand(op.arg, env))
                 continue
+            if isinstance(op, tensor.ExtractOp):
+                env[op.result] = self._gather(op, env)
+                continue
             if op.dialect_name() not in ("arith", "math"):
                 raise CompileError.at(op, "is not supported in a payload by the Triton backend "
-                                      "(arith and math ops, linalg.index, cf.assert)")  # fmt: skip
+                                      "(arith and math ops, linalg.index, tensor.extract, "
+                                      "cf.assert)")  # fmt: skip
             operands = [self._operand(v, env) for v in op.operands]
             dims = set().union(*(env[v][1] for v in op.operands if v in env))
             env[op.results[0]] = (self._payload_value(op, operands), dims)
@@ -173,6 +177,33 @@ class GenericPrinter:
         index = ", ".join(":" if i == self.pos[d] else "None" for i in range(self.n))
         suffix = f"[{index}]" if self.n > 1 else ""
         return f"tl.arange(0, {self.space[d]}){suffix}", {d}
+
+    def _gather(self, op: tensor.ExtractOp, env) -> tuple[str, set[int]]:
+        """`tensor.extract` of a kernel argument at computed indices: one `tl.load`
+        per lane from the tensor in memory, every index clamped to its dim (an
+        out-of-bounds extract is undefined; no lane ever reads outside the tensor)."""
+        table = op.tensor
+        if table not in self.k.ptr:
+            raise CompileError.at(op, "gathers from a tensor computed in the same kernel: "
+                                  "the Triton backend gathers from kernel arguments")  # fmt: skip
+        terms, dims = [self.k.ptr[table]], set()
+        shape = table.type.get_shape()
+        for v, size, stride in zip(op.indices, shape, self.k.strides[table], strict=True):
+            if size == 1:
+                continue  # the only index in bounds is 0
+            if isinstance(v.owner, arith.ConstantOp):
+                index = str(min(max(v.owner.value.value.data, 0), size - 1))
+            else:
+                index = self._operand(v, env)
+                if not clamped(v, size):
+                    index = self.k.value("idx", f"tl.minimum(tl.maximum({index}, 0), {size - 1})")
+                dims |= env[v][1] if v in env else set()
+            if index != "0":
+                terms.append(f"{index} * {stride}")
+        integer = isinstance(element_type(table.type), IntegerType)
+        upcast = "" if integer else f".to({self.k.compute})"
+        text = f"tl.load({' + '.join(terms)}){upcast}"
+        return self.k.value(op.result.name_hint or "gathered", text), dims
 
     def _operand(self, v: SSAValue, env) -> str:
         if v in env:
@@ -270,6 +301,28 @@ class GenericPrinter:
         if len(wanted) == 2:
             return value  # already 2-D: a reshape would only risk a layout change
         return f"tl.reshape({value}, {shape})"
+
+
+def clamped(v: SSAValue, size: int) -> bool:
+    """Is index `v` already clamped to [0, size) (`minsi(maxsi(x, 0), size - 1)`,
+    as `tile-and-fuse` clamps a gather's indices, in either order)?"""
+    def bound(op: Operation, kind: type, value: int) -> SSAValue | None:
+        if not isinstance(op, kind):
+            return None
+        a, b = op.operands
+        for x, c in ((a, b), (b, a)):
+            if isinstance(c.owner, arith.ConstantOp) and c.owner.value.value.data == value:
+                return x
+        return None
+
+    outer = v.owner
+    for first, second in ((arith.MinSIOp, arith.MaxSIOp), (arith.MaxSIOp, arith.MinSIOp)):
+        limits = {arith.MinSIOp: size - 1, arith.MaxSIOp: 0}
+        inner = bound(outer, first, limits[first]) if isinstance(outer, Operation) else None
+        if inner is not None and isinstance(inner.owner, Operation) and bound(
+                inner.owner, second, limits[second]) is not None:  # fmt: skip
+            return True
+    return False
 
 
 REDUCTION_NAMES = {"tl.sum": "total", "_prod": "product", "_max_nan": "maximum",

@@ -1,0 +1,92 @@
+"""Gathers: `tensor.extract` at computed indices inside payloads (nn.Embedding,
+cross-entropy's target, GroupNorm's constant-index reshapes).
+
+The oracle evaluates them and refuses out-of-range indices; the cost model counts
+the gathered bytes, not the table; fusion never computes a gathered tensor in
+the kernel that gathers from it; every gather load is clamped into the tensor."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from tilefuse.analysis.cost.opcost import group_cost, op_cost
+from tilefuse.analysis.cost.target import get_target
+from tilefuse.analysis.dataflow import build_graph
+from tilefuse.analysis.fusion_plan import plan_fusion
+from tilefuse.frontend.program import load_program
+from tilefuse.ir.diagnostics import CompileError
+from tilefuse.ir.module import entry_function
+from tilefuse.oracle.reference import evaluate
+from tilefuse.pipeline import run_pipeline
+from tilefuse.runtime import compile
+
+PROGRAMS = Path(__file__).parent / "programs"
+
+LOOKUP = """
+#map = affine_map<(d0, d1) -> (d0)>
+#map1 = affine_map<(d0, d1) -> (d0, d1)>
+func.func @lookup(%table: tensor<ROWSx13xf32>, %ids: tensor<5xi64>) -> tensor<5x13xf32> {
+  %0 = tensor.empty() : tensor<5x13xf32>
+  %1 = linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "parallel"]}
+      ins(%ids : tensor<5xi64>) outs(%0 : tensor<5x13xf32>) {
+  ^bb0(%in: i64, %out: f32):
+    %row = arith.index_cast %in : i64 to index
+    %col = linalg.index 1 : index
+    %v = tensor.extract %table[%row, %col] : tensor<ROWSx13xf32>
+    linalg.yield %v : f32
+  } -> tensor<5x13xf32>
+  func.return %1 : tensor<5x13xf32>
+}
+"""
+
+
+def lookup(rows: int) -> str:
+    return LOOKUP.replace("ROWS", str(rows))
+
+
+def test_the_oracle_gathers_rows():
+    table = np.arange(11 * 13, dtype=np.float32).reshape(11, 13)
+    ids = np.array([3, 0, 10, 3, 7])
+    (out,) = evaluate(load_program(lookup(11)), [table, ids])
+    np.testing.assert_array_equal(out, table[ids])
+
+
+@pytest.mark.parametrize("bad", [-1, 11])
+def test_the_oracle_refuses_an_index_out_of_range(bad):
+    """Not numpy's wrap-around of -1: an out-of-bounds extract is undefined."""
+    table = np.zeros((11, 13), np.float32)
+    ids = np.array([0, 1, bad, 2, 3])
+    with pytest.raises(CompileError, match=f"reads index {bad} of dim 0 \\(size 11\\)"):
+        evaluate(load_program(lookup(11)), [table, ids])
+
+
+def test_a_gather_costs_the_rows_it_reads_not_the_table():
+    graph = build_graph(entry_function(run_pipeline(load_program(lookup(1000)),
+                                                    until="flash-attention")))  # fmt: skip
+    (node,) = graph.nodes
+    ids, rows, out = 5 * 8, 5 * 13 * 4, 5 * 13 * 4
+    assert op_cost(node).bytes == ids + rows + out
+    assert group_cost(graph, graph.nodes).fused_bytes == ids + rows + out
+
+
+def test_a_gathered_tensor_is_never_computed_by_the_gathering_kernel():
+    module = run_pipeline(load_program(PROGRAMS / "gather_from_an_operand.mlir"),
+                          until="flash-attention")  # fmt: skip
+    plan = plan_fusion(build_graph(entry_function(module)), get_target("h200"))
+    assert len(plan.groups) == 2, plan.log()
+    assert ("[FUSION] skipped: exp + gather (gather reads the result of exp by tensor.extract "
+            "at computed indices (a gather): it must be in memory, written by an earlier "
+            "kernel)") in plan.log()
+
+
+def test_gather_loads_are_clamped_into_the_table():
+    """Indices past either end read the first or last row, never outside the
+    table (the IR leaves them undefined; the kernel stays in bounds)."""
+    prog = compile(lookup(4))
+    assert "tl.minimum(" in prog.source and "tl.maximum(" in prog.source
+    table = torch.arange(4 * 13, dtype=torch.float32).reshape(4, 13)
+    ids = torch.tensor([-3, 0, 2, 4, 1000])
+    (out,) = prog(table, ids)
+    torch.testing.assert_close(out, table[ids.clamp(0, 3)])
