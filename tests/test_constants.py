@@ -2,18 +2,20 @@
 blobs (`ir/resources.py`), handed to the host function as tensors built once
 (`CONSTANTS`), never printed into the generated module as lists."""
 
+import io
 import re
-import struct
 import time
 
 import numpy as np
 import pytest
 import torch
 from xdsl.dialects import arith
+from xdsl.printer import Printer
 
 from tests.device import DEVICE, on_device
 from tilefuse.frontend.program import load_program
 from tilefuse.frontend.resources import read_resources, split_resources
+from tilefuse.ir.context import make_context
 from tilefuse.ir.constants import constant_array, is_splat, stored_elements
 from tilefuse.ir.diagnostics import CompileError
 from tilefuse.oracle.reference import evaluate
@@ -177,12 +179,6 @@ def test_a_blob_of_partial_elements_is_refused_at_its_constant():
 
 
 def test_printed_ir_parses_back_to_the_same_bytes():
-    import io
-
-    from xdsl.printer import Printer
-
-    from tilefuse.ir.context import make_context
-
     module = load_program(TWO_CONSTANTS)
     out = io.StringIO()
     printer = Printer(stream=out)
