@@ -15,8 +15,8 @@ from xdsl.printer import Printer
 from tests.device import DEVICE, on_device
 from tilefuse.frontend.program import load_program
 from tilefuse.frontend.resources import read_resources, split_resources
-from tilefuse.ir.context import make_context
 from tilefuse.ir.constants import constant_array, is_splat, stored_elements
+from tilefuse.ir.context import make_context
 from tilefuse.ir.diagnostics import CompileError
 from tilefuse.oracle.reference import evaluate
 from tilefuse.runtime.compiled import compile, kernels_replaced
