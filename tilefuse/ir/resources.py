@@ -26,12 +26,14 @@ of what it prints, so printed IR parses back to the same constants.
 from __future__ import annotations
 
 import hashlib
+import io
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from xdsl.dialect_interfaces.op_asm import OpAsmDialectInterface
-from xdsl.dialects.builtin import Builtin
+from xdsl.dialects.builtin import Builtin, ModuleOp
 from xdsl.ir import Dialect
+from xdsl.printer import Printer
 
 
 @dataclass(frozen=True)
@@ -90,3 +92,13 @@ class BlobStore(OpAsmDialectInterface):
 
 BUILTIN = Dialect("builtin", list(Builtin.operations), list(Builtin.attributes), [BlobStore()])
 """xDSL's builtin dialect, its resources in `BlobStore`."""
+
+
+def module_text(module: ModuleOp) -> str:
+    """`module` as MLIR text with the blobs its `dense_resource` constants use (which
+    `str(module)` leaves out), as upstream MLIR parses it."""
+    out = io.StringIO()
+    printer = Printer(stream=out)
+    printer.print_op(module)
+    printer.print_metadata([BUILTIN])
+    return out.getvalue()
