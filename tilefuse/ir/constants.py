@@ -33,11 +33,6 @@ STORAGE = {"f16": "<f2", "f32": "<f4", "f64": "<f8", "bf16": "<u2", "i1": "<i1",
 """How the elements of each type are stored (bf16: its bits; i1: a byte, nonzero true)."""
 
 
-def is_tensor_constant(op: object) -> bool:
-    """A constant of tensor type (dense or `dense_resource`)."""
-    return isinstance(op, arith.ConstantOp) and isinstance(op.result.type, TensorType)
-
-
 def _flat_elements(op: arith.ConstantOp) -> np.ndarray:
     """The elements a tensor constant stores, flat: all of them, or one (a splat)."""
     v, t = op.value, op.result.type

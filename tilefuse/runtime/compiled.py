@@ -368,6 +368,7 @@ def compile(
         emitted = emit_module(module, name)
         if dump is not None:
             dump.write("kernels.py", emitted.text)
+            dump.write_constants(emitted.constants)
             dump.write_report()
     return load(module, emitted, start)
 
