@@ -28,6 +28,7 @@ from tests.device import DEVICE
 from tilefuse.frontend.program import load_program, random_inputs
 from tilefuse.frontend.specialize import specialize
 from tilefuse.ir.module import entry_function
+from tilefuse.ir.resources import module_text
 from tilefuse.ir.structured import element_type
 from tilefuse.oracle.compare import relative_error, tolerance
 from tilefuse.oracle.reference import evaluate
@@ -93,7 +94,7 @@ def upstream_text(text: str) -> tuple[str | None, str]:
         return text, "source"
     module = load_program(text)
     run_pipeline(module, until="linalg-generalize")
-    generalized = str(module)
+    generalized = module_text(module)  # (with the blobs of dense_resource constants)
     if (error := _parse_error(generalized)) is None:
         return generalized, "generalized"
     return None, f"upstream MLIR does not parse it, even generalized: {error}"

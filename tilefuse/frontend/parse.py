@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from xdsl.context import Context
 from xdsl.dialect_interfaces.op_asm import OpAsmDialectInterface
 from xdsl.dialects import arith, func, tensor
 from xdsl.dialects.builtin import (
     AnyFloat,
-    DenseIntOrFPElementsAttr,
     DenseResourceAttr,
     FileLineColLoc,
     IndexType,
@@ -33,7 +33,10 @@ from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyExcepti
 from xdsl.utils.lexer import Span
 from xdsl.utils.mlir_lexer import MLIRTokenKind
 
+from tilefuse.frontend.resources import read_resources, split_resources
+from tilefuse.ir.constants import STORAGE
 from tilefuse.ir.diagnostics import CompileError, op_location
+from tilefuse.ir.resources import BlobStore, register
 
 
 class LocatingParser(Parser):
@@ -121,6 +124,8 @@ def parse_module(
 ) -> ModuleOp:
     """Parse and verify `text`; raise `CompileError` with a location on failure."""
     _forget_resources(ctx)
+    text, section, section_line = split_resources(text)
+    blobs = read_resources(section, filename, section_line + line_offset) if section else {}
     parser = LocatingParser(ctx, text, filename)
     parser.line_offset = line_offset
     try:
@@ -131,7 +136,7 @@ def parse_module(
         for region in f.regions:
             for block in region.blocks:
                 _check_defined_before_use(block, set())
-    _inline_resources(ctx, module)
+    _resolve_resources(module, blobs)
     verify(module)
     _check_has_body(module, filename)
     return module
@@ -310,57 +315,44 @@ def _check_reshape(op: tensor.CollapseShapeOp | tensor.ExpandShapeOp) -> None:
                                   f"dimensions {g} hold {product} elements, not {n}")  # fmt: skip
 
 
-BLOB_DTYPES = {"f16": "<f2", "f32": "<f4", "f64": "<f8", "i8": "<i1", "i16": "<i2", "i32": "<i4",
-               "i64": "<i8", "i1": "<u1", "bf16": "<u2"}  # fmt: skip
-
-
 def _forget_resources(ctx: Context) -> None:
-    """xDSL keeps resource blobs on the builtin dialect, shared by every
-    context, and renames a key declared twice (`key_0`): a file parsed a second
-    time would find no bytes for its constants. Each parse starts empty; the
-    blobs are inlined into the constants right after (`_inline_resources`)."""
-    if (blobs := _blob_store(ctx)) is not None:
-        blobs._blob_storage.clear()
-
-
-def _blob_store(ctx: Context) -> OpAsmDialectInterface | None:
-    """Where xDSL keeps the blobs of `{-# dialect_resources: {builtin: ...} #-}`."""
+    """xDSL's own builtin dialect (in a context not made by `ir/context.py`) keeps
+    the keys it has seen, shared by every context, and renames a key declared
+    twice (`key_0`): each parse starts it empty."""
     builtin = ctx.get_optional_dialect("builtin")
-    return builtin.get_interface(OpAsmDialectInterface) if builtin is not None else None
+    store = builtin.get_interface(OpAsmDialectInterface) if builtin is not None else None
+    if store is not None and not isinstance(store, BlobStore):
+        store._blob_storage.clear()
 
 
-def _inline_resources(ctx: Context, module: ModuleOp) -> None:
-    """`arith.constant dense_resource<key>` (torch-mlir's fx importer prints
-    weights so, with the bytes in the file's `{-# dialect_resources #-}`) as
-    the dense constant it stands for: a 4-byte alignment header, then the
-    elements little-endian (one byte per i1; one element: a splat)."""
-    import numpy as np
-
-    blobs = _blob_store(ctx)
+def _resolve_resources(module: ModuleOp, blobs: dict[str, str]) -> None:
+    """Each `arith.constant dense_resource<key>` refers to its blob by handle
+    (`ir/resources.py`): a 4-byte alignment header, then the elements
+    little-endian (one byte per i1; one element: a splat)."""
     for op in module.walk():
         if not (isinstance(op, arith.ConstantOp) and isinstance(op.value, DenseResourceAttr)):
             continue
         key, t = op.value.resource_handle.data, op.value.type
-        blob = blobs.lookup(key) if blobs is not None else None
-        name = str(t.get_element_type())
-        if not blob or name not in BLOB_DTYPES:
-            why = "has no bytes in the file's dialect_resources" if not blob else f"holds {name}"
+        hex_text, name = blobs.get(key), str(t.get_element_type())
+        if not hex_text or name not in STORAGE:
+            why = "has no bytes in the file's dialect_resources" if not hex_text else f"holds {name}"
             raise CompileError.at(op, f"dense_resource<{key}> {why}: tilefuse cannot read it")
         try:
-            raw = bytes.fromhex(blob[2:])
-            data = np.frombuffer(raw[4:], BLOB_DTYPES[name])
-        except ValueError as e:  # odd hex digits, a partial element
+            if not hex_text.startswith("0x"):
+                raise ValueError("a blob is a hex string starting with 0x")
+            raw = bytes.fromhex(hex_text[2:])
+        except ValueError as e:  # odd hex digits
             raise CompileError.at(op, f"dense_resource<{key}> is not a blob of {name}: {e}") from e
         if len(raw) < 4:
             raise CompileError.at(op, f"dense_resource<{key}> has no alignment header")
-        if name == "bf16":
-            data = (data.astype(np.uint32) << 16).view(np.float32)
-        count = math.prod(t.get_shape())
-        if data.size not in (1, count):
-            raise CompileError.at(op, f"dense_resource<{key}> holds {data.size} elements, "
-                                      f"{t} has {count}")  # fmt: skip
-        values = np.broadcast_to(data, (count,)).tolist()
-        op.properties["value"] = DenseIntOrFPElementsAttr.from_list(t, values)
+        size, count = np.dtype(STORAGE[name]).itemsize, math.prod(t.get_shape())
+        if (len(raw) - 4) % size:
+            raise CompileError.at(op, f"dense_resource<{key}> is not a blob of {name}: "
+                                  f"{len(raw) - 4} bytes are not whole elements")  # fmt: skip
+        if (len(raw) - 4) // size not in (1, count):
+            raise CompileError.at(op, f"dense_resource<{key}> holds {(len(raw) - 4) // size} "
+                                  f"elements, {t} has {count}")  # fmt: skip
+        op.properties["value"] = DenseResourceAttr.from_params(register(key, raw), t)
 
 
 def _check_pad(op: tensor.PadOp) -> None:

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tilefuse.frontend.resources import split_resources
+
 DIMS_RE = re.compile(r"^//\s*tilefuse\.dims:(.*)$", re.MULTILINE)
 DTYPE_RE = re.compile(r"^//\s*tilefuse\.dtype:\s*(\w+)\s*$", re.MULTILINE)
 TENSOR_RE = re.compile(r"tensor<([^>]*)>")
@@ -70,7 +72,11 @@ def read_header(text: str) -> Header:
 def specialize(
     text: str, dims: dict[str, int] | None = None, dtype: str | None = None
 ) -> str:
-    """Rewrite `text` for new dimension sizes and/or a new storage type."""
+    """Rewrite `text` for new dimension sizes and/or a new storage type (its
+    `{-# dialect_resources #-}` section, blobs of bytes, left as it is)."""
+    body, section, _ = split_resources(text)
+    if section is not None:
+        return specialize(body, dims, dtype) + text[len(body) :]
     header = read_header(text)
     dims = dims or {}
     if unknown := set(dims) - set(header.dims):

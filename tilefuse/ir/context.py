@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import Builtin
 from xdsl.dialects.cf import Cf
 from xdsl.dialects.func import Func
 from xdsl.dialects.math import Math
@@ -12,9 +11,10 @@ from xdsl.dialects.tensor import Tensor
 
 from tilefuse.ir.arith_extra import ARITH
 from tilefuse.ir.linalg_named import LINALG
+from tilefuse.ir.resources import BUILTIN
 from tilefuse.ir.tilefuse import Tilefuse
 
-DIALECTS = (Builtin, Func, ARITH, Math, LINALG, Tensor, Scf, Cf, Tilefuse)
+DIALECTS = (BUILTIN, Func, ARITH, Math, LINALG, Tensor, Scf, Cf, Tilefuse)
 
 
 def register_dialects(ctx: Context) -> None:

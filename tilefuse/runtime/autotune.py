@@ -37,7 +37,7 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from tilefuse.analysis.cost.target import get_target
 from tilefuse.analysis.dataflow import build_graph, shared_dims
 from tilefuse.analysis.tile_plan import tile_candidates
-from tilefuse.backend.triton.emit import emit_triton
+from tilefuse.backend.triton.emit import emit_module
 from tilefuse.frontend.program import load_program
 from tilefuse.ir.tilefuse import GroupOp
 from tilefuse.pipeline import run_pipeline
@@ -45,8 +45,8 @@ from tilefuse.runtime.compiled import (
     CompiledProgram,
     cache_dir,
     gpu_available,
-    import_source,
     kernels_replaced,
+    load,
 )
 
 DEFAULT_LIMIT = 4
@@ -133,10 +133,7 @@ def _build(front: ModuleOp, picks: Mapping[str, int], target: str, horizontal: b
             g.tile_candidate = IntegerAttr(picks[g.sym_name.data], i64)
     run_pipeline(module, target, start="tile-and-fuse",
                  until=None if horizontal else "tile-and-fuse")  # fmt: skip
-    text = emit_triton(module, "<autotune>")
-    python = import_source(text)
-    return CompiledProgram(module, text, python, python.ENTRY, 0.0,
-                           tuple(python.KERNELS))  # fmt: skip
+    return load(module, emit_module(module, "<autotune>"))
 
 
 def _time_candidates(front, counts, target, args, timer) -> dict[str, list[float | None]]:

@@ -10,7 +10,10 @@ print(prog.source)                     # the generated Triton module
 
 `compile` runs the default pipeline (`pipeline.STAGES`), prints the
 Triton module, and imports it from an on-disk cache keyed by the hash of its
-source (`$TILEFUSE_CACHE`, default `~/.cache/tilefuse`). Without a GPU the
+source (`$TILEFUSE_CACHE`, default `~/.cache/tilefuse`). The program's tensor
+constants (weights) are not in the source: they are built once, from their
+bytes, when the program is loaded, on the device its kernels run on, and each
+call hands the same tensors to the host function (`constants`). Without a GPU the
 kernels run under Triton's interpreter: `TRITON_INTERPRET=1` is set before the
 module is imported, so this must happen before Triton compiles anything else
 in the process. Nothing falls back to the reference evaluator: what cannot be
@@ -20,6 +23,7 @@ compiled raises `CompileError` naming the op and its location.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import hashlib
 import importlib.util
@@ -34,7 +38,12 @@ from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp
 
-from tilefuse.backend.triton.emit import emit_triton, torch_dtype
+from tilefuse.backend.triton.emit import (
+    EmittedModule,
+    HostConstant,
+    emit_module,
+    torch_dtype,
+)
 from tilefuse.frontend.program import load_program
 from tilefuse.ir.diagnostics import ArgumentError, RuntimeCheckError
 from tilefuse.ir.log import channel
@@ -189,6 +198,27 @@ def expected_arguments(module: ModuleOp) -> list[tuple[tuple[int, ...], str]]:
             for t in entry_function(module).function_type.inputs.data]  # fmt: skip
 
 
+def constant_tensors(constants: tuple[HostConstant, ...], device: Any) -> tuple[Any, ...]:
+    """The tensors of a module's `constants`, built from their elements on `device`."""
+    import numpy as np
+    import torch
+
+    tensors = []
+    for c in constants:
+        if c.dtype == "bfloat16":  # (numpy has no bf16: its bits)
+            t = torch.from_numpy(c.elements.view(np.int16).copy()).view(torch.bfloat16)
+        else:
+            t = torch.from_numpy(np.array(c.elements))  # a writable copy of the bytes
+        tensors.append(t.to(device))
+    return tuple(tensors)
+
+
+def _default_device(on_gpu: bool) -> Any:
+    import torch
+
+    return torch.device("cuda", torch.cuda.current_device()) if on_gpu else torch.device("cpu")
+
+
 @dataclass
 class CompiledProgram:
     """A compiled program: call it with torch tensors, get torch tensors back."""
@@ -206,6 +236,32 @@ class CompiledProgram:
     """(shape, dtype, device) of each argument of the last call that passed the check."""
     on_gpu: bool = field(default_factory=gpu_available)
     """Where the kernels run, decided once (Triton fixes the interpreter at import)."""
+    host_constants: tuple[HostConstant, ...] = ()
+    """The tensor constants the host function takes, as data (`emit_module`)."""
+    constants: dict[Any, tuple[Any, ...]] = field(default_factory=dict)
+    """Their tensors by device: built once on the program's device when it is
+    loaded (and once on another device a call's tensors are on)."""
+
+    def __post_init__(self) -> None:
+        listed = [(c.name, c.shape, f"torch.{c.dtype}") for c in self.host_constants]
+        if listed != [(n, s, str(d)) for n, s, d in self.python.CONSTANTS]:
+            raise RuntimeError("the generated module's CONSTANTS are not the program's constants")
+        if self.host_constants:
+            self.constants_on(_default_device(self.on_gpu))
+
+    def constants_on(self, device: Any) -> tuple[Any, ...]:
+        """The program's constants on `device`, each built once."""
+        if device not in self.constants:
+            self.constants[device] = constant_tensors(self.host_constants, device)
+        return self.constants[device]
+
+    def host_function(self, args: tuple[Any, ...]) -> Any:
+        """The generated host function, its `constants` (if any) on the device of `args`."""
+        fn = getattr(self.python, self.function)
+        if not self.host_constants:
+            return fn
+        device = args[0].device if args else _default_device(self.on_gpu)
+        return functools.partial(fn, constants=self.constants_on(device))
 
     def check_arguments(self, args: tuple[Any, ...]) -> None:
         """Raise `ArgumentError` unless `args` are tensors of the entry function's
@@ -250,8 +306,8 @@ class CompiledProgram:
         import torch
 
         self.check_arguments(args)
-        fn = getattr(self.python, self.function)
         args = tuple(a.contiguous() if isinstance(a, torch.Tensor) else a for a in args)
+        fn = self.host_function(args)
         # (a program with runtime checks raises RuntimeCheckError when one fails)
         checked = {"check_error": RuntimeCheckError} if getattr(self.python, "CHECKS", None) else {}
         if self.on_gpu:
@@ -312,14 +368,23 @@ def compile(
         dump = open_program_dump(dump_dir, name, module, target)
         run_pipeline(module, target, options=_budget(smem_budget),
                      after_each=dump.stage if dump else None)  # fmt: skip
-        text = emit_triton(module, name)
+        emitted = emit_module(module, name)
         if dump is not None:
-            dump.write("kernels.py", text)
+            dump.write("kernels.py", emitted.text)
+            dump.write_constants(emitted.constants)
             dump.write_report()
-    python = import_source(text)
+    return load(module, emitted, start)
+
+
+def load(module: ModuleOp, emitted: EmittedModule, start: float | None = None) -> CompiledProgram:
+    """The program of an emitted module: its source imported, its constants built
+    (`start`: when compiling began, for `compile_seconds`)."""
+    python = import_source(emitted.text)
+    seconds = time.perf_counter() - start if start is not None else 0.0
     kernels = tuple(python.KERNELS)
-    channel("kernels").info("%s: %d kernel%s (%s), source %s", name, len(kernels),
+    channel("kernels").info("@%s: %d kernel%s (%s), source %s",
+                            entry_function(module).sym_name.data, len(kernels),
                             "" if len(kernels) == 1 else "s", ", ".join(kernels) or "none",
                             python.__file__)  # fmt: skip
-    return CompiledProgram(module, text, python, python.ENTRY,
-                           time.perf_counter() - start, kernels)  # fmt: skip
+    return CompiledProgram(module, emitted.text, python, python.ENTRY, seconds,
+                           kernels, host_constants=emitted.constants)  # fmt: skip

@@ -4,12 +4,14 @@ The dump directory, in the spirit of `TORCH_COMPILE_DEBUG`: `TILEFUSE_DEBUG_DIR=
 
 Each compiled program gets a folder named by the program and a hash of its IR and
 target, holding its input, the IR after each stage under MLIR's dump header, the
-fusion report and the Triton module:
+fusion report, the Triton module and, when its host function takes tensor constants,
+their elements by name (`constants.npz`, bf16 as its bits). The input holds the blobs
+of its `dense_resource` constants; the later stages name them only.
 
 ```
 DIR/softmax-3f2a9c1e/
   00-input.mlir  01-inline-calls.mlir  ...  07-horizontal-fusion.mlir
-  report.txt  kernels.py
+  report.txt  kernels.py  [constants.npz]
 ```
 """
 
@@ -20,16 +22,18 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
+import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.printer import Printer
 
 from tilefuse.ir.diagnostics import CompileError
+from tilefuse.ir.resources import module_text
 from tilefuse.report import analyze_program, format_report
 
 DEBUG_DIR_ENV = "TILEFUSE_DEBUG_DIR"
-OUTPUTS = ("report.txt", "kernels.py")
+OUTPUTS = ("report.txt", "kernels.py", "constants.npz")
 
 
 def dump_ir(pass_name: str, module: ModuleOp, stream: IO[str]) -> None:
@@ -63,6 +67,11 @@ class ProgramDump:
     def write(self, filename: str, text: str) -> None:
         (self.path / filename).write_text(text)
 
+    def write_constants(self, constants: tuple[Any, ...]) -> None:
+        """`constants.npz`: the elements of each `HostConstant`, by name."""
+        if constants:
+            np.savez(self.path / "constants.npz", **{c.name: c.elements for c in constants})
+
     def write_report(self) -> None:
         """The fusion report of the program, or the error that stopped it."""
         try:
@@ -87,6 +96,6 @@ def open_program_dump(
     path.mkdir(parents=True, exist_ok=True)
     for old in [*path.glob("[0-9][0-9]-*.mlir"), *(path / f for f in OUTPUTS)]:
         old.unlink(missing_ok=True)  # the folder shows the latest compilation only
-    (path / "00-input.mlir").write_text(text + "\n")
+    (path / "00-input.mlir").write_text(module_text(module) + "\n")  # (with its blobs)
     print(f"tilefuse: dumping {source_name} to {path}", file=sys.stderr)
     return ProgramDump(path, module.clone(), target)

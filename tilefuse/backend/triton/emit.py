@@ -7,8 +7,9 @@ The printer itself: `module.py` (the whole module), `kernel.py` and `generic.py`
 """
 
 from tilefuse.backend.triton.dtypes import torch_dtype
+from tilefuse.backend.triton.host import HostConstant
 from tilefuse.backend.triton.module import EmittedModule, emit_module, emit_triton
 from tilefuse.backend.triton.signature import KernelSignature, Param, ParamKind
 
-__all__ = ["EmittedModule", "KernelSignature", "Param", "ParamKind", "emit_module",
+__all__ = ["EmittedModule", "HostConstant", "KernelSignature", "Param", "ParamKind", "emit_module",
            "emit_triton", "torch_dtype"]  # fmt: skip

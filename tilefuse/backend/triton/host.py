@@ -2,15 +2,30 @@
 The host function of a generated module: named after the MLIR function, it
 allocates each kernel's outputs, runs the ops between kernels with torch (views,
 reshapes, copies, constants) and launches the kernels in order.
+
+Tensor constants are data, not source: the module lists them by name, shape and
+dtype, and the host function takes the tensors as `constants`, in that order,
+built once by whoever loads the module (`runtime/compiled.py`, from each
+`HostConstant`'s elements). A splat is `torch.full` with its one number.
+
+```python
+CONSTANTS = (("cst", (768, 3072), torch.float32),)  # the host function's `constants`
+
+def main(x, *, constants, dot_dtype=None):
+    cst, = constants
+```
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import numpy as np
 from xdsl.dialects import arith, func, tensor
 from xdsl.dialects.builtin import IntegerType, TensorType
 from xdsl.ir import Operation, SSAValue
 
-from tilefuse.analysis.dataflow import pad_value
+from tilefuse.analysis.dataflow import pad_value, reshape_root
 from tilefuse.backend.triton.dtypes import torch_dtype
 from tilefuse.backend.triton.names import Names
 from tilefuse.backend.triton.scalar import literal
@@ -20,9 +35,21 @@ from tilefuse.backend.triton.signature import (
     POINTER,
     KernelSignature,
 )
-from tilefuse.ir.constants import constant_array
+from tilefuse.ir.constants import constant_array, is_splat, stored_elements
 from tilefuse.ir.diagnostics import CompileError
 from tilefuse.ir.tilefuse import GroupOp, TileGridOp, WindowOp
+
+
+@dataclass(frozen=True, eq=False)
+class HostConstant:
+    """A tensor constant the host function takes: its name in the host function,
+    shape, torch dtype name (`"bfloat16"`) and elements (`ir.constants.stored_elements`:
+    bf16 as its bits, i1 as bool)."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    elements: np.ndarray
 
 
 class HostPrinter:
@@ -38,21 +65,31 @@ class HostPrinter:
         kernels = [sig.name for _, _, _, sig in launches]
         self.kernels = kernels
         self.names = Names(kernels)  # kernels are module globals
+        self.constants: list[HostConstant] = []
 
     def print(self) -> str:
         f, names = self.f, self.names
         entry = names.fresh(f.sym_name.data)  # `@tl` or `@max` must not shadow a global
         args = [names(a) for a in f.body.block.args]
+        table = [op for op in f.body.block.ops if _is_table_constant(op)]
+        self.constants = [HostConstant(names(op.result), tuple(op.result.type.get_shape()),
+                                       torch_dtype(op.result.type, op).removeprefix("torch."),
+                                       stored_elements(op)) for op in table]  # fmt: skip
+        listed = "".join(f"({c.name!r}, {c.shape}, torch.{c.dtype}), " for c in self.constants).rstrip()
         # Without arguments, the kernels run where the runtime runs them.
         device = f"{args[0]}.device" if args else 'torch.device("cuda" if _ON_GPU else "cpu")'
-        params = [*args, "*", "dot_dtype=None"] + ["check_error=RuntimeError"] * bool(self.checks)
+        params = [*args, "*", *(["constants"] if table else []), "dot_dtype=None"]
+        params += ["check_error=RuntimeError"] * bool(self.checks)
         lines = [f"KERNELS = {self.kernels!r}",
+                 f"CONSTANTS = ({listed})  # the host function's `constants`: name, shape, dtype",
                  f"ENTRY = {entry!r}  # the host function of @{f.sym_name.data}"]
         if self.checks:
             lines.append(f"CHECKS = {self.checks!r}  # runtime checks: number -> (message, location)")
         lines += ["", f"def {entry}({', '.join(params)}):",
-                 f'    """Run @{f.sym_name.data}: {len(self.kernels)} kernel launch(es)."""',
-                 f"    device = {device}"]  # fmt: skip
+                  f'    """Run @{f.sym_name.data}: {len(self.kernels)} kernel launch(es)."""',
+                  f"    device = {device}"]  # fmt: skip
+        if table:
+            lines.append(f"    {', '.join(c.name for c in self.constants)}, = constants")
         if self.checks:  # one flag per call, read once after the kernels ran
             lines.append("    checks = torch.zeros((1,), dtype=torch.int32, device=device)")
         for op in f.body.block.ops:
@@ -107,19 +144,20 @@ class HostPrinter:
         return lines
 
 
-def _host_constant(op: arith.ConstantOp) -> str:
-    """A tensor constant built on the host: `torch.full` for a splat (torch rounds
-    the IR's numbers to the tensor's dtype)."""
-    values = constant_array(op)
-    shape = tuple(op.result.type.get_shape())
-    dtype = torch_dtype(op.result.type, op)
-    flat = values.reshape(-1)
-    # integers as Python ints (through a float, an i64 past 2**53 would round)
-    text = (lambda v: repr(int(v))) if flat.dtype.kind in "iub" else (lambda v: literal(float(v)))
-    if flat.size and (flat == flat[0]).all():
-        return f"torch.full({shape}, {text(flat[0])}, dtype={dtype}, device=device)"
-    listed = ", ".join(text(v) for v in flat)
-    return f"torch.tensor([{listed}], dtype={dtype}, device=device).reshape({shape})"
+def _is_table_constant(op: Operation) -> bool:
+    """A tensor constant the host function takes from `constants` (not a splat)."""
+    return (isinstance(op, arith.ConstantOp) and isinstance(op.result.type, TensorType)
+            and not is_splat(op))  # fmt: skip
+
+
+def _host_splat(op: arith.ConstantOp) -> str:
+    """A splat tensor constant: `torch.full` (torch rounds the IR's number to the
+    tensor's dtype; an integer as a Python int: through a float, an i64 past 2**53
+    would round)."""
+    value = constant_array(op).reshape(-1)[0]
+    text = repr(int(value)) if value.dtype.kind in "iub" else literal(float(value))
+    shape, dtype = tuple(op.result.type.get_shape()), torch_dtype(op.result.type, op)
+    return f"torch.full({shape}, {text}, dtype={dtype}, device=device)"
 
 
 
@@ -174,9 +212,9 @@ def _host_empties(op: Operation, names) -> list[str]:
 def _host_op(op: Operation, names) -> list[str]:
     """The host function's line(s) for a function-level op other than a kernel."""
     if isinstance(op, func.ReturnOp):
-        return [f"    return {', '.join(names(v) for v in op.operands)}"]
+        return [f"    return {', '.join(_returned(v, names) for v in op.operands)}"]
     if isinstance(op, arith.ConstantOp) and isinstance(op.result.type, TensorType):
-        return [f"    {names(op.result)} = {_host_constant(op)}"]
+        return [] if _is_table_constant(op) else [f"    {names(op.result)} = {_host_splat(op)}"]
     if isinstance(op, tensor.ExpandShapeOp | tensor.CollapseShapeOp):
         return [f"    {names(op.result)} = {names(op.src)}.reshape({tuple(op.result.type.get_shape())})"]
     if isinstance(op, tensor.ExtractSliceOp):
@@ -188,6 +226,13 @@ def _host_op(op: Operation, names) -> list[str]:
     if not isinstance(op, arith.ConstantOp | tensor.EmptyOp):
         raise CompileError.at(op, "cannot run on the host between kernels")
     return []
+
+
+def _returned(v: SSAValue, names) -> str:
+    """A returned value; a copy where it is (a view of) a constant of the table,
+    which every call shares and a caller could write to."""
+    owner = reshape_root(v).owner
+    return f"{names(v)}.clone()" if isinstance(owner, Operation) and _is_table_constant(owner) else names(v)
 
 
 def _host_copy(op: tensor.ConcatOp | tensor.InsertSliceOp | tensor.PadOp, names) -> list[str]:

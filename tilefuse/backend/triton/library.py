@@ -19,8 +19,9 @@ import keyword
 from collections.abc import Iterable
 from types import ModuleType
 
-HOST_NAMES = frozenset({"torch", "KERNELS", "ENTRY", "CHECKS", "device", "dot_dtype",
-                        "DOT_DTYPE", "DOT_PRECISION", "check_error", "checks", "failed"})  # fmt: skip
+HOST_NAMES = frozenset({"torch", "KERNELS", "CONSTANTS", "ENTRY", "CHECKS", "device",
+                        "constants", "dot_dtype", "DOT_DTYPE", "DOT_PRECISION", "check_error",
+                        "checks", "failed"})  # fmt: skip
 """Names the host function and the kernels' launch use besides the prelude's."""
 
 PYTHON_RESERVED = frozenset(keyword.kwlist) | frozenset(keyword.softkwlist) | frozenset(

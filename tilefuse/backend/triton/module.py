@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from xdsl.dialects.builtin import ModuleOp
 
 from tilefuse.backend.triton import library
-from tilefuse.backend.triton.host import HostPrinter
+from tilefuse.backend.triton.host import HostConstant, HostPrinter
 from tilefuse.backend.triton.kernel import KernelPrinter, stacked_tensors
 from tilefuse.backend.triton.signature import KernelSignature
 from tilefuse.ir.diagnostics import CompileError, op_location
@@ -38,10 +38,13 @@ from tilefuse.ir.tilefuse import GroupOp, TileGridOp, describe_tiles
 
 @dataclass(frozen=True)
 class EmittedModule:
-    """The printed Python module and the signature of each of its kernels."""
+    """The printed Python module, the signature of each of its kernels and the
+    tensor constants its host function takes (`constants`, in the order of
+    the module's `CONSTANTS`)."""
 
     text: str
     kernels: tuple[KernelSignature, ...]
+    constants: tuple[HostConstant, ...] = ()
 
     def kernel(self, name: str) -> KernelSignature:
         return next(k for k in self.kernels if k.name == name)
@@ -89,8 +92,9 @@ def emit_module(module: ModuleOp, source_name: str = "<input>") -> EmittedModule
     out.write("\n" + library.on_gpu_source())
     out.write(library.library_source(helpers) + "\n")
     out.write("".join(kernels))
-    out.write(HostPrinter(f, launches, checks).print())
-    return EmittedModule(out.getvalue(), tuple(sig for *_, sig in launches))
+    host = HostPrinter(f, launches, checks)
+    out.write(host.print())
+    return EmittedModule(out.getvalue(), tuple(sig for *_, sig in launches), tuple(host.constants))
 
 
 def emit_triton(module: ModuleOp, source_name: str = "<input>") -> str:
