@@ -9,7 +9,12 @@ from hypothesis import strategies as st
 
 from tilefuse.analysis.cost.opcost import group_cost, op_cost
 from tilefuse.analysis.cost.target import get_target
-from tilefuse.analysis.dataflow import build_graph
+from tilefuse.analysis.dataflow import (
+    build_graph,
+    recompute_cone,
+    recompute_refusal,
+    shared_dims,
+)
 from tilefuse.analysis.fusion_plan import plan_fusion, spilled_bytes
 from tilefuse.frontend.program import load_program, random_inputs
 from tilefuse.ir.module import entry_function
@@ -247,3 +252,53 @@ def test_pipeline_preserves_meaning_on_every_target(name, target):
     tol = tolerance(read_header(path.read_text()).dtype or "f32")
     for out, ref in zip(evaluate(module, inputs), expected, strict=True):
         assert relative_error(out, ref) <= max(tol, 1e-6)
+
+
+PROGRAMS_DIR = Path(__file__).parent / "programs"
+
+
+def test_a_producer_read_along_two_loops_is_a_split_read_not_one_dim():
+    """`y[j] - y[i]` with `y = exp(x)`: the sub's two loops stay two dims; its
+    second read of `y` is split (exp computed again for it); `x`, a function
+    argument read by other ops along i and along j, is two loads."""
+    g = graph_of((PROGRAMS_DIR / "one_tensor_along_two_loops.mlir").read_text())
+    exp, sub, _add, _mul = g.nodes
+    dims = shared_dims(g, g.nodes)
+    assert dims.split_reads == ((sub.index, 1),)
+    for n in g.nodes:
+        ids = [dims.of[(n.index, d)] for d in range(n.s.num_loops)]
+        assert len(set(ids)) == len(ids)
+    assert recompute_refusal(g, g.nodes, dims) is None
+    assert recompute_cone(g, g.nodes, sub, 1) == [exp]
+    assert group_cost(g, g.nodes).flops == sum(op_cost(n).flops for n in g.nodes) + op_cost(exp).flops
+    assert len(plan_fusion(g, get_target("h200")).groups) == 1
+
+
+def test_a_reduction_read_along_two_loops_is_not_recomputed():
+    """`s[j] - s[i]` with `s` a row sum: fusing would recompute the sum per
+    read; the planner keeps two kernels."""
+    source = """
+    func.func @f(%x: tensor<12x30xf32>) -> tensor<12x12xf32> {
+      %zero = arith.constant 0.0 : f32
+      %e1 = tensor.empty() : tensor<12xf32>
+      %f = linalg.fill ins(%zero : f32) outs(%e1 : tensor<12xf32>) -> tensor<12xf32>
+      %s = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]} ins(%x : tensor<12x30xf32>) outs(%f : tensor<12xf32>) {
+      ^bb0(%in: f32, %acc: f32):
+        %v = arith.addf %in, %acc : f32
+        linalg.yield %v : f32
+      } -> tensor<12xf32>
+      %e = tensor.empty() : tensor<12x12xf32>
+      %d = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%s, %s : tensor<12xf32>, tensor<12xf32>) outs(%e : tensor<12x12xf32>) {
+      ^bb0(%p: f32, %q: f32, %out: f32):
+        %v = arith.subf %p, %q : f32
+        linalg.yield %v : f32
+      } -> tensor<12x12xf32>
+      func.return %d : tensor<12x12xf32>
+    }
+    """
+    g = graph_of(source)
+    _fill, total, sub = g.nodes
+    dims = shared_dims(g, [total, sub])
+    assert dims.split_reads == ((sub.index, 1),)
+    assert "reduce_add" in recompute_refusal(g, [total, sub], dims)
+    assert len(plan_fusion(g, get_target("h200")).groups) == 2

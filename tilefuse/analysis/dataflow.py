@@ -22,7 +22,7 @@ from xdsl.dialects import arith, cf, func, tensor
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Block, Operation, SSAValue
 
-from tilefuse.ir.structured import REDUCTION, StructuredOp, as_structured
+from tilefuse.ir.structured import REDUCTION, StructuredOp, as_structured, shape_of
 from tilefuse.ir.tilefuse import WindowOp
 
 FILL, POINTWISE, REDUCE, CONTRACTION = "fill", "pointwise", "reduction", "contraction"
@@ -259,53 +259,125 @@ class SharedDims:
 
     dims: tuple[SharedDim, ...]
     of: dict[DimKey, int]
+    split_reads: tuple[tuple[int, int], ...] = ()
+    """Reads (node index, operand index) of a producer of the group that would
+    make two loops of one op one dim (`y[j] - y[i]` with `y` computed in the
+    group): left apart, each to be served by its own copy of the producer
+    (`recompute_refusal`). Empty once the tiler has made those copies."""
 
     def dim(self, node: Node, loop: int) -> SharedDim:
         return self.dims[self.of[(node.index, loop)]]
 
 
-def shared_dims(graph: Graph, nodes: Sequence[Node]) -> SharedDims:
-    """Unify the loop dims of `nodes` along the edges between them."""
-    members = {n.index for n in nodes}
-    parent: dict[DimKey, DimKey] = {}
+class _LoopSets:
+    """Union-find over op loops that keeps two loops of one op apart."""
 
-    def find(k: DimKey) -> DimKey:
-        while parent[k] != k:
-            parent[k] = parent[parent[k]]
-            k = parent[k]
+    def __init__(self, nodes: Sequence[Node]):
+        self.parent: dict[DimKey, DimKey] = {}
+        self.loops: dict[DimKey, dict[int, int]] = {}
+        for n in nodes:
+            for d in range(n.s.num_loops):
+                self.parent[(n.index, d)] = (n.index, d)
+                self.loops[(n.index, d)] = {n.index: d}
+
+    def find(self, k: DimKey) -> DimKey:
+        while self.parent[k] != k:
+            self.parent[k] = self.parent[self.parent[k]]
+            k = self.parent[k]
         return k
 
-    for n in nodes:
-        for d in range(n.s.num_loops):
-            parent[(n.index, d)] = (n.index, d)
-    # Tensors read from outside the group: the same axis of the same tensor
-    # is the same dim in every op that reads it.
+    def unite(self, pairs: Sequence[tuple[DimKey, DimKey]]) -> bool:
+        """Unite every pair, or none if that would put two loops of one op in
+        one set."""
+        parent, loops = dict(self.parent), dict(self.loops)
+        for a, b in pairs:
+            ra, rb = self.find(a), self.find(b)
+            if ra == rb:
+                continue
+            mine, theirs = self.loops[ra], self.loops[rb]
+            if any(mine.get(n, d) != d for n, d in theirs.items()):
+                self.parent, self.loops = parent, loops
+                return False
+            self.parent[rb] = ra
+            self.loops[ra] = {**mine, **theirs}
+        return True
+
+
+def shared_dims(graph: Graph, nodes: Sequence[Node]) -> SharedDims:
+    """
+    Unify the loop dims of `nodes` along the edges between them.
+
+    A producer's loops are its consumers' loops that read its result; the
+    same axis of a tensor read from outside the group is, where that keeps an
+    op's loops apart, the same dim in every op that reads it. One op reading a
+    tensor along two of its loops keeps them apart: a group input is then read
+    twice (two loads); a producer of the group is a split read, computed once
+    per read (`SharedDims.split_reads`).
+    """
+    members = {n.index for n in nodes}
+    sets = _LoopSets(nodes)
+    split: list[tuple[int, int]] = []
     first_reader: dict[tuple[SSAValue, int], DimKey] = {}
-    for n in nodes:
-        for i, value in enumerate(n.s.operands):
-            if i >= len(n.s.inputs) and not n.s.payload.args[i].uses:
-                continue  # an init the payload never reads only carries a shape
-            theirs = _axis_owners(graph, members, first_reader, n, i, value)
-            for mine, other in zip(n.s.operand_dims(i), theirs, strict=True):
-                if other[0] == n.index and other[1] != mine:
-                    continue  # one op reading a tensor twice (a @ a^T): distinct loops
-                parent[find((n.index, mine))] = find(other)
-    return _collect(nodes, parent, find)
+    for inner in (True, False):  # edges inside the group first: they must hold
+        for n, i, p in _read_operands(graph, nodes):
+            if inner and p is not None and p.index in members:
+                result = list(p.op.results).index(n.s.operands[i])
+                theirs = p.s.operand_dims(len(p.s.inputs) + result)
+                pairs = [((n.index, mine), (p.index, d))
+                         for mine, d in zip(n.s.operand_dims(i), theirs, strict=True)]  # fmt: skip
+                if not sets.unite(pairs):
+                    split.append((n.index, i))
+            elif not inner and (p is None or p.index not in members):
+                for axis, mine in enumerate(n.s.operand_dims(i)):
+                    other = first_reader.setdefault((n.s.operands[i], axis), (n.index, mine))
+                    sets.unite([((n.index, mine), other)])
+    return _collect(nodes, sets.parent, sets.find, tuple(split))
 
 
-def _axis_owners(graph: Graph, members: set[int], first_reader: dict, n: Node, i: int,
-                 value: SSAValue) -> list[DimKey]:  # fmt: skip
-    """The loop dim each axis of operand `i` of `n` is unified with: the
-    producer's (inside the group) or the first reader's of that axis."""
-    p = graph.producer_of(value)
-    if p is not None and p.index in members:
-        result = list(p.op.results).index(value)
-        return [(p.index, d) for d in p.s.operand_dims(len(p.s.inputs) + result)]
-    return [first_reader.setdefault((value, axis), (n.index, d))
-            for axis, d in enumerate(n.s.operand_dims(i))]  # fmt: skip
+def _read_operands(graph: Graph, nodes: Sequence[Node]) -> list[tuple[Node, int, Node | None]]:
+    """(op, operand index, producer) of every operand whose value the op reads
+    (an init the payload never reads only carries a shape)."""
+    return [
+        (n, i, graph.producer_of(v))
+        for n in nodes
+        for i, v in enumerate(n.s.operands)
+        if i < len(n.s.inputs) or n.s.payload.args[i].uses
+    ]
 
 
-def _collect(nodes: Iterable[Node], parent: dict[DimKey, DimKey], find) -> SharedDims:
+def recompute_cone(graph: Graph, nodes: Sequence[Node], reader: Node, i: int) -> list[Node]:
+    """The ops a copy of the producer read by operand `i` of `reader` computes:
+    that producer and its producers in the group, up to results with no axes
+    (a 0-d value reads the same along any loops)."""
+    members, cone = set(nodes), []
+    stack = [reader.s.operands[i]]
+    while stack:
+        value = stack.pop()
+        p = graph.producer_of(value)
+        if p is None or p not in members or not shape_of(value) or p in cone:
+            continue
+        cone.append(p)
+        stack += p.s.operands
+    return cone
+
+
+def recompute_refusal(graph: Graph, nodes: Sequence[Node], dims: SharedDims) -> str | None:
+    """
+    Why the split reads of `dims` cannot each get their own copy of the
+    producer they read, or None: the copy recomputes its `recompute_cone`,
+    which must hold only pointwise ops and fills.
+    """
+    for ni, i in dims.split_reads:
+        reader = graph.nodes[ni]
+        for p in recompute_cone(graph, nodes, reader, i):
+            if p.kind not in (FILL, POINTWISE):
+                return (f"{reader.label} reads a result computed from {p.label} along two "
+                        f"different loops, and a {p.kind} is not recomputed per read")  # fmt: skip
+    return None
+
+
+def _collect(nodes: Iterable[Node], parent: dict[DimKey, DimKey], find,
+             split: tuple[tuple[int, int], ...]) -> SharedDims:  # fmt: skip
     groups: dict[DimKey, list[DimKey]] = {}
     for key in parent:
         groups.setdefault(find(key), []).append(key)
@@ -317,4 +389,4 @@ def _collect(nodes: Iterable[Node], parent: dict[DimKey, DimKey], find) -> Share
         dims.append(SharedDim(i, extent, tuple(sorted(keys)), reduced))
         for k in keys:
             of[k] = i
-    return SharedDims(tuple(dims), of)
+    return SharedDims(tuple(dims), of, split)

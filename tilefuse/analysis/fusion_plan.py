@@ -41,6 +41,8 @@ from tilefuse.analysis.dataflow import (
     Graph,
     Node,
     SharedDims,
+    recompute_cone,
+    recompute_refusal,
     shared_dims,
 )
 from tilefuse.analysis.patterns import find_online_softmax
@@ -171,8 +173,18 @@ def _try_merge(st: _State, producer: Node, consumer: Node) -> None:
         st.members[gp].append(i)
     st.merged_into[gc] = gp
     st.members[gp].sort()
-    note = f"{len(merged)} nodes" + _passes_note(st, merged)
+    note = f"{len(merged)} nodes" + _passes_note(st, merged) + _recompute_note(st, merged)
     st.decisions.append(Decision(True, group_kind(merged), labels, note, group=f"@{gp}"))
+
+
+def _recompute_note(st: _State, merged: list[Node]) -> str:
+    """The producers computed once per read along another loop (`y[j] - y[i]`)."""
+    dims = shared_dims(st.graph, merged)
+    again = {p.label for ni, i in dims.split_reads
+             for p in recompute_cone(st.graph, merged, st.graph.nodes[ni], i)}  # fmt: skip
+    if not again:
+        return ""
+    return f"; {' + '.join(sorted(again))} computed once per read along different loops"
 
 
 def _refusal(
@@ -196,8 +208,8 @@ def _refusal(
         return "merging would create a cycle between kernels"
     if (why := _recomputed_reduction(dims, merged)) is not None:
         return why
-    if _dims_conflict(dims):
-        return "two loops of one op would read the same tensor axis (e.g. x + x^T)"
+    if (why := recompute_refusal(st.graph, merged, dims)) is not None:
+        return why
     return _budget_refusal(st, merged)
 
 
@@ -230,15 +242,6 @@ def _recomputed_reduction(dims: SharedDims, nodes: list[Node]) -> str | None:
             return (f"{n.label} would be recomputed for every tile along a dim of "
                     f"extent {extent} it does not have")  # fmt: skip
     return None
-
-
-def _dims_conflict(dims: SharedDims) -> bool:
-    """Would two loops of one op become one tile dim (untileable)?"""
-    for dim in dims.dims:
-        owners = [n for n, _ in dim.members]
-        if len(owners) != len(set(owners)):
-            return True
-    return False
 
 
 def _reduces_contraction_dim(dims: SharedDims, merged: list[Node]) -> bool:
@@ -357,7 +360,7 @@ def spilled_bytes(graph: Graph, nodes: Sequence[Node], budget: int) -> int:
     for full, value in intermediates:
         if row <= budget:
             break
-        row -= rows[value]
+        row -= sum(b for (v, _), b in rows.items() if v == value)
         spill += 2 * full
     return spill
 
@@ -374,9 +377,9 @@ def row_working_set(graph: Graph, nodes: Sequence[Node]) -> int:
     return sum(_row_bytes(graph, nodes).values())
 
 
-def _row_bytes(graph: Graph, nodes: Sequence[Node]) -> dict[object, int]:
+def _row_bytes(graph: Graph, nodes: Sequence[Node]) -> dict[tuple[object, tuple[int, ...]], int]:
     dims = shared_dims(graph, nodes)
-    seen: dict[object, int] = {}
+    seen: dict[tuple[object, tuple[int, ...]], int] = {}
     for n in nodes:
         if n.kind == FILL:
             continue
@@ -386,7 +389,8 @@ def _row_bytes(graph: Graph, nodes: Sequence[Node]) -> dict[object, int]:
         ]
         for value, loops in operands:
             inner = [pow2(dims.dim(n, d).extent) for d in loops if not dims.dim(n, d).is_grid]
-            seen[value] = math.prod(inner) * COMPUTE_BYTES
+            # a tensor read along two different loops is two tiles
+            seen[(value, tuple(dims.of[(n.index, d)] for d in loops))] = math.prod(inner) * COMPUTE_BYTES
     return seen
 
 
@@ -488,7 +492,8 @@ def _recompute_in(st: _State, node: Node, other: int) -> bool:
     if extra_reads >= round_trip:
         return False
     members = [st.graph.nodes[i] for i in st.members[other]]
-    if _dims_conflict(shared_dims(st.graph, [*members, node])):
+    merged = [*members, node]
+    if recompute_refusal(st.graph, merged, shared_dims(st.graph, merged)) is not None:
         return False
     st.recompute.setdefault(other, []).append(node.index)
     st.decisions.append(Decision(

@@ -148,18 +148,19 @@ def _check_no_split_reduction(graph: Graph, dims: SharedDims, plan: TilePlan) ->
 
 
 def _values(graph: Graph, dims: SharedDims) -> list[tuple[int, ...]]:
-    """Shared dims of every distinct value a group keeps on chip."""
-    seen: dict[object, tuple[int, ...]] = {}
+    """Shared dims of every distinct tile a group keeps on chip (a tensor read
+    along two different loops is two tiles)."""
+    seen: dict[tuple[object, tuple[int, ...]], None] = {}
     for n in graph.nodes:
         if n.kind == FILL:
             continue
         for i, v in enumerate(n.s.inputs):
             if n.s.input_maps[i].results:
-                seen[v] = tuple(dims.of[(n.index, d)] for d in n.s.operand_dims(i))
+                seen[(v, tuple(dims.of[(n.index, d)] for d in n.s.operand_dims(i)))] = None
         for i, r in enumerate(n.op.results):
             loops = n.s.operand_dims(len(n.s.inputs) + i)
-            seen[r] = tuple(dims.of[(n.index, d)] for d in loops)
-    return list(seen.values())
+            seen[(r, tuple(dims.of[(n.index, d)] for d in loops))] = None
+    return [d for _, d in seen]
 
 
 def _working_set(values: list[tuple[int, ...]], blocks: dict[int, int]) -> int:

@@ -73,6 +73,8 @@ from tilefuse.analysis.dataflow import (
     Node,
     SharedDims,
     build_graph,
+    recompute_cone,
+    recompute_refusal,
     shared_dims,
 )
 from tilefuse.analysis.dot import grid_dot
@@ -128,10 +130,9 @@ class TileAndFusePass(ModulePass):
 
 def tile_group(group: GroupOp, target, budget: int | None) -> TilePlan:
     """Replace `group`'s body by its tile program; returns the plan used."""
-    graph = build_graph(group.entry)
+    graph, dims = _copy_split_reads(group)
     if not graph.nodes:
         raise CompileError.at(group, "has no linalg op to tile")
-    dims = shared_dims(graph, graph.nodes)
     _check_dims(graph, dims)
     _check_gathers(graph)
     if (choice := group.tile_candidate) is None:
@@ -166,6 +167,37 @@ def _check_gathers(graph: Graph) -> None:
                 op_location(n.op))  # fmt: skip
 
 
+MAX_COPIES = 64
+"""Copies of producers made for split reads in one group, at most."""
+
+
+def _copy_split_reads(group: GroupOp) -> tuple[Graph, SharedDims]:
+    """
+    Step 0: give every split read (`SharedDims.split_reads`: a producer of the
+    group read along two different loops, as a causal mask's `i - j` of one
+    `arange`) its own copy of the producer and of its producers in the group
+    (`recompute_cone`), so each copy is tiled along the loops of its one read.
+    """
+    for _ in range(MAX_COPIES + 1):
+        graph = build_graph(group.entry)
+        dims = shared_dims(graph, graph.nodes)
+        if not dims.split_reads:
+            return graph, dims
+        if (why := recompute_refusal(graph, graph.nodes, dims)) is not None:
+            raise TilingRefused(f"cannot tile: {why}", op_location(group))
+        ni, i = dims.split_reads[0]
+        reader = graph.nodes[ni]
+        cone = recompute_cone(graph, graph.nodes, reader, i)
+        copies: dict[SSAValue, SSAValue] = {}
+        for node in sorted(cone, key=lambda n: n.index):
+            copy = node.op.clone(value_mapper=dict(copies))
+            group.entry.insert_op_before(copy, reader.op)
+            copies.update(zip(node.op.results, copy.results, strict=True))
+        reader.op.operands[i] = copies[reader.op.operands[i]]
+    raise TilingRefused(f"cannot tile: more than {MAX_COPIES} producers would be copied for "
+                        "reads along different loops", op_location(group))  # fmt: skip
+
+
 def _check_loops(graph: Graph, dims: SharedDims, plan: TilePlan, group: GroupOp) -> None:
     """Several looped dims share one flat loop: every reduction over any of them
     must reduce all of them (a sum over rows feeding a max over columns would need
@@ -182,6 +214,8 @@ def _check_loops(graph: Graph, dims: SharedDims, plan: TilePlan, group: GroupOp)
 
 
 def _check_dims(graph: Graph, dims: SharedDims) -> None:
+    """No two loops of one op are one dim (`shared_dims` keeps them apart; a
+    plan must not rely on that silently)."""
     for n in graph.nodes:
         ids = [dims.of[(n.index, d)] for d in range(n.s.num_loops)]
         if len(set(ids)) != len(ids):

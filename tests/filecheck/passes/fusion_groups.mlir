@@ -83,3 +83,27 @@ func.func @gather_from_an_operand(%x: tensor<7x10xf32>, %t: tensor<7xi64>) -> te
   } -> tensor<7x10xf32>
   func.return %r : tensor<7x10xf32>
 }
+
+// -----
+
+// An op reading a pointwise result along two loops (y[j] - y[i]) fuses with
+// it: tile-and-fuse computes exp once per read, and the cost counts both
+// (flops 2025 + 2 x 45, sfu_ops 2 x 45).
+// CHECK-LABEL: func.func @exp_read_twice
+// CHECK:       tilefuse.group "fused_kernel_0" ins(%{{.*}} : tensor<45xf32>) reason "pointwise: exp + sub (2 ops)" attributes {cost = #tilefuse.cost<flops = 2115, fused_bytes = 8280, unfused_bytes = 8820, tc_flops = 0, sfu_ops = 90, dtype = "f32">}
+// CHECK-NOT:   tilefuse.group
+func.func @exp_read_twice(%x: tensor<45xf32>) -> tensor<45x45xf32> {
+  %e1 = tensor.empty() : tensor<45xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%x : tensor<45xf32>) outs(%e1 : tensor<45xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %v = math.exp %in : f32
+    linalg.yield %v : f32
+  } -> tensor<45xf32>
+  %e = tensor.empty() : tensor<45x45xf32>
+  %d = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%y, %y : tensor<45xf32>, tensor<45xf32>) outs(%e : tensor<45x45xf32>) {
+  ^bb0(%p: f32, %q: f32, %out: f32):
+    %v = arith.subf %p, %q : f32
+    linalg.yield %v : f32
+  } -> tensor<45x45xf32>
+  func.return %d : tensor<45x45xf32>
+}

@@ -38,7 +38,15 @@ from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import SSAValue
 
-from tilefuse.analysis.dataflow import CONTRACTION, FILL, Graph, Node, gathers
+from tilefuse.analysis.dataflow import (
+    CONTRACTION,
+    FILL,
+    Graph,
+    Node,
+    gathers,
+    recompute_cone,
+    shared_dims,
+)
 from tilefuse.analysis.dot import tensor_core_dtype
 from tilefuse.ir.dtypes import dtype_bytes
 from tilefuse.ir.structured import StructuredOp, shape_of
@@ -170,6 +178,9 @@ class GroupCost:
 def group_cost(graph: Graph, nodes: Sequence[Node], passes: int = 1) -> GroupCost:
     """Fused vs unfused traffic of running `nodes` as one kernel (`passes` over inputs)."""
     members = set(nodes)
+    # a producer read along two different loops is computed once per read
+    split = shared_dims(graph, nodes).split_reads
+    again = [op_cost(p) for ni, i in split for p in recompute_cone(graph, nodes, graph.nodes[ni], i)]
     costs = [op_cost(n) for n in nodes]
     inputs: dict[SSAValue, None] = {}
     for n in nodes:
@@ -187,7 +198,7 @@ def group_cost(graph: Graph, nodes: Sequence[Node], passes: int = 1) -> GroupCos
         if any(graph.by_op.get(u.operation) not in members for u in r.uses)
     ]
     return GroupCost(
-        flops=sum(c.flops for c in costs),
+        flops=sum(c.flops for c in costs) + sum(c.flops for c in again),
         unfused_bytes=sum(c.bytes for c in costs),
         fused_bytes_read=sum(tensor_bytes(v) for v in inputs)
         + sum(gathered_bytes(n.s, inputs) for n in nodes),
@@ -195,7 +206,7 @@ def group_cost(graph: Graph, nodes: Sequence[Node], passes: int = 1) -> GroupCos
         kernels_unfused=len(nodes),
         passes=passes,
         tc_flops=sum(c.tc_flops for c in costs),
-        sfu_ops=sum(c.sfu_ops for c in costs),
+        sfu_ops=sum(c.sfu_ops for c in costs) + sum(c.sfu_ops for c in again),
         dtype=next((c.tc_dtype for c in costs if c.tc_dtype is not None), "f32"),
     )
 
