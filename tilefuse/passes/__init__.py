@@ -17,6 +17,7 @@ from xdsl.passes import ModulePass
 
 PASSES = {
     "inline-calls": "tilefuse.passes.inline_calls:InlineCallsPass",
+    "drop-unused-results": "tilefuse.passes.drop_unused_results:DropUnusedResultsPass",
     "fold-host-scalars": "tilefuse.passes.fold_host_scalars:FoldHostScalarsPass",
     "fold-reshape-of-creation":
         "tilefuse.passes.fold_reshape_of_creation:FoldReshapeOfCreationPass",

@@ -388,20 +388,8 @@ def _parity(x, axis: tl.constexpr):
 # which starts at `acc`, so ties keep the first position and, for floats, no
 # element at or after the first NaN (the running value is NaN from there on, and
 # comparisons with NaN are false) moves it. Along `axis`: the extremum of the
-# elements before the first NaN and its first position (ties broken by position,
-# so the tree reduction's order does not matter), taken if past `acc`.
-@triton.jit
-def _arg_max_combine(v0, i0, v1, i1):
-    first = (v0 > v1) | ((v0 == v1) & (i0 < i1))
-    return tl.where(first, v0, v1), tl.where(first, i0, i1)
-
-
-@triton.jit
-def _arg_min_combine(v0, i0, v1, i1):
-    first = (v0 < v1) | ((v0 == v1) & (i0 < i1))
-    return tl.where(first, v0, v1), tl.where(first, i0, i1)
-
-
+# elements before the first NaN, the least position holding it (two plain
+# reductions: no order of a tree reduction to rely on), taken if past `acc`.
 @triton.jit
 def _before_first_nan(x, position, fill, axis: tl.constexpr):
     nan = tl.min(tl.where(x != x, position, 2147483647), axis)
@@ -409,15 +397,20 @@ def _before_first_nan(x, position, fill, axis: tl.constexpr):
 
 
 @triton.jit
+def _first_position(x, best, position, axis: tl.constexpr):
+    return tl.min(tl.where(x == tl.expand_dims(best, axis), position, 2147483647), axis)
+
+
+@triton.jit
 def _arg_max_int(x, position, acc, acc_i, axis: tl.constexpr):
-    best, first = tl.reduce((x, position), axis, _arg_max_combine)
-    return tl.where(best > acc, first, acc_i)
+    best = tl.max(x, axis)
+    return tl.where(best > acc, _first_position(x, best, position, axis), acc_i)
 
 
 @triton.jit
 def _arg_min_int(x, position, acc, acc_i, axis: tl.constexpr):
-    best, first = tl.reduce((x, position), axis, _arg_min_combine)
-    return tl.where(best < acc, first, acc_i)
+    best = tl.min(x, axis)
+    return tl.where(best < acc, _first_position(x, best, position, axis), acc_i)
 
 
 @triton.jit
