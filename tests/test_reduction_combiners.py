@@ -101,19 +101,76 @@ func.func @f(%x: tensor<2x4xf32>) -> tensor<2xi1> {
 
 
 @pytest.mark.parametrize("op,want", [("maxsi", [True, False]), ("minsi", [True, True]),
-                                     ("addi", [True, False])])  # fmt: skip
-def test_i1_reductions_are_refused_and_the_reference_reads_true_as_minus_one(op, want):
+                                     ("addi", [True, False]), ("andi", [True, False]),
+                                     ("ori", [True, True]), ("xori", [True, False])])  # fmt: skip
+def test_i1_reductions_read_true_as_minus_one(op, want):
     """A true i1 is -1 read signed: maxsi is AND, minsi is OR, addi is parity.
-    The kernels computed OR for all three (a miscompile); they are refused
-    with a location now, and the reference evaluator gets them right."""
-    from tilefuse.ir.diagnostics import CompileError
-
+    The kernels computed OR for all three (a miscompile); they were refused, and
+    are AND, OR and parity now, as andi, ori and xori are."""
     text = I1_REDUCE.replace("OP", op)
     x = np.array([[1, 1, 1, 1], [1, -1, -1, -1]], np.float32)
     (ref,) = evaluate(load_program(text), [x])
     assert ref.astype(bool).tolist() == want
-    with pytest.raises(CompileError, match=r"<input>:7:3: .*reduces i1 values"):
-        compile(text)
+    (got,) = compile(text)(on_device(x))
+    assert got.cpu().tolist() == want
+
+
+BITWISE = """
+func.func @f(%x: tensor<7x{n}x{t}>) -> tensor<7x{t}> {{
+  %init = arith.constant {init} : {t}
+  %e = tensor.empty() : tensor<7x{t}>
+  %o = linalg.fill ins(%init : {t}) outs(%e : tensor<7x{t}>) -> tensor<7x{t}>
+  %r = linalg.generic {{indexing_maps = [affine_map<(a, b) -> (a, b)>, affine_map<(a, b) -> (a)>],
+                       iterator_types = ["parallel", "reduction"]}}
+      ins(%x : tensor<7x{n}x{t}>) outs(%o : tensor<7x{t}>) {{
+  ^bb0(%in: {t}, %acc: {t}):
+    %s = arith.{op} %in, %acc : {t}
+    linalg.yield %s : {t}
+  }} -> tensor<7x{t}>
+  func.return %r : tensor<7x{t}>
+}}
+"""
+TORCH_BITWISE = {"andi": torch.bitwise_and, "ori": torch.bitwise_or, "xori": torch.bitwise_xor}
+
+
+@pytest.mark.parametrize("budget", BUDGETS)
+@pytest.mark.parametrize("n", [9, 3000])
+@pytest.mark.parametrize("op", sorted(TORCH_BITWISE))
+def test_all_any_parity_of_odd_rows(op, n, budget):
+    """torch's `.all()`/`.any()` (andi/ori of i1 from true/false): rows all
+    true, all false, with one false or true in the last (partial) tile, so a
+    padding other than the identity would flip them."""
+    init = 1 if op == "andi" else 0
+    text = BITWISE.format(n=n, t="i1", init=init, op=op)
+    gen = np.random.default_rng(n)
+    x = gen.random((7, n)) < 0.5
+    x[0], x[1], x[2], x[3] = True, False, True, False
+    x[2, n - 1], x[3, n - 1] = False, True
+    (got,) = compile(text, smem_budget=budget)(on_device(x))
+    t = torch.from_numpy(x)
+    want = {"andi": t.all(1), "ori": t.any(1), "xori": t.sum(1) % 2 == 1}[op]
+    assert got.cpu().tolist() == want.tolist()
+    (ref,) = evaluate(load_program(text), [x])
+    assert ref.astype(bool).tolist() == want.tolist()
+
+
+@pytest.mark.parametrize("budget", BUDGETS)
+@pytest.mark.parametrize("op", sorted(TORCH_BITWISE))
+def test_bitwise_reductions_of_integers(op, budget):
+    """andi (identity all ones), ori and xori (zero) of i32 rows of 3000."""
+    init = -1 if op == "andi" else 0
+    text = BITWISE.format(n=3000, t="i32", init=init, op=op)
+    gen = torch.Generator().manual_seed(3)
+    x = torch.randint(-(2**31), 2**31 - 1, (7, 3000), generator=gen, dtype=torch.int64).to(torch.int32)
+    x[0] = -1
+    x[0, 2999] = 0x7FFFFFFE  # the last (partial) chunk clears two bits
+    (got,) = compile(text, smem_budget=budget)(on_device(x))
+    want = x[:, 0].clone()
+    for j in range(1, 3000):
+        want = TORCH_BITWISE[op](want, x[:, j])
+    assert torch.equal(got.cpu(), want)
+    (ref,) = evaluate(load_program(text), [x.numpy()])
+    assert torch.equal(torch.from_numpy(ref), want)
 
 
 def test_i1_max_and_min_elementwise_are_and_and_or():

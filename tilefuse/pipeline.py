@@ -2,7 +2,7 @@
 The default pipeline: the one ordered list of stages, and the one way to run it.
 
 ```
-inline-calls -> fold-host-scalars -> fold-asserts -> fold-reshape-of-creation
+inline-calls -> drop-unused-results -> fold-host-scalars -> fold-asserts -> fold-reshape-of-creation
     -> decompose-softmax -> fold-unit-dims -> linalg-generalize -> scalar-operands -> fold-transposes
     -> fold-windows -> split-reduction{target} -> flash-attention
     -> fusion-groups{target} -> tile-and-fuse{target} -> horizontal-fusion{target}
@@ -33,6 +33,7 @@ from tilefuse.frontend.parse import verify
 from tilefuse.ir import forms
 from tilefuse.ir.context import make_context
 from tilefuse.passes.decompose_softmax import DecomposeSoftmaxPass
+from tilefuse.passes.drop_unused_results import DropUnusedResultsPass
 from tilefuse.passes.flash_attention import FlashAttentionPass
 from tilefuse.passes.fold_asserts import FoldAssertsPass
 from tilefuse.passes.fold_host_scalars import FoldHostScalarsPass
@@ -90,6 +91,7 @@ class Stage:
 
 STAGES: tuple[Stage, ...] = (
     Stage("inline-calls", InlineCallsPass, done=_no_calls),
+    Stage("drop-unused-results", DropUnusedResultsPass),
     Stage("fold-host-scalars", FoldHostScalarsPass),
     Stage("fold-asserts", FoldAssertsPass),
     Stage("fold-reshape-of-creation", FoldReshapeOfCreationPass),

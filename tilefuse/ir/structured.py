@@ -224,11 +224,13 @@ IDENTITY = {
     arith.AddfOp: 0.0, arith.MulfOp: 1.0, arith.MaximumfOp: float("-inf"),
     arith.MinimumfOp: float("inf"), arith.MaxnumfOp: float("-inf"),
     arith.MinnumfOp: float("inf"), arith.AddiOp: 0, arith.MaxSIOp: float("-inf"),
-    arith.MinSIOp: float("inf"),
+    arith.MinSIOp: float("inf"), arith.AndIOp: -1, arith.OrIOp: 0, arith.XOrIOp: 0,
 }  # fmt: skip
 """Reduction combiners and their identities (an infinity in an integer type is
-that type's smallest or largest signed value: see `constant_of`): the compiler's one
-table of them (`combiner_at` matches them). The oracle keeps its own on purpose."""
+that type's smallest or largest signed value, -1 all ones, true for an i1: see
+`constant_of`): the compiler's one table of them (`combiner_at` matches them, and
+`arg_reduction` the value + index pairs built on the max/min ones). The oracle
+keeps its own on purpose."""
 
 
 CMPF_PREDICATES = ("false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord", "ueq", "ugt",
@@ -257,6 +259,122 @@ def combiner_at(acc: SSAValue, value: SSAValue) -> tuple[Operation, SSAValue] | 
     if not isinstance(op, Operation) or type(op) not in IDENTITY or acc not in op.operands:
         return None
     return op, op.operands[1] if op.operands[0] is acc else op.operands[0]
+
+
+ARG_PREDICATES = {
+    arith.MaximumfOp: ("ogt", "olt"), arith.MinimumfOp: ("olt", "ogt"),
+    arith.MaxSIOp: ("sgt", "slt"), arith.MinSIOp: ("slt", "sgt"),
+}  # fmt: skip
+"""The comparisons `x <p> acc` (and `acc <p'> x`, its mirror) that make a max/min
+combiner's position the first position of the extremum: strict, and for floats
+ordered (false on NaN), as torch-mlir spells `max(dim)`, `argmax` and `argmin`."""
+
+CMPI_PREDICATES = ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge")
+
+
+@dataclass(frozen=True)
+class ArgReduction:
+    """A max/min reduction and the position where it was first reached.
+
+    ```mlir
+    ^bb0(%x: f32, %acc: f32, %acc_i: i64):
+      %j = linalg.index 1 : index            // the one reduction loop
+      %p = arith.index_cast %j : index to i64
+      %v = arith.maximumf %x, %acc : f32     // `combiner`, outputs[value]
+      %c = arith.cmpf ogt, %x, %acc : f32    // `compare`
+      %i = arith.select %c, %p, %acc_i : i64 // `select`, outputs[index]
+      linalg.yield %v, %i : f32, i64
+    ```
+
+    Sequentially (the IR's meaning): the position moves only where `x` is strictly
+    past the running extremum, so ties keep the first position; once a NaN has
+    been combined (maximumf/minimumf propagate it) every later comparison is
+    false, so the position is that of the extremum *before the first NaN*
+    (torch's argmax returns the NaN's own position instead: torch-mlir's IR
+    differs from torch there, and the IR is the program)."""
+
+    value: int
+    """The output holding the extremum."""
+    index: int
+    """The output holding its position."""
+    combiner: Operation
+    compare: Operation
+    select: Operation
+    x: SSAValue
+    """The value compared and combined (the same SSA value in both)."""
+    position: SSAValue
+    """The selected position: `linalg.index` of `dim`, cast or offset by values
+    from outside the payload (a tile's offset): increasing along `dim`."""
+    dim: int
+
+    @property
+    def is_max(self) -> bool:
+        return isinstance(self.combiner, arith.MaximumfOp | arith.MaxSIOp)
+
+
+def _predicate(op: Operation) -> str | None:
+    if isinstance(op, arith.CmpfOp):
+        return cmpf_predicate(op)
+    if isinstance(op, arith.CmpiOp):
+        return CMPI_PREDICATES[op.predicate.value.data]
+    return None
+
+
+def _in_block(v: SSAValue, block: Block) -> bool:
+    owner = v.owner
+    return owner is block or (isinstance(owner, Operation) and owner.parent_block() is block)
+
+
+def _position_dim(v: SSAValue, block: Block) -> int | None:
+    """The loop `v` counts along, if `v` is `linalg.index d` cast or offset by
+    values defined outside `block`; else None."""
+    while isinstance(op := v.owner, Operation) and op.parent_block() is block:
+        if isinstance(op, linalg.IndexOp):
+            return op.dim.value.data
+        inside = [o for o in op.operands if _in_block(o, block)]
+        if not isinstance(op, arith.IndexCastOp | arith.AddiOp) or len(inside) != 1:
+            return None
+        v = inside[0]
+    return None
+
+
+def arg_reduction(
+    payload: Block, num_inputs: int, reduction_dims: Sequence[int]
+) -> ArgReduction | None:
+    """The value + position pair of a reduction payload (see `ArgReduction`), or
+    None: two outputs, one yielding `acc <max/min> x` (`combiner_at`), the other
+    `select(x <strict> acc, position, acc_i)`, the accumulators read nowhere
+    else, over one reduction loop that the position counts along."""
+    yield_op = payload.last_op
+    if yield_op is None or len(reduction_dims) != 1:
+        return None
+    accs = payload.args[num_inputs:]
+    for i, y in enumerate(yield_op.operands):
+        sel = y.owner
+        if not isinstance(sel, arith.SelectOp) or sel.rhs is not accs[i]:
+            continue
+        for v, acc in enumerate(accs):
+            found = None if v == i else combiner_at(acc, yield_op.operands[v])
+            if found is None or type(found[0]) not in ARG_PREDICATES:
+                continue
+            comb, x = found
+            cmp = sel.cond.owner
+            pred = _predicate(cmp) if isinstance(cmp, Operation) else None
+            strict, mirrored = ARG_PREDICATES[type(comb)]
+            if not ((pred == strict and tuple(cmp.operands) == (x, acc))
+                    or (pred == mirrored and tuple(cmp.operands) == (acc, x))):  # fmt: skip
+                continue
+            if {u.operation for u in acc.uses} != {comb, cmp} or len(list(accs[i].uses)) != 1:
+                continue
+            if _position_dim(sel.lhs, payload) != reduction_dims[0]:
+                continue
+            return ArgReduction(v, i, comb, cmp, sel, x, sel.lhs, reduction_dims[0])
+    return None
+
+
+def arg_reduction_of(s: StructuredOp) -> ArgReduction | None:
+    """`arg_reduction` of a structured op's payload."""
+    return arg_reduction(s.payload, len(s.inputs), s.reduction_dims)
 
 
 def reduction_combiner(s: StructuredOp) -> type | None:

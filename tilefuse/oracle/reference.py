@@ -65,7 +65,8 @@ COMBINERS: dict[type[Operation], np.ufunc] = {
     arith.AddfOp: np.add, arith.MulfOp: np.multiply, arith.MaximumfOp: np.maximum,
     arith.MinimumfOp: np.minimum, arith.MaxnumfOp: np.fmax, arith.MinnumfOp: np.fmin,
     arith.AddiOp: np.add, arith.MuliOp: np.multiply, arith.MaxSIOp: np.maximum,
-    arith.MinSIOp: np.minimum,
+    arith.MinSIOp: np.minimum, arith.AndIOp: np.bitwise_and, arith.OrIOp: np.bitwise_or,
+    arith.XOrIOp: np.bitwise_xor,
 }  # fmt: skip
 
 

@@ -17,6 +17,7 @@ from xdsl.passes import ModulePass
 
 PASSES = {
     "inline-calls": "tilefuse.passes.inline_calls:InlineCallsPass",
+    "drop-unused-results": "tilefuse.passes.drop_unused_results:DropUnusedResultsPass",
     "fold-host-scalars": "tilefuse.passes.fold_host_scalars:FoldHostScalarsPass",
     "fold-asserts": "tilefuse.passes.fold_asserts:FoldAssertsPass",
     "fold-reshape-of-creation":

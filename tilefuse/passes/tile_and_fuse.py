@@ -90,6 +90,7 @@ from tilefuse.analysis.tile_plan import (
 from tilefuse.ir.diagnostics import CompileError, op_location, warn
 from tilefuse.ir.structured import (
     IDENTITY,
+    arg_reduction,
     combiner_at,
     constant_of,
     reduction_combiner,
@@ -661,7 +662,12 @@ class TileProgramBuilder:
             return
         yield_op = block.last_op
         assert yield_op is not None
+        # A position is selected where its value wins: masking the value (in its
+        # comparison too) keeps padding from winning.
+        pair = arg_reduction(block, len(node.s.inputs), node.s.reduction_dims)
         for i, value in enumerate(yield_op.operands):
+            if pair is not None and i == pair.index:
+                continue
             found = combiner_at(block.args[len(node.s.inputs) + i], value)
             if found is None:
                 raise TilingRefused(
@@ -670,10 +676,11 @@ class TileProgramBuilder:
                     op_location(node.op),
                 )  # fmt: skip
             comb, x = found
+            users = [comb, pair.compare] if pair is not None and i == pair.value else [comb]
             ops, sel = self._mask(node, partial, x, IDENTITY[type(comb)], scope)
-            for o in ops:
-                block.insert_op_before(o, comb)
-            comb.operands = [sel if o is x else o for o in comb.operands]
+            block.insert_ops_before(ops, min(users, key=block.get_operation_index))
+            for user in users:
+                user.operands = [sel if o is x else o for o in user.operands]
 
     def _mask_partial_outputs(self, node: Node, block: Block, scope: _Scope) -> None:
         """Outputs summed over by a contraction or the online reductions: zero past

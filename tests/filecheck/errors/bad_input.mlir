@@ -23,7 +23,7 @@
 // MISSING: error: cannot open '{{.*}}does_not_exist.mlir': No such file or directory
 
 // RUN: not tilefuse-opt %S/Inputs/malformed.mlir -p no-such-pass 2>&1 | filecheck %s --check-prefix=PASS
-// PASS: error: -p: unknown pass 'no-such-pass'; the passes are inline-calls, fold-host-scalars,
+// PASS: error: -p: unknown pass 'no-such-pass'; the passes are inline-calls, drop-unused-results, fold-host-scalars,
 
 // RUN: not tilefuse-opt %S/Inputs/unknown_op.mlir --debug 2>&1 | filecheck %s --check-prefix=DEBUG
 // DEBUG: Traceback

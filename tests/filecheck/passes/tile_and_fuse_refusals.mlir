@@ -4,7 +4,7 @@
 // A reduction whose payload is not `combiner(x, acc)` cannot be masked on a
 // partial tile (300 columns in a 512-wide tile): the pass says why, at the
 // op's location, and leaves the group untiled (still correct IR).
-// CHECK: tile_and_fuse_refusals.mlir:[[# @LINE + 4]]:3: warning: 'tilefuse.group' op left untiled: cannot mask this reduction's edge tiles: its payload does not end in a recognised combiner (addf, mulf, maximumf, minimumf, maxnumf, minnumf, addi, maxsi, minsi)
+// CHECK: tile_and_fuse_refusals.mlir:[[# @LINE + 4]]:3: warning: 'tilefuse.group' op left untiled: cannot mask this reduction's edge tiles: its payload does not end in a recognised combiner (addf, mulf, maximumf, minimumf, maxnumf, minnumf, addi, maxsi, minsi, andi, ori, xori)
 // CHECK: tilefuse.group "fused_kernel_0"
 // CHECK-NOT: tilefuse.tile_grid
 func.func @decay(%x: tensor<8x300xf32>) -> tensor<8xf32> {

@@ -22,9 +22,20 @@ from xdsl.ir import Operation, SSAValue
 from tilefuse.analysis.dataflow import is_contraction, product_operand
 from tilefuse.backend.triton.dot import DotAxes, dot_axes
 from tilefuse.backend.triton.dtypes import kept_shape, tl_dtype
-from tilefuse.backend.triton.scalar import BINARY, REDUCE, int_width, scalar_expr
+from tilefuse.backend.triton.scalar import (
+    BINARY,
+    I1_REDUCE,
+    REDUCE,
+    int_width,
+    scalar_expr,
+)
 from tilefuse.ir.diagnostics import CompileError
-from tilefuse.ir.structured import StructuredOp, element_type
+from tilefuse.ir.structured import (
+    ArgReduction,
+    StructuredOp,
+    arg_reduction_of,
+    element_type,
+)
 
 if TYPE_CHECKING:
     from tilefuse.backend.triton.kernel import KernelPrinter
@@ -214,42 +225,107 @@ class GenericPrinter:
         s = self.s
         yield_op = s.payload.last_op
         assert yield_op is not None
+        pair = arg_reduction_of(s)
         for j, value in enumerate(yield_op.operands):
+            if pair is not None and j == pair.index:
+                continue
+            if pair is not None and j == pair.value:
+                self._print_arg_reduction(env, pair)
+                continue
             comb = value.owner
             acc = s.payload.args[len(s.inputs) + j]
             if (not isinstance(comb, Operation) or type(comb) not in REDUCE
                     or acc not in comb.operands or len(list(acc.uses)) != 1):  # fmt: skip
                 raise CompileError.at(
                     s.op, "is a reduction the Triton backend cannot lower: its payload "
-                    "must end in addf/mulf/maximumf/minimumf/maxnumf/minnumf/addi/maxsi/minsi of the accumulator, "
-                    "which it reads nowhere else")  # fmt: skip
+                    "must end in addf/mulf/maximumf/minimumf/maxnumf/minnumf/addi/maxsi/minsi/"
+                    "andi/ori/xori of the accumulator, which it reads nowhere else, or be a "
+                    "max/min with the first position reached (argmax, argmin)")  # fmt: skip
+            reduce, combine = REDUCE[type(comb)], BINARY.get(type(comb), "")
             if int_width(acc) == 1:
-                raise CompileError.at(s.op, "reduces i1 values, which the Triton backend does not "
-                                      "lower: extend them to a wider integer first (arith.extui)")  # fmt: skip
+                if type(comb) not in I1_REDUCE:
+                    raise CompileError.at(s.op, f"reduces i1 values by {comb.name}, which the Triton "
+                                          "backend does not lower (andi, ori, xori, maxsi, minsi and addi "
+                                          "it does): extend them to a wider integer first (arith.extui)")  # fmt: skip
+                reduce, combine = I1_REDUCE[type(comb)]
             x = comb.operands[1] if comb.operands[0] is acc else comb.operands[0]
-            expr, dims = self.run_payload(env, stop=x)[0]
-            if dims != set(self.kept):
-                expr = f"tl.broadcast_to({expr}, {self.kshape()})"
-            # Reduce without keep_dims: the result keeps the reduction's own
-            # (sliced) layout, so broadcasting it back later costs no
-            # layout conversion (a reshape here made Triton 3.6 kernels 100x slower).
-            for d in sorted(self.kdims(s.reduction_dims), key=self.pos.get, reverse=True):
-                expr = f"{REDUCE[type(comb)]}({expr}, axis={self.pos[d]})"
+            expr = self._reduced(reduce, self._in_loop_space(env, x))
             red = self.k.value("red", expr)
-            out_dims = self.kdims(s.operand_dims(len(s.inputs) + j))
-            kept = [d for d in self.kept if d not in s.reduction_dims]
-            if sorted(out_dims, key=self.pos.get) != kept:
-                raise CompileError.at(s.op, "has an output that does not cover its parallel loops")
-            to_sorted = sorted(range(len(out_dims)), key=lambda i: self.pos[out_dims[i]])
-            acc_value = self.k.ref(s.outputs[j])
-            if to_sorted != list(range(len(out_dims))):
-                acc_value = f"tl.permute({acc_value}, {tuple(to_sorted)})"
-            value = BINARY[type(comb)].format(acc_value, red)
-            back = [kept.index(d) for d in out_dims]
-            if back != list(range(len(back))):
-                value = f"tl.permute({value}, {tuple(back)})"
-            result = s.op.results[j]
-            self.k.bind(result, value, kept_shape(result.type), self.result_hint(j))
+            self._bind_reduced(j, lambda acc_value, r=red, c=combine: c.format(acc_value, r))
+
+    def _in_loop_space(self, env, x: SSAValue) -> str:
+        """Payload value `x` as a block over the whole loop space."""
+        expr, dims = self.run_payload(env, stop=x)[0]
+        if dims != set(self.kept):
+            expr = f"tl.broadcast_to({expr}, {self.kshape()})"
+        return expr
+
+    def _reduced(self, reduce: str, expr: str, *args: str) -> str:
+        """`reduce(expr, *args, axis)` over every (kept) reduction axis, innermost first."""
+        # Reduce without keep_dims: the result keeps the reduction's own
+        # (sliced) layout, so broadcasting it back later costs no
+        # layout conversion (a reshape here made Triton 3.6 kernels 100x slower).
+        for d in sorted(self.kdims(self.s.reduction_dims), key=self.pos.get, reverse=True):
+            expr = f"{reduce}({', '.join([expr, *args])}, axis={self.pos[d]})"
+        return expr
+
+    def _out_order(self, j: int) -> tuple[list[int], list[int]]:
+        """Output `j`'s permutation to the kept loops' order, and back."""
+        s = self.s
+        out_dims = self.kdims(s.operand_dims(len(s.inputs) + j))
+        kept = [d for d in self.kept if d not in s.reduction_dims]
+        if sorted(out_dims, key=self.pos.get) != kept:
+            raise CompileError.at(s.op, "has an output that does not cover its parallel loops")
+        to_sorted = sorted(range(len(out_dims)), key=lambda i: self.pos[out_dims[i]])
+        return to_sorted, [kept.index(d) for d in out_dims]
+
+    def _acc(self, j: int) -> str:
+        """Output `j`'s initial value in the kept loops' order."""
+        to_sorted, _ = self._out_order(j)
+        acc_value = self.k.ref(self.s.outputs[j])
+        if to_sorted != list(range(len(to_sorted))):
+            acc_value = f"tl.permute({acc_value}, {tuple(to_sorted)})"
+        return acc_value
+
+    def _bind_reduced(self, j: int, final) -> None:
+        """Bind result `j` to `final(its initial value)`, back in its own axis order."""
+        _, back = self._out_order(j)
+        value = final(self._acc(j))
+        if back != list(range(len(back))):
+            value = f"tl.permute({value}, {tuple(back)})"
+        result = self.s.op.results[j]
+        self.k.bind(result, value, kept_shape(result.type), self.result_hint(j))
+
+    def _print_arg_reduction(self, env, pair: ArgReduction) -> None:
+        """A max/min and its first position (`ArgReduction`), exactly as the IR's
+        sequential loop computes them from the accumulators: the extremum of the
+        block (NaN if any element is), and the first position of the extremum of
+        the elements before the block's first NaN (`_arg_max` and friends), taken
+        where it is strictly past the accumulated one."""
+        s = self.s
+        if self._out_order(pair.value) != self._out_order(pair.index):
+            raise CompileError.at(s.op, "has a max/min and its position in outputs of different "
+                                  "layouts, which the Triton backend does not lower")  # fmt: skip
+        if int_width(pair.x) == 1:
+            raise CompileError.at(s.op, "takes the position of a max/min of i1 values, which the "
+                                  "Triton backend does not lower: extend them first (arith.extui)")  # fmt: skip
+        x = self._in_loop_space(env, pair.x)
+        x = x if x.isidentifier() else self.k.value("x", x)
+        position = self._in_loop_space(env, pair.position)
+        red = self.k.value("red", self._reduced(REDUCE[type(pair.combiner)], x))
+        combine = BINARY[type(pair.combiner)]
+        acc_value = self._acc(pair.value)
+        integer = isinstance(element_type(pair.x.type), IntegerType)
+        helper = ("_arg_max" if pair.is_max else "_arg_min") + ("_int" if integer else "")
+        sign = ">" if pair.is_max else "<"
+
+        def index(acc: str) -> str:
+            if not self.kdims(s.reduction_dims):  # one element: its position where it is past acc
+                return f"tl.where({x} {sign} {acc_value}, {position}, {acc})"
+            return self._reduced(helper, x, position, acc_value, acc)
+
+        self._bind_reduced(pair.value, lambda acc: combine.format(acc, red))
+        self._bind_reduced(pair.index, index)
 
     # -- contractions ------------------------------------------------------------
 
@@ -345,4 +421,6 @@ def result_hint(s: StructuredOp, j: int) -> str | None:
     if y.name_hint or not s.reduction_dims or is_contraction(s):
         return y.name_hint
     comb = y.owner
+    if isinstance(comb, arith.SelectOp):  # the position of an argmax/argmin
+        return "position"
     return REDUCTION_NAMES.get(REDUCE.get(type(comb), ""))  # type: ignore[arg-type]

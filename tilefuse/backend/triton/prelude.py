@@ -318,7 +318,8 @@ def _to_bf16(x):
 
 # Reductions by arith.maximumf/minimumf: NaN if any element is. On the GPU a
 # reduction whose combiner propagates NaN (max.NaN.f32); the interpreter runs a
-# custom combiner element by element, so there: tl.max, then the NaN test.
+# custom combiner element by element, so there: tl.max, then the NaN test (the
+# NaNs replaced first: the interpreter's tl.max warns on a slice of NaNs only).
 @triton.jit
 def _max_nan_combine(a, b):
     return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
@@ -345,7 +346,8 @@ def _max_nan(x, axis: tl.constexpr):
     if _ON_GPU:
         r = tl.reduce(x, axis, _max_nan_combine)
     else:
-        r = tl.where(tl.max((x != x).to(tl.int32), axis) > 0, float("nan"), tl.max(x, axis))
+        r = tl.where(tl.max((x != x).to(tl.int32), axis) > 0, float("nan"),
+                     tl.max(tl.where(x != x, float("-inf"), x), axis))
     return r
 
 
@@ -354,5 +356,94 @@ def _min_nan(x, axis: tl.constexpr):
     if _ON_GPU:
         r = tl.reduce(x, axis, _min_nan_combine)
     else:
-        r = tl.where(tl.max((x != x).to(tl.int32), axis) > 0, float("nan"), tl.min(x, axis))
+        r = tl.where(tl.max((x != x).to(tl.int32), axis) > 0, float("nan"),
+                     tl.min(tl.where(x != x, float("inf"), x), axis))
     return r
+
+
+# Integer reductions by arith.andi/ori/xori; on i1 (0/1 in Triton) as counts,
+# so no bitwise reduction of int1 is asked of the compiler.
+@triton.jit
+def _and_combine(a, b):
+    return a & b
+
+
+@triton.jit
+def _or_combine(a, b):
+    return a | b
+
+
+@triton.jit
+def _xor_combine(a, b):
+    return a ^ b
+
+
+@triton.jit
+def _and_reduce(x, axis: tl.constexpr):
+    return tl.reduce(x, axis, _and_combine)
+
+
+@triton.jit
+def _or_reduce(x, axis: tl.constexpr):
+    return tl.reduce(x, axis, _or_combine)
+
+
+@triton.jit
+def _xor_reduce(x, axis: tl.constexpr):
+    return tl.reduce(x, axis, _xor_combine)
+
+
+@triton.jit
+def _all(x, axis: tl.constexpr):
+    return tl.min(x.to(tl.int32), axis) != 0
+
+
+@triton.jit
+def _any(x, axis: tl.constexpr):
+    return tl.max(x.to(tl.int32), axis) != 0
+
+
+@triton.jit
+def _parity(x, axis: tl.constexpr):
+    return (tl.sum(x.to(tl.int32), axis) & 1) != 0
+
+
+# A max/min and the first position it is reached at (argmax, argmin), as the
+# IR's sequential loop computes them (`ir/structured.py`'s `ArgReduction`): the
+# position `acc_i` moves only to an element strictly past the running extremum,
+# which starts at `acc`, so ties keep the first position and, for floats, no
+# element at or after the first NaN (the running value is NaN from there on, and
+# comparisons with NaN are false) moves it. Along `axis`: the extremum of the
+# elements before the first NaN, the least position holding it (two plain
+# reductions: no order of a tree reduction to rely on), taken if past `acc`.
+@triton.jit
+def _before_first_nan(x, position, fill, axis: tl.constexpr):
+    nan = tl.min(tl.where(x != x, position, 2147483647), axis)
+    return tl.where(position < tl.expand_dims(nan, axis), x, fill)
+
+
+@triton.jit
+def _first_position(x, best, position, axis: tl.constexpr):
+    return tl.min(tl.where(x == tl.expand_dims(best, axis), position, 2147483647), axis)
+
+
+@triton.jit
+def _arg_max_int(x, position, acc, acc_i, axis: tl.constexpr):
+    best = tl.max(x, axis)
+    return tl.where(best > acc, _first_position(x, best, position, axis), acc_i)
+
+
+@triton.jit
+def _arg_min_int(x, position, acc, acc_i, axis: tl.constexpr):
+    best = tl.min(x, axis)
+    return tl.where(best < acc, _first_position(x, best, position, axis), acc_i)
+
+
+@triton.jit
+def _arg_max(x, position, acc, acc_i, axis: tl.constexpr):
+    return _arg_max_int(_before_first_nan(x, position, float("-inf"), axis), position, acc, acc_i, axis)
+
+
+@triton.jit
+def _arg_min(x, position, acc, acc_i, axis: tl.constexpr):
+    return _arg_min_int(_before_first_nan(x, position, float("inf"), axis), position, acc, acc_i, axis)

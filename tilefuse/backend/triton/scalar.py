@@ -70,7 +70,13 @@ CMPI = {0: "==", 1: "!=", 2: "<", 3: "<=", 4: ">", 5: ">=", 6: "<", 7: "<=", 8: 
 # and tl.min skip NaNs, as maxnumf/minnumf do.
 REDUCE = {arith.AddfOp: "tl.sum", arith.MulfOp: "_prod", arith.MaximumfOp: "_max_nan", arith.MinimumfOp: "_min_nan",
           arith.MaxSIOp: "tl.max", arith.MinSIOp: "tl.min",
-          arith.MaxnumfOp: "tl.max", arith.MinnumfOp: "tl.min", arith.AddiOp: "tl.sum"}  # fmt: skip
+          arith.MaxnumfOp: "tl.max", arith.MinnumfOp: "tl.min", arith.AddiOp: "tl.sum",
+          arith.AndIOp: "_and_reduce", arith.OrIOp: "_or_reduce", arith.XOrIOp: "_xor_reduce"}  # fmt: skip
+# i1 reductions (Triton's int1 is 0/1; a true i1 read signed is -1, so maxsi is AND,
+# minsi OR, and addi wraps to XOR): the block reduction and the combine with the init.
+I1_REDUCE = {arith.AndIOp: ("_all", "({} & {})"), arith.MaxSIOp: ("_all", "({} & {})"),
+             arith.OrIOp: ("_any", "({} | {})"), arith.MinSIOp: ("_any", "({} | {})"),
+             arith.XOrIOp: ("_parity", "({} ^ {})"), arith.AddiOp: ("_parity", "({} ^ {})")}  # fmt: skip
 
 
 def literal(value: float) -> str:
