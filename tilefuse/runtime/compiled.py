@@ -373,17 +373,18 @@ def compile(
             dump.write("kernels.py", emitted.text)
             dump.write_constants(emitted.constants)
             dump.write_report()
-    return load(module, emitted, start)
+    return load(module, emitted, start, name)
 
 
-def load(module: ModuleOp, emitted: EmittedModule, start: float | None = None) -> CompiledProgram:
+def load(module: ModuleOp, emitted: EmittedModule, start: float | None = None,
+         name: str | None = None) -> CompiledProgram:  # fmt: skip
     """The program of an emitted module: its source imported, its constants built
     (`start`: when compiling began, for `compile_seconds`)."""
     python = import_source(emitted.text)
     seconds = time.perf_counter() - start if start is not None else 0.0
     kernels = tuple(python.KERNELS)
-    channel("kernels").info("@%s: %d kernel%s (%s), source %s",
-                            entry_function(module).sym_name.data, len(kernels),
+    name = name or f"@{entry_function(module).sym_name.data}"
+    channel("kernels").info("%s: %d kernel%s (%s), source %s", name, len(kernels),
                             "" if len(kernels) == 1 else "s", ", ".join(kernels) or "none",
                             python.__file__)  # fmt: skip
     return CompiledProgram(module, emitted.text, python, python.ENTRY, seconds,
