@@ -43,7 +43,7 @@ def _erase_unused(op: Operation, rewriter: PatternRewriter) -> None:
     if op.dialect_name() != "arith" or any(r.uses for r in op.results):
         return
     operands = [v.owner for v in op.operands if isinstance(v.owner, Operation)]
-    rewriter.erase_op(op)
+    rewriter.erase(op)
     for owner in operands:
         _erase_unused(owner, rewriter)
 
@@ -64,7 +64,7 @@ class FoldProvenAssert(RewritePattern):
         if value_range(op.arg) != TRUE:
             return
         cond = op.arg.owner
-        rewriter.erase_op(op)
+        rewriter.erase(op)
         if isinstance(cond, Operation):
             _erase_unused(cond, rewriter)
 

@@ -239,15 +239,14 @@ class CompiledProgram:
     host_constants: tuple[HostConstant, ...] = ()
     """The tensor constants the host function takes, as data (`emit_module`)."""
     constants: dict[Any, tuple[Any, ...]] = field(default_factory=dict)
-    """Their tensors by device: built once on the program's device when it is
-    loaded (and once on another device a call's tensors are on)."""
+    """Their tensors by device, each built once, at the first call on that device
+    (not at load: the torch backend loads programs inside aot_autograd's fake-tensor
+    tracing, where a tensor built would be a fake one)."""
 
     def __post_init__(self) -> None:
         listed = [(c.name, c.shape, f"torch.{c.dtype}") for c in self.host_constants]
         if listed != [(n, s, str(d)) for n, s, d in self.python.CONSTANTS]:
             raise RuntimeError("the generated module's CONSTANTS are not the program's constants")
-        if self.host_constants:
-            self.constants_on(_default_device(self.on_gpu))
 
     def constants_on(self, device: Any) -> tuple[Any, ...]:
         """The program's constants on `device`, each built once."""
