@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 import tilefuse.torch as tt
+from tests.device import DEVICE
 from tilefuse.testing.zoo import ZOO
 from tilefuse.torch import backend
 
@@ -43,9 +44,15 @@ RTOL = 5e-5
 
 
 def _eager64(model: nn.Module, inputs: tuple) -> object:
-    ref = copy.deepcopy(model).double()
+    ref = copy.deepcopy(model).cpu().double()
     with torch.no_grad():
-        return ref(*[x.double() if x.is_floating_point() else x for x in inputs])
+        return ref(*[x.cpu().double() if x.is_floating_point() else x.cpu() for x in inputs])
+
+
+def _build(name: str) -> tuple[nn.Module, tuple]:
+    """The model and its inputs where the kernels run (the GPU if there is one)."""
+    model, inputs = ZOO[name].build()
+    return model.to(DEVICE), tuple(x.to(DEVICE) for x in inputs)
 
 
 def _flat(outputs: object) -> list[torch.Tensor]:
@@ -59,6 +66,7 @@ def assert_matches(name: str, outputs: object, expected: object) -> None:
     assert len(outputs) == len(expected)
     for out, ref in zip(outputs, expected, strict=True):
         assert out.shape == ref.shape, name
+        out = out.cpu()
         if ref.is_floating_point():
             scale = float(ref.abs().max().clamp_min(1e-30))
             err = float((out.double() - ref).abs().max()) / scale
@@ -73,7 +81,7 @@ def test_the_kernel_table_covers_the_zoo():
 
 @pytest.mark.parametrize("name", sorted(ZOO))
 def test_zoo_model_through_tilefuse_compile(name):
-    model, inputs = ZOO[name].build()
+    model, inputs = _build(name)
     compiled = tt.compile(model, *inputs)
     assert_matches(name, compiled(*inputs), _eager64(model, inputs))
     assert len(compiled.kernels) == KERNELS[name], compiled.kernels
@@ -82,7 +90,7 @@ def test_zoo_model_through_tilefuse_compile(name):
 @pytest.mark.parametrize("name", sorted(ZOO))
 def test_zoo_model_through_the_torch_compile_backend(name):
     torch._dynamo.reset()
-    model, inputs = ZOO[name].build()
+    model, inputs = _build(name)
     before = (backend.STATS.compiled, backend.STATS.fallbacks)
     with torch.no_grad():
         outputs = torch.compile(model, backend=backend.tilefuse, dynamic=False)(*inputs)
