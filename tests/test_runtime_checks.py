@@ -7,6 +7,7 @@ import pytest
 import torch
 
 import tilefuse.runtime as tf
+from tests.device import run_on_device
 from tilefuse.frontend.parse import parse_module
 from tilefuse.ir.context import make_context
 from tilefuse.ir.diagnostics import RuntimeCheckError
@@ -69,7 +70,7 @@ def _inputs():
 def test_checks_that_hold_cost_one_flag_and_compute_the_result(prog):
     assert "_check(checks_ptr" in prog.source and "CHECKS = {" in prog.source
     ids, x = _inputs()
-    y, total = prog(ids, x)
+    y, total = run_on_device(prog, ids, x)
     torch.testing.assert_close(y, ids.float() + x)
     torch.testing.assert_close(total, x.sum(1))
 
@@ -82,7 +83,7 @@ def test_an_index_out_of_range_raises_with_the_message(prog, where, value, messa
     ids, x = _inputs()
     ids[where] = value
     with pytest.raises(RuntimeCheckError, match=message) as kernels:
-        prog(ids, x)
+        run_on_device(prog, ids, x)
     assert kernels.value.location is not None and kernels.value.location.startswith("<input>:")
     assert isinstance(kernels.value, RuntimeError)
     module = parse_module(make_context(), PROGRAM)
@@ -95,14 +96,14 @@ def test_a_check_in_a_reduction_is_run(prog):
     ids, x = _inputs()
     x[2, 5] = 0.0
     with pytest.raises(RuntimeCheckError, match="tensor with zero element"):
-        prog(ids, x)
+        run_on_device(prog, ids, x)
 
 
 def test_edge_tiles_do_not_check_their_padding(prog):
     """5 x 40 leaves lanes past the end of every tile; they read zeros, which
     would fail `x != 0`."""
     ids, x = _inputs()
-    prog(ids, x)  # no error
+    run_on_device(prog, ids, x)  # no error
     assert "tl.where(" in prog.source
 
 
@@ -119,6 +120,6 @@ def test_the_flag_is_zeroed_every_call(prog):
     bad = ids.clone()
     bad[0, 0] = 99
     with pytest.raises(RuntimeCheckError):
-        prog(bad, x)
-    y, _ = prog(ids, x)  # a later good call passes
+        run_on_device(prog, bad, x)
+    y, _ = run_on_device(prog, ids, x)  # a later good call passes
     assert np.isfinite(y.numpy()).all()

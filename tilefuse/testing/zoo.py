@@ -267,7 +267,7 @@ class TinyGPT(nn.Module):
         self.lm_head.weight = self.wte.weight
 
     def forward(self, idx):
-        pos = torch.arange(0, idx.shape[1], dtype=torch.long)
+        pos = torch.arange(0, idx.shape[1], dtype=torch.long, device=idx.device)
         x = self.wte(idx) + self.wpe(pos)
         return self.lm_head(self.ln_f(self.block(x)))
 

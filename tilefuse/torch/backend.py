@@ -34,6 +34,7 @@ from typing import Any
 import torch
 from torch._dynamo.backends.common import aot_autograd
 from torch._functorch.aot_autograd import make_boxed_func
+from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils import _pytree as pytree
 from torch_mlir import fx
 from torch_mlir.extras.fx_decomp_util import get_decomposition_table
@@ -169,5 +170,7 @@ def tilefuse(gm: torch.fx.GraphModule, example_inputs: list[Any],
     fw = forward_compiler(target)
     backend = aot_autograd(fw_compiler=fw, inference_compiler=fw, bw_compiler=compile_backward,
                            decompositions=get_decomposition_table())  # fmt: skip
-    with torch_deprecations_quiet():
+    # Attention as ATen's math (on CUDA, aot_autograd would otherwise trace
+    # `_scaled_dot_product_efficient_attention`, which torch-mlir cannot lower).
+    with torch_deprecations_quiet(), sdpa_kernel([SDPBackend.MATH]):
         return backend(gm, example_inputs)

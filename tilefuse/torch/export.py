@@ -127,6 +127,12 @@ def _first_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {lines[0] if lines else ''}"
 
 
+def _on_cpu(x: torch.Tensor) -> torch.Tensor:
+    if x.device.type == "cpu":
+        return x
+    return torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device="cpu").zero_()
+
+
 def export(fn: nn.Module | Callable[..., Any], example_inputs: tuple[Any, ...],
            name: str) -> Exported:  # fmt: skip
     """torch.export with torch-mlir's decompositions (after which mutations show as
@@ -137,8 +143,13 @@ def export(fn: nn.Module | Callable[..., Any], example_inputs: tuple[Any, ...],
     leaves = [TENSOR if isinstance(x, torch.Tensor) else x for x in flat]
     state = state_names(module)
     wrapper = Functional(module, [n for n, _ in state], in_spec, leaves)
-    args = [state_tensor(module, n, p).detach() for n, p in state]
-    args += [x for x in flat if isinstance(x, torch.Tensor)]
+    # Traced on CPU stand-ins (zeros of each tensor's shape, dtype and strides):
+    # on CUDA tensors torch's dispatch picks CUDA kernels at export
+    # (`_scaled_dot_product_efficient_attention`, `_thnn_fused_lstm_cell`) and
+    # torch-mlir cannot lower those; the CPU spelling is the same math in ATen
+    # ops. The values are never read: weights and inputs are arguments.
+    args = [_on_cpu(state_tensor(module, n, p).detach()) for n, p in state]
+    args += [_on_cpu(x) for x in flat if isinstance(x, torch.Tensor)]
     try:
         with torch_deprecations_quiet():
             program = torch.export.export(wrapper, tuple(args), strict=False)
