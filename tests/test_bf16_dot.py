@@ -202,3 +202,15 @@ def test_bf16_linear_at_model_size_compiles_for_sm90_on_tensor_cores():
     assert report.contraction and report.fits and "mma" in report.ptx_has, report
     assert report.predicted_working_set is not None
     assert report.shared_bytes <= report.predicted_working_set, report
+
+
+def test_f32_dot_beside_a_bf16_dot_keeps_f32():
+    """FlashAttention on bf16 Q, K, V with the softmax in f32: one kernel, Q K^T a
+    bf16 dot (the kernel's DOT_DTYPE), P V an IEEE f32 dot of its own (the f32
+    probabilities are not rounded to the kernel's bf16)."""
+    program = compile_program(PROGRAMS / "attention_bf16_qkv_f32_probs.mlir")
+    assert len(program.kernels) == 1 and plan_dots(program) == ["bf16"]
+    dots = re.findall(r"tl\.dot\((.*)\)$", program.source, re.M)
+    assert len(dots) == 2
+    assert "DOT_DTYPE" in dots[0] and 'tl.float32), v16.to(tl.float32)' in dots[1], dots
+    assert 'input_precision="ieee"' in dots[1]

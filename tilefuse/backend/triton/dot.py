@@ -52,6 +52,15 @@ def dot_axes(s: StructuredOp) -> DotAxes | None:
     return DotAxes(*dims) if dims is not None else None
 
 
+def narrower_than_its_factors(s: StructuredOp) -> bool:
+    """Does the kernel's `DOT_DTYPE` (its grid's first tl.dot's, a 16-bit type) round
+    the factors of the contraction `s`, which multiplies in f32 (FlashAttention's
+    f32 probabilities times bf16 values)? It is then a tl.dot in f32, IEEE."""
+    grid = _grid_of(s.op)
+    planned = grid.plan.dot_dtype if grid is not None and grid.plan is not None else None
+    return planned in ("bf16", "f16") and operand_dtype(s) == "f32"
+
+
 def dot_precision(group: GroupOp) -> str:
     """tl.dot's `input_precision` for a group: `"ieee"` for f32 operands unless its
     plan says TF32 (`dot = "tf32"`, asked for with `allow_tf32`); `"tf32"` otherwise
