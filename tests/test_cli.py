@@ -55,7 +55,8 @@ def test_an_unknown_pass_lists_the_passes(capsys):
 def test_an_unknown_pass_option_lists_the_options(capsys):
     err = one_line_error(capsys, [SOFTMAX, "-p", "tile-and-fuse{tgt=a100}"])
     assert err.startswith("error: -p tile-and-fuse: ")
-    assert err.endswith("options: target (str, default h200), smem_budget (int, default 0)")
+    assert err.endswith("options: target (str, default h200), smem_budget (int, default 0), "
+                        "allow_tf32 (bool, default false)")
 
 
 # -- xdsl-opt's options ------------------------------------------------------------------

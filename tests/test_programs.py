@@ -36,6 +36,9 @@ KERNELS = {
     "vector_contractions": 1, "view_of_concat": 2,
     "constant_index_gather": 2, "embedding_lookup": 1, "gather_from_an_operand": 2,
     "target_gather": 2,
+    "bf16_linear_torch_mlir": 1, "bf16_mlp_torch_mlir": 2, "f16_linear_torch_mlir": 1,
+    "bf16_times_f32_matmul": 1, "bf16_broadcast_batch_matmul": 1,
+    "attention_bf16_qkv_f32_probs": 1,
 }  # fmt: skip
 """Kernels each program becomes (conv_of_a_fill: one; a dead fill of its input was a
 second until fold-windows stopped keeping it alive)."""

@@ -4,7 +4,7 @@ The default pipeline: the one ordered list of stages, and the one way to run it.
 ```
 inline-calls -> drop-unused-results -> fold-host-scalars -> fold-asserts -> fold-reshape-of-creation
     -> decompose-softmax -> fold-unit-dims -> linalg-generalize -> scalar-operands -> fold-transposes
-    -> fold-windows -> split-reduction{target} -> flash-attention
+    -> fold-operand-extf -> fold-windows -> split-reduction{target} -> flash-attention
     -> fusion-groups{target} -> tile-and-fuse{target} -> horizontal-fusion{target}
     -> (emit triton)
 ```
@@ -37,6 +37,7 @@ from tilefuse.passes.drop_unused_results import DropUnusedResultsPass
 from tilefuse.passes.flash_attention import FlashAttentionPass
 from tilefuse.passes.fold_asserts import FoldAssertsPass
 from tilefuse.passes.fold_host_scalars import FoldHostScalarsPass
+from tilefuse.passes.fold_operand_extf import FoldOperandExtfPass
 from tilefuse.passes.fold_reshape_of_creation import FoldReshapeOfCreationPass
 from tilefuse.passes.fold_transposes import FoldTransposesPass
 from tilefuse.passes.fold_unit_dims import FoldUnitDimsPass
@@ -100,6 +101,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("linalg-generalize", LinalgGeneralizePass, done=_generalized),
     Stage("scalar-operands", ScalarOperandsPass),
     Stage("fold-transposes", FoldTransposesPass),
+    Stage("fold-operand-extf", FoldOperandExtfPass),
     Stage("fold-windows", FoldWindowsPass),
     Stage("split-reduction", SplitReductionPass, targeted=True),
     Stage("flash-attention", FlashAttentionPass),

@@ -2,7 +2,17 @@
 Contractions on tensor cores: the one rule for whether a contraction is a `tl.dot`,
 and in which dtype.
 
-- Before tiling, a contraction is priced as tensor-core work when its operands are
+- A contraction multiplies in its factors' storage type when both factors are
+  stored in the same type (`operand_dtype`), else in the type its payload
+  multiplies in (`arith.mulf`'s). A product of two bf16 (or two f16) values is
+  exact in f32, so `extf(a) * extf(b)` accumulated in f32 is what a 16-bit
+  tensor-core `tl.dot` accumulating in f32 computes, up to summation order (which
+  any `tl.dot` changes): torch-mlir's bf16 `nn.Linear` (`extf` producers, folded
+  into the contraction by `fold-operand-extf`) is a bf16 dot. A factor that is
+  not a 16-bit value widened (a genuine f32 operand) keeps the dot in f32, IEEE;
+  `tile-and-fuse{allow_tf32=true}` makes those TF32 (`dot = "tf32"`, torch's
+  `allow_tf32`), never by default.
+- Before tiling, a contraction is priced as tensor-core work when it multiplies
   16-bit floats (`tensor_core_dtype`): the cost model's `tc_flops`, in that dtype.
 - A tiled contraction is a `tl.dot` when its tile has no batch dim of more than one
   and its M, N and K blocks are each at least `MIN_DOT` (`dot_dims`); the tile
@@ -21,19 +31,44 @@ from __future__ import annotations
 
 import math
 
+from xdsl.dialects import arith
 from xdsl.ir import Operation
 
-from tilefuse.analysis.dataflow import is_contraction
+from tilefuse.analysis.dataflow import is_contraction, product_operand
 from tilefuse.ir.dtypes import dtype_name
 from tilefuse.ir.structured import StructuredOp, as_structured
+from tilefuse.ir.tilefuse import TF32, TilePlanAttr
 
 MIN_DOT = 16
 """The smallest M, N and K block of a `tl.dot`."""
 
 
+def factor_dtypes(s: StructuredOp) -> tuple[str, str] | None:
+    """The storage types of the two tensors a contraction multiplies (what its
+    tiles are loaded as), or None when `s` multiplies no two inputs."""
+    mul = next((op for op in s.payload.ops if isinstance(op, arith.MulfOp)), None)
+    if mul is None:
+        return None
+    args = list(s.payload.args[: len(s.inputs)])
+    factors = [product_operand(v) for v in mul.operands]
+    if any(f not in args for f in factors):
+        return None
+    a, b = (dtype_name(s.inputs[args.index(f)].type) for f in factors)
+    return a, b
+
+
 def operand_dtype(s: StructuredOp) -> str:
-    """The element type a contraction multiplies: its first operand's."""
-    return dtype_name(s.inputs[0].type)
+    """The element type a contraction's `tl.dot` multiplies in: both factors'
+    storage type when they agree (a 16-bit product is exact in f32), else the
+    payload's `arith.mulf` type (the wider one: a bf16 factor widened to meet an
+    f32 one is multiplied in f32)."""
+    factors = factor_dtypes(s)
+    if factors is None:
+        return dtype_name(s.inputs[0].type)
+    if factors[0] == factors[1]:
+        return factors[0]
+    mul = next(op for op in s.payload.ops if isinstance(op, arith.MulfOp))
+    return dtype_name(mul.result.type)
 
 
 TENSOR_CORE_DTYPES = ("f16", "bf16")
@@ -79,6 +114,16 @@ def grid_dot(root: Operation) -> str | None:
     is a `tl.dot`, or None."""
     return next((operand_dtype(s) for s in _contractions(root) if dot_dims(s) is not None),
                 None)  # fmt: skip
+
+
+def allowing_tf32(plan: TilePlanAttr) -> TilePlanAttr:
+    """`plan` with an f32 dot made TF32 (`dot = "tf32"`: f32 tiles, TF32 tensor
+    cores; torch's `allow_tf32`); any other plan as it is."""
+    if plan.dot_dtype != "f32":
+        return plan
+    return TilePlanAttr(plan.dims, plan.warps.data, plan.stages.data, plan.working_set.data,
+                        plan.smem_budget.data, plan.regs.data, plan.occupancy.data,
+                        plan.swizzle, plan.group_m, TF32, plan.note.data)  # fmt: skip
 
 
 def contraction_dtypes(root: Operation) -> tuple[str, ...]:

@@ -344,7 +344,15 @@ class _Roles:
     n: int | None
     k: int
     other_k: tuple[int, ...]
-    operand_bytes: int
+    a_bytes: int
+    """Bytes of an element of the M-side operand's tiles, in the type they are
+    loaded in (its storage type: a bf16 factor of an f32 dot is 2)."""
+    b_bytes: int
+    """The same for the N-side operand."""
+
+    @property
+    def operand_bytes(self) -> int:
+        return max(self.a_bytes, self.b_bytes)
 
 
 def _roles(graph: Graph, dims: SharedDims) -> _Roles:
@@ -364,7 +372,8 @@ def _roles(graph: Graph, dims: SharedDims) -> _Roles:
     n, _ = primary([d for d in out_dims if d in b_dims and d not in a_dims])
     k, other_k = primary(node.s.reduction_dims)
     assert k is not None
-    return _Roles(m, n, k, other_k, dtype_bytes(node.s.inputs[0].type))
+    a_bytes, b_bytes = (dtype_bytes(node.s.inputs[i].type) for i in range(2))
+    return _Roles(m, n, k, other_k, a_bytes, b_bytes)
 
 
 def _epilogue_library_calls(graph: Graph) -> int:
@@ -490,7 +499,7 @@ def _contraction_candidate(target, budget, roles: _Roles, ext, bm: int, bn: int,
     if acc_regs > MAX_ACC_REGS:
         return None
     for stages in (4, 3, 2, 1):
-        ws = stages * (bm * bk + bk * bn) * roles.operand_bytes
+        ws = stages * (bm * bk * roles.a_bytes + bk * bn * roles.b_bytes)
         if ws <= budget:
             break
     else:

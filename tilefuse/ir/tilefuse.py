@@ -158,6 +158,12 @@ GRID, WHOLE, LOOP = "grid", "whole", "loop"
 looped inside the tile in chunks of its block."""
 
 
+TF32 = "tf32"
+"""A tile plan's `dot` for f32 operands multiplied on TF32 tensor cores."""
+DOT_DTYPES = (*FLOATS, TF32)
+"""What a tile plan's `dot` may say."""
+
+
 @irdl_attr_definition
 class TilePlanAttr(ParametrizedAttribute):
     """
@@ -170,8 +176,9 @@ class TilePlanAttr(ParametrizedAttribute):
     shared-memory budget (bytes), the registers per thread the model expects, the
     occupancy it gives, the program order (`row`, or `grouped<m, n, group_m>`: the
     grid dims at positions `m` and `n` walked `group_m` tile rows at a time), and
-    `dot`: the operand dtype of the grid's contractions when they are `tl.dot`s,
-    `none` when the grid has none (`analysis/dot.py`). `note` says why, when the
+    `dot`: the operand dtype of the grid's contractions when they are `tl.dot`s
+    (`"tf32"`: f32 operands on TF32 tensor cores, only when asked for), `none` when
+    the grid has none (`analysis/dot.py`). `note` says why, when the
     planner had a choice to explain. `describe()` is the plan as one line of prose,
     the `# tile ...` comment of the printed kernel.
 
@@ -337,8 +344,8 @@ class TilePlanAttr(ParametrizedAttribute):
                                   f"are), not {list(_ints(self.blocks))}.")  # fmt: skip
         self._verify_launch()
         self._verify_order()
-        if self.dot_dtype is not None and self.dot_dtype not in FLOATS:
-            raise VerifyException(f"A tile plan's dot dtype must be one of {', '.join(FLOATS)}, "
+        if self.dot_dtype is not None and self.dot_dtype not in DOT_DTYPES:
+            raise VerifyException(f"A tile plan's dot dtype must be one of {', '.join(DOT_DTYPES)}, "
                                   f"not {self.dot_dtype!r}.")  # fmt: skip
 
     def _verify_launch(self) -> None:

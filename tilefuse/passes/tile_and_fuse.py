@@ -77,7 +77,7 @@ from tilefuse.analysis.dataflow import (
     recompute_refusal,
     shared_dims,
 )
-from tilefuse.analysis.dot import grid_dot
+from tilefuse.analysis.dot import allowing_tf32, grid_dot
 from tilefuse.analysis.patterns import OnlineSoftmax, find_online_softmax
 from tilefuse.analysis.tile_plan import (
     GRID,
@@ -113,6 +113,8 @@ class TileAndFusePass(ModulePass):
     target: str = "h200"
     smem_budget: int = 0
     """Override the target's shared memory per block (bytes); 0 keeps it."""
+    allow_tf32: bool = False
+    """Multiply genuinely-f32 `tl.dot`s on TF32 tensor cores (torch's `allow_tf32`)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target = get_target(self.target)
@@ -122,6 +124,8 @@ class TileAndFusePass(ModulePass):
                 continue
             try:
                 tile_group(group, target, budget)
+                for grid in group.grids if self.allow_tf32 else ():
+                    grid.plan = allowing_tf32(grid.plan) if grid.plan is not None else None
             except TilingRefused as e:
                 # The group stays as it was: correct, but not a kernel yet; the
                 # reason stays with it for whoever needs a kernel (the emitter).

@@ -341,8 +341,11 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _budget(smem_budget: int) -> dict[str, dict[str, int]]:
-    return {"tile-and-fuse": {"smem_budget": smem_budget}} if smem_budget else {}
+def _tile_options(smem_budget: int, allow_tf32: bool) -> dict[str, dict[str, int | bool]]:
+    options: dict[str, int | bool] = {"smem_budget": smem_budget} if smem_budget else {}
+    if allow_tf32:
+        options["allow_tf32"] = True
+    return {"tile-and-fuse": options} if options else {}
 
 
 def compile(
@@ -352,11 +355,15 @@ def compile(
     dtype: str | None = None,
     smem_budget: int = 0,
     dump_dir: str | Path | None = None,
+    allow_tf32: bool = False,
 ) -> CompiledProgram:
     """Compile MLIR text, a `.mlir` path or a parsed module to Triton kernels
     (`smem_budget`: bytes of shared memory tiles may use, `tile-and-fuse`'s option;
     0 keeps the target's; `dump_dir`: where to write the IR after each stage, the
-    report and the kernels, default `$TILEFUSE_DEBUG_DIR`, see `runtime/dump.py`)."""
+    report and the kernels, default `$TILEFUSE_DEBUG_DIR`, see `runtime/dump.py`;
+    `allow_tf32`: f32 contractions on TF32 tensor cores, as torch's flag; off, they
+    are IEEE f32. Contractions of bf16 or f16 values widened to f32 are 16-bit
+    `tl.dot`s either way: their products are exact)."""
     start = time.perf_counter()
     with _gc_paused():
         if isinstance(source, ModuleOp):
@@ -365,7 +372,7 @@ def compile(
             module = load_program(source, dims, dtype)
             name = str(source) if str(source).endswith(".mlir") else "<input>"
         dump = open_program_dump(dump_dir, name, module, target)
-        run_pipeline(module, target, options=_budget(smem_budget),
+        run_pipeline(module, target, options=_tile_options(smem_budget, allow_tf32),
                      after_each=dump.stage if dump else None)  # fmt: skip
         emitted = emit_module(module, name)
         if dump is not None:

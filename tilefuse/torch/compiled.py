@@ -103,13 +103,15 @@ def _signature(fn: Any) -> inspect.Signature | None:
 
 def compile(module_or_fn: nn.Module | Callable[..., Any], *example_inputs: Any,
             target: str = "h200", dump_dir: str | Path | None = None,
-            name: str | None = None) -> CompiledModule:  # fmt: skip
+            name: str | None = None, allow_tf32: bool = False) -> CompiledModule:  # fmt: skip
     """Export `module_or_fn` on `example_inputs` with torch-mlir (weights as
-    arguments) and compile it for `target`. Raises `ExportError` when torch cannot
-    export it and `CompileError` (located, naming the op) when tilefuse refuses it."""
+    arguments) and compile it for `target` (`allow_tf32`: f32 matmuls on TF32
+    tensor cores, as torch's flag; bf16 and f16 ones are 16-bit dots anyway).
+    Raises `ExportError` when torch cannot export it and `CompileError` (located,
+    naming the op) when tilefuse refuses it."""
     if name is None:
         name = getattr(module_or_fn, "__name__", None) or type(module_or_fn).__name__
     name = re.sub(r"\W", "_", name).strip("_") or "module"
     exported = export(module_or_fn, example_inputs, name)
-    program = compile_mlir(exported.mlir, name, target, dump_dir, exported.graph)
+    program = compile_mlir(exported.mlir, name, target, dump_dir, exported.graph, allow_tf32)
     return CompiledModule(exported, program, name, _signature(module_or_fn))

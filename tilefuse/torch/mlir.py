@@ -161,13 +161,13 @@ def mlir_file(text: str, name: str) -> Path:
 
 
 def compile_mlir(module: Any, name: str, target: str, dump_dir: str | Path | None = None,
-                 graph: Any = None) -> CompiledProgram:  # fmt: skip
+                 graph: Any = None, allow_tf32: bool = False) -> CompiledProgram:  # fmt: skip
     """Compile a torch-mlir module; a refusal raises `CompileError` located in the
     MLIR file and naming the Python line and torch ops it came from."""
     text = str(module)
     path = mlir_file(text, name)
     try:
-        return compile_program(path, target=target, dump_dir=dump_dir)
+        return compile_program(path, target=target, dump_dir=dump_dir, allow_tf32=allow_tf32)
     except CompileError as e:
         debug_text = module.operation.get_asm(enable_debug_info=True)
         raise Refused(refusal(e, text, debug_text, graph)) from e

@@ -59,7 +59,7 @@ func.func @plan_order() attributes {p = #tilefuse.tile_plan<extents = [70, 80], 
 func.func @plan_dot() attributes {p = #tilefuse.tile_plan<extents = [70], blocks = [4], modes = [grid], warps = 4, stages = 1, working_set = 0, smem_budget = 0, regs = 40, occupancy = 0.5, order = row, dot = "i32">} {
   func.return
 }
-// CHECK: error: A tile plan's dot dtype must be one of f64, f32, f16, bf16, not 'i32'.
+// CHECK: error: A tile plan's dot dtype must be one of f64, f32, f16, bf16, tf32, not 'i32'.
 
 // -----
 

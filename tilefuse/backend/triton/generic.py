@@ -20,7 +20,7 @@ from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Operation, SSAValue
 
 from tilefuse.analysis.dataflow import is_contraction, product_operand
-from tilefuse.backend.triton.dot import DotAxes, dot_axes
+from tilefuse.backend.triton.dot import DotAxes, dot_axes, narrower_than_its_factors
 from tilefuse.backend.triton.dtypes import kept_shape, tl_dtype
 from tilefuse.backend.triton.scalar import (
     BINARY,
@@ -346,9 +346,12 @@ class GenericPrinter:
         # Operands of an f64 accumulator are widened to f64 (exact; upstream's
         # named-op semantics), whatever their storage type.
         wide = isinstance(element_type(s.outputs[0].type), Float64Type)
+        # A dot multiplying in f32 next to a 16-bit one keeps its own type.
+        own = not wide and narrower_than_its_factors(s)
         cast, precision, out_dtype = (("tl.float64", '"ieee"', ", out_dtype=tl.float64") if wide
+                                      else ("tl.float32", '"ieee"', "") if own
                                       else ("DOT_DTYPE", "DOT_PRECISION", ""))  # fmt: skip
-        self.k.uses_dot_constexprs |= not wide
+        self.k.uses_dot_constexprs |= not wide and not own
         dot = (f"tl.dot({a}.to({cast}), {b}.to({cast}), {acc}, "
                f"input_precision={precision}{out_dtype})")  # fmt: skip
         # Back from (m..., n...) to the output's axis order.

@@ -28,7 +28,7 @@ from xdsl.dialects.builtin import FloatAttr, IntegerAttr, IntegerType
 from xdsl.ir import Block, Operation, OpResult, SSAValue
 
 from tilefuse.backend.triton import library
-from tilefuse.backend.triton.dot import dot_axes, dot_input_dtype
+from tilefuse.backend.triton.dot import dot_axes, dot_input_dtype, dot_precision
 from tilefuse.backend.triton.dtypes import compute_type, kept_shape, tl_dtype
 from tilefuse.backend.triton.generic import GenericPrinter, result_hint
 from tilefuse.backend.triton.names import Names
@@ -282,7 +282,7 @@ class KernelPrinter(Emitter):
             params.append(Param(CHECKS_PARAM, POINTER, "i32", (1,)))
         if self.uses_dot_constexprs:
             dtype = dot_input_dtype(self.group)
-            precision = "tf32" if dtype in ("tl.bfloat16", "tl.float16") else "ieee"
+            precision = dot_precision(self.group)
             params += [Param("DOT_DTYPE", CONSTEXPR, "tl.dtype", value=dtype.removeprefix("tl.")),
                        Param("DOT_PRECISION", CONSTEXPR, "str", value=precision)]  # fmt: skip
         grid = self.grid

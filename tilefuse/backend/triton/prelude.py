@@ -299,9 +299,10 @@ def _round_bf16(x):
     if _ON_GPU:
         r = x.to(tl.bfloat16).to(tl.float32)
     else:  # (the result stays f32: the interpreter's converter also flushes subnormals)
-        bits = x.to(tl.float32).to(tl.uint32, bitcast=True)
+        xf = x.to(tl.float32)  # (an f64 x: the interpreter's f64 -> bf16 makes NaNs)
+        bits = xf.to(tl.uint32, bitcast=True)
         bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
-        r = tl.where(x != x, x, bits.to(tl.float32, bitcast=True))
+        r = tl.where(xf != xf, xf, bits.to(tl.float32, bitcast=True))
     return r
 
 
