@@ -25,7 +25,6 @@ inputs' shapes, dtypes and devices and the target, so a graph dynamo traces agai
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import itertools
 from collections.abc import Callable
@@ -89,15 +88,13 @@ def _is_static(v: Any) -> bool:
     return isinstance(v, torch.Tensor) and all(isinstance(d, int) for d in v.shape)
 
 
-def unsupported(gm: torch.fx.GraphModule, inputs: list[Any],
-                stand_ins: bool = False) -> Refusal | None:  # fmt: skip
-    """Why a graph cannot be compiled before trying: what tilefuse does not take
-    (`stand_ins`: the inputs are CPU stand-ins of CUDA tensors, see `tilefuse`)."""
+def unsupported(gm: torch.fx.GraphModule, inputs: list[Any]) -> Refusal | None:
+    """Why a graph cannot be compiled before trying: what tilefuse does not take."""
     for i, x in enumerate(inputs):
         if not _is_static(x):
             kind = "a symbolic shape" if isinstance(x, torch.Tensor) else type(x).__name__
             return Refusal(f"input {i} is {kind}: tilefuse compiles static shapes of tensors")
-        if gpu_available() and x.device.type != "cuda" and not stand_ins:
+        if gpu_available() and x.device.type != "cuda":
             return Refusal(f"input {i} is on {x.device}: tilefuse's kernels run on the GPU")
     (output,) = [n for n in gm.graph.nodes if n.op == "output"]
     for i, arg in enumerate(pytree.tree_leaves(output.args[0])):
@@ -134,14 +131,8 @@ def _launcher(program: CompiledProgram) -> Callable[..., Any]:
     return run
 
 
-class _TraceAgain(Exception):
-    """A graph traced on CPU stand-ins that tilefuse refuses: it runs in eager,
-    traced again on the real inputs."""
-
-
-def forward_compiler(target: str, stand_ins: bool = False) -> Callable[..., Any]:
-    """aot_autograd's forward (and inference) compiler for `target`
-    (`stand_ins`: traced on CPU stand-ins; a refusal raises `_TraceAgain`)."""
+def forward_compiler(target: str) -> Callable[..., Any]:
+    """aot_autograd's forward (and inference) compiler for `target`."""
 
     def compile_forward(gm: torch.fx.GraphModule, inputs: list[Any]) -> Callable[..., Any]:
         key = graph_key(gm, inputs, target)
@@ -150,48 +141,16 @@ def forward_compiler(target: str, stand_ins: bool = False) -> Callable[..., Any]
             STATS.cache_hits += 1
         else:
             name = f"graph_{next(_NAMES)}"
-            cached = unsupported(gm, inputs, stand_ins) or _compile(gm, name, target)
+            cached = unsupported(gm, inputs) or _compile(gm, name, target)
             _CACHE[key] = cached
             if isinstance(cached, Refusal):
                 log.info("%s runs in eager: %s", name, cached.format())
         if isinstance(cached, Refusal):
             STATS.fallbacks += 1
-            if stand_ins:
-                raise _TraceAgain
             return make_boxed_func(gm)
         return make_boxed_func(_launcher(cached))
 
     return compile_forward
-
-
-def _eager_forward(gm: torch.fx.GraphModule, inputs: list[Any]) -> Callable[..., Any]:
-    return make_boxed_func(gm)
-
-
-def _device_on_cpu(v: Any) -> Any:
-    return torch.device("cpu") if isinstance(v, torch.device) and v.type == "cuda" else v
-
-
-def cpu_stand_ins(gm: torch.fx.GraphModule,
-                  inputs: list[Any]) -> tuple[torch.fx.GraphModule, list[Any]] | None:  # fmt: skip
-    """`gm` with its devices on the CPU and CPU tensors of the inputs' shapes,
-    strides and dtypes, when the inputs are CUDA tensors and no gradient is
-    asked for (else None): traced on
-    CUDA tensors, aot_autograd spells ops with CUDA kernels torch-mlir cannot
-    lower (`_thnn_fused_lstm_cell`, a 0-d f64 literal for masked_fill's -inf,
-    `empty.memory_format` on a device); on the CPU they are plain ATen."""
-    if not any(isinstance(x, torch.Tensor) and x.device.type == "cuda" for x in inputs):
-        return None
-    if torch.is_grad_enabled() and any(getattr(x, "requires_grad", False) for x in inputs):
-        return None  # a backward graph would run in eager on the CPU-traced graph
-    gm = copy.deepcopy(gm)
-    for node in gm.graph.nodes:
-        node.args = pytree.tree_map(_device_on_cpu, node.args)
-        node.kwargs = pytree.tree_map(_device_on_cpu, node.kwargs)
-    gm.recompile()
-    cpu = [torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device="cpu")
-           if isinstance(x, torch.Tensor) else x for x in inputs]  # fmt: skip
-    return gm, cpu
 
 
 def compile_backward(gm: torch.fx.GraphModule, inputs: list[Any]) -> Callable[..., Any]:
@@ -208,23 +167,10 @@ def tilefuse(gm: torch.fx.GraphModule, example_inputs: list[Any],
     if options:
         raise ValueError(f"the tilefuse backend takes the option target, not "
                          f"{', '.join(options)}")  # fmt: skip
-    def aot(fw: Callable[..., Any], graph: torch.fx.GraphModule, inputs: list[Any]) -> Any:
-        backend = aot_autograd(fw_compiler=fw, inference_compiler=fw,
-                               bw_compiler=compile_backward,
-                               decompositions=get_decomposition_table())  # fmt: skip
-        # Attention as ATen's math (on CUDA, aot_autograd would otherwise trace
-        # `_scaled_dot_product_efficient_attention`, which torch-mlir cannot lower).
-        with torch_deprecations_quiet(), sdpa_kernel([SDPBackend.MATH]):
-            return backend(graph, inputs)
-
-    if (stand_ins := cpu_stand_ins(gm, example_inputs)) is None:
-        return aot(forward_compiler(target), gm, example_inputs)
-    try:  # the kernels run on the CUDA tensors; only the trace is on the CPU
-        return aot(forward_compiler(target, stand_ins=True), *stand_ins)
-    except _TraceAgain:
-        pass
-    except Exception as e:  # a graph that does not trace on the CPU (a CUDA-only op)
-        log.info("a graph runs in eager: it does not trace on CPU stand-ins (%s)",
-                 str(e).splitlines()[0] if str(e) else type(e).__name__)  # fmt: skip
-        STATS.fallbacks += 1
-    return aot(_eager_forward, gm, example_inputs)
+    fw = forward_compiler(target)
+    backend = aot_autograd(fw_compiler=fw, inference_compiler=fw, bw_compiler=compile_backward,
+                           decompositions=get_decomposition_table())  # fmt: skip
+    # Attention as ATen's math (on CUDA, aot_autograd would otherwise trace
+    # `_scaled_dot_product_efficient_attention`, which torch-mlir cannot lower).
+    with torch_deprecations_quiet(), sdpa_kernel([SDPBackend.MATH]):
+        return backend(gm, example_inputs)
