@@ -14,7 +14,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from xdsl.dialects import arith, cf, tensor
+from xdsl.dialects import arith, cf, scf, tensor
 from xdsl.dialects.builtin import Float64Type, IntegerType
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Operation, SSAValue
@@ -34,6 +34,7 @@ from tilefuse.ir.structured import (
     ArgReduction,
     StructuredOp,
     arg_reduction_of,
+    as_structured,
     element_type,
 )
 
@@ -129,7 +130,10 @@ class GenericPrinter:
         hint = self.result_hint(j)
         if not vdims:  # a fill: integers keep their type (an f32 fill rounds past 2**24)
             integer = isinstance(element_type(result.type), IntegerType)
-            dtype = tl_dtype(result.type) if integer else self.k.compute
+            # and a dot's accumulator its own (an f32 tl.dot accumulates in f32
+            # even in a kernel computing in f64: Triton 3.6 refuses an f64 one)
+            own = integer or _accumulates_a_dot(result)
+            dtype = tl_dtype(result.type) if own else self.k.compute
             self.k.bind(result, f"tl.full({shape}, {value}, {dtype})", shape, hint)
             return
         self.k.bind(result, self.from_loop_space(value, dims, vdims), shape, hint)
@@ -427,3 +431,18 @@ def result_hint(s: StructuredOp, j: int) -> str | None:
     if isinstance(comb, arith.SelectOp):  # the position of an argmax/argmin
         return "position"
     return REDUCTION_NAMES.get(REDUCE.get(type(comb), ""))  # type: ignore[arg-type]
+
+
+def _accumulates_a_dot(value: SSAValue) -> bool:
+    """`value` is the init of a contraction (the accumulator of a `tl.dot`),
+    directly or as the initial value of a K loop's `scf.for` iteration argument."""
+    for use in value.uses:
+        op = use.operation
+        if isinstance(op, scf.ForOp) and use.index >= 3:
+            if _accumulates_a_dot(op.body.block.args[use.index - 2]):
+                return True
+            continue
+        s = as_structured(op)
+        if s is not None and use.index >= len(s.inputs) and is_contraction(s):
+            return True
+    return False
