@@ -130,10 +130,12 @@ class GenericPrinter:
         hint = self.result_hint(j)
         if not vdims:  # a fill: integers keep their type (an f32 fill rounds past 2**24)
             integer = isinstance(element_type(result.type), IntegerType)
-            # and a dot's accumulator its own (an f32 tl.dot accumulates in f32
-            # even in a kernel computing in f64: Triton 3.6 refuses an f64 one)
-            own = integer or _accumulates_a_dot(result)
-            dtype = tl_dtype(result.type) if own else self.k.compute
+            dtype = tl_dtype(result.type) if integer else self.k.compute
+            # a dot's accumulator is f32 (f64 for an f64 dot), whatever the
+            # kernel computes in: Triton 3.6 refuses an f64 one for an f32 dot
+            if not integer and _accumulates_a_dot(result):
+                wide = isinstance(element_type(result.type), Float64Type)
+                dtype = "tl.float64" if wide else "tl.float32"
             self.k.bind(result, f"tl.full({shape}, {value}, {dtype})", shape, hint)
             return
         self.k.bind(result, self.from_loop_space(value, dims, vdims), shape, hint)
