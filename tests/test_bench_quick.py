@@ -18,3 +18,16 @@ def test_bench_quick_runs_and_checks_correctness(tmp_path):
     for row in data["results"]:
         assert row["max_rel_error"] < 2e-2
         assert row["ours_ms"] > 0
+
+
+def test_bench_models_quick_runs_and_checks_correctness(tmp_path):
+    out = tmp_path / "models.json"
+    r = subprocess.run([sys.executable, str(ROOT / "tools" / "bench.py"), "--group", "models",
+                        "--quick", "--json", str(out)], capture_output=True, text=True,
+                       check=False)  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = json.loads(out.read_text())["results"]
+    assert {row["case"] for row in rows} == {"gpt2", "bert"}
+    for row in rows:
+        assert row["ours_error"] < 1e-4
+        assert row["kernels_ours"] >= 1 and row["ours_ms"] > 0

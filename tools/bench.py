@@ -4,6 +4,7 @@ Benchmark: tilefuse vs torch eager vs torch.compile, sample by sample, in one pr
     python tools/bench.py                    # GPU: realistic sizes (data >> L2)
     python tools/bench.py --only softmax     # a subset (comma-separated case names)
     python tools/bench.py --quick            # CPU: tiny sizes, Triton interpreter (CI)
+    python tools/bench.py --group models     # whole nn.Modules (tools/bench_models.py)
 
 For each case: fresh random inputs (standard normal, never zeros); tilefuse's
 outputs checked against eager PyTorch on fp32-upcast inputs before anything is
@@ -462,8 +463,12 @@ def main(argv: list[str] | None = None) -> int:
                    help="compile times from this process only (no fresh processes)")  # fmt: skip
     p.add_argument("--autotune", action="store_true",
                    help="also time each case autotuned (tilefuse.runtime.autotune; GPU)")  # fmt: skip
+    p.add_argument("--group", choices=("samples", "models"), default="samples",
+                   help="samples (MLIR programs) or models (nn.Modules, tools/bench_models.py)")  # fmt: skip
     args = p.parse_args(argv)
     gpu = torch.cuda.is_available()
+    if args.group == "models":
+        return _models(args, gpu)
     cases = QUICK if args.quick or not gpu else CASES
     if args.only:
         wanted = set(args.only.split(","))
@@ -490,6 +495,21 @@ def main(argv: list[str] | None = None) -> int:
     if bad:
         print(f"MISMATCH in {', '.join(bad)}", file=sys.stderr)
     return 1 if bad else 0
+
+
+def _models(args: argparse.Namespace, gpu: bool) -> int:
+    import bench_models
+
+    header = (f"device: {torch.cuda.get_device_name() if gpu else 'CPU (Triton interpreter)'}; "
+              f"torch {torch.__version__}; triton {__import__('triton').__version__}")  # fmt: skip
+    print(header)
+
+    def write(rows: list[dict]) -> None:
+        if args.json:
+            Path(args.json).write_text(json.dumps({"header": header, "results": rows}, indent=2))
+
+    only = set(args.only.split(",")) if args.only else None
+    return bench_models.main(args.quick, only, not args.no_compile, count_kernels, write)
 
 
 if __name__ == "__main__":
