@@ -38,16 +38,12 @@ KERNELS = {
 }  # fmt: skip
 """Kernels each zoo model becomes through `tilefuse.torch.compile`."""
 
-GPU_FALLBACKS = {
-    "cross_entropy": "torch.constant.int", "gpt2_block": "vtensor.literal (masked_fill's -inf)",
-    "gpt2_block_odd": "vtensor.literal", "gpt2_block_sdpa": "aten.empty.memory_format",
-    "llama_sdpa": "aten.empty.memory_format", "lstm_cell": "aten._thnn_fused_lstm_cell",
-    "tiny_gpt": "vtensor.literal",
-}  # fmt: skip
-"""Zoo models whose graph, traced by aot_autograd on CUDA tensors, torch-mlir cannot
-lower (seen on the H200, torch 2.11): the backend runs them in eager (one fallback,
-outputs still checked). `tilefuse.torch.compile` traces CPU stand-ins and compiles
-them all; the backend does not yet (issue 15's note)."""
+GPU_FALLBACKS: dict[str, str] = {}
+"""Zoo models whose graph, traced by aot_autograd on CUDA tensors, the backend runs in
+eager (one fallback, outputs still checked), with why. None: the seven whose CUDA
+graphs torch-mlir could not lower as spelled (factory ops on `cuda:0`,
+`_thnn_fused_lstm_cell`) compile since `tilefuse.torch.aten_graph.for_import`
+(tests/test_backend_cuda_graphs.py)."""
 
 RTOL = 5e-5
 """Kernels in f32 against eager in f64, relative to each output's largest value

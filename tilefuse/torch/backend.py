@@ -41,8 +41,15 @@ from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 
 from tilefuse.ir.log import channel
 from tilefuse.runtime import CompiledProgram, gpu_available
+from tilefuse.torch.aten_graph import for_import
 from tilefuse.torch.export import torch_deprecations_quiet
-from tilefuse.torch.mlir import Refusal, Refused, compile_mlir, import_refusal
+from tilefuse.torch.mlir import (
+    Refusal,
+    Refused,
+    TorchMlirDiagnostics,
+    compile_mlir,
+    import_refusal,
+)
 
 log = channel("fallback")
 
@@ -109,13 +116,17 @@ def unsupported(gm: torch.fx.GraphModule, inputs: list[Any]) -> Refusal | None:
 
 def _compile(gm: torch.fx.GraphModule, name: str, target: str) -> CompiledProgram | Refusal:
     STATS.compiles += 1
+    diagnostics = TorchMlirDiagnostics()
+    graph = gm
     try:
-        with torch_deprecations_quiet():
-            mlir = fx.stateless_fx_import(gm, output_type="linalg-on-tensors", model_name=name)
+        graph = for_import(gm)
+        with torch_deprecations_quiet(), diagnostics:
+            mlir = fx.stateless_fx_import(graph, output_type="linalg-on-tensors",
+                                          model_name=name, fx_importer=diagnostics.importer())  # fmt: skip
     except Exception as e:  # torch-mlir's errors: any exception of its import
-        return import_refusal(e, gm.graph)
+        return import_refusal(e, graph.graph, diagnostics.errors)
     try:
-        program = compile_mlir(mlir, name, target, graph=gm.graph)
+        program = compile_mlir(mlir, name, target, graph=graph.graph)
     except Refused as e:
         return e.refusal
     STATS.compiled += 1
