@@ -63,6 +63,14 @@ class Sorted(nn.Module):
         return torch.sort(y, dim=-1).values * 2
 
 
+class Histogram(nn.Module):
+    """torch.histc: torch-mlir cannot lower `torch.aten.histc` to linalg."""
+
+    def forward(self, x):
+        y = torch.tanh(x)
+        return torch.histc(y, bins=4) + 1
+
+
 class Tied(nn.Module):
     """Two layers sharing one weight, and a buffer."""
 
@@ -260,6 +268,24 @@ def test_a_refused_graph_runs_in_eager_with_one_line_saying_why(channels, capsys
     assert "runs in eager" in lines[0] and "tm_tensor.sort is not registered" in lines[0]
     assert "aten.sort.default" in lines[0]
     assert f"{HERE}:{line_of(Sorted.forward, 'torch.sort')}" in lines[0]
+
+
+def test_an_op_torch_mlir_cannot_lower_is_named_with_its_line_and_reason(channels, capfd):
+    """torch-mlir's lowering emits its errors as MLIR diagnostics (printed on fd 2 by
+    default, its exception saying only that a pass failed): the fallback line carries
+    the op, the Python line and the reason, and nothing else reaches stderr."""
+    channels("fallback")
+    x = torch.randn(4, 8)
+    with torch.no_grad():
+        out = torch.compile(Histogram(), backend=backend.tilefuse)(x)
+    torch.testing.assert_close(out, Histogram()(x), rtol=0, atol=0)
+    err = capfd.readouterr().err
+    lines = [s for s in err.splitlines() if s.startswith("[tilefuse.fallback]")]
+    assert len(lines) == 1, err
+    line = lines[0]
+    assert "runs in eager: torch-mlir cannot lower torch.aten.histc: failed to legalize" in line
+    assert f"aten.histc.default at {HERE}:{line_of(Histogram.forward, 'torch.histc')}" in line
+    assert "printed why on stderr" not in line and "error:" not in err
 
 
 def test_training_step_gives_eager_gradients():
