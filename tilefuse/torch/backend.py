@@ -4,13 +4,16 @@
 Registered with torch by the `torch_dynamo_backends` entry point (pyproject.toml).
 Each graph dynamo captures goes through aot_autograd with torch-mlir's
 decompositions (core ATen and the few torch-mlir adds), so the forward graph is
-ATen; `torch_mlir.fx.stateless_fx_import` lowers it to linalg on tensors and
+ATen; a copy of it without devices or CUDA-only fused ops (`aten_graph.for_import`:
+the graph traced on CUDA tensors compiles as the CPU one does),
+`torch_mlir.fx.stateless_fx_import` lowers to linalg on tensors and
 `tilefuse.runtime.compile` makes it kernels. Parameters are graph inputs, so
 weight updates need no recompile.
 
 What is refused runs in eager, never silently wrong: a graph with symbolic shapes or
 non-tensor inputs or outputs, an op torch-mlir cannot lower, a `CompileError` of
-tilefuse (an op, a form, a graph it does not compile). Each refused graph logs one
+tilefuse (an op, a form, a graph it does not compile); torch-mlir's diagnostics are
+caught, not printed, to name its op. Each refused graph logs one
 line on the `fallback` channel (`TILEFUSE_LOG=fallback`) with the op, its location
 and the reason. Backward graphs run in eager (aot_autograd's backward of the
 compiled forward: eager's gradients).
