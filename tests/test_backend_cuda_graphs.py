@@ -27,7 +27,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 
-from tests.device import on_device
+from tests.device import DEVICE, on_device
 from tests.eager import rel_error
 from tilefuse.runtime import CompiledProgram
 from tilefuse.torch import aten_graph, backend
@@ -217,3 +217,32 @@ def test_a_graph_aot_autograd_traced_on_the_h200_compiles(name):
         reference = lstm_steps if name == "lstm_cell" else dumped(name, device="cpu")()
         expected = reference(*inputs)
     assert_close(program(*[on_device(x) for x in inputs]), list(expected), rtol=5e-5)
+
+
+class FusedCell(torch.nn.Module):
+    """Calls the CUDA-only fused cell as aot_autograd writes it on CUDA tensors: it has
+    a fake kernel, so dynamo and aot_autograd trace it on the CPU too, and only
+    tilefuse's kernels (no CPU kernel of the op) can run it."""
+
+    def __init__(self):
+        super().__init__()
+        self.cell = torch.nn.LSTMCell(5, 4)
+
+    def forward(self, x, h, c):
+        p = self.cell
+        hy, cy, _ = aten._thnn_fused_lstm_cell(x @ p.weight_ih.T, h @ p.weight_hh.T, c,
+                                               p.bias_ih, p.bias_hh)  # fmt: skip
+        return hy, cy
+
+
+def test_a_fused_cell_through_dynamo_runs_as_kernels():
+    torch._dynamo.reset()
+    model = FusedCell().to(DEVICE)
+    x, h, c = (torch.randn(3, n, device=DEVICE) for n in (5, 4, 4))
+    stats = backend.STATS
+    before = (stats.compiled + stats.cache_hits, stats.fallbacks)
+    with torch.no_grad():
+        out = torch.compile(model, backend=backend.tilefuse, dynamic=False)(x, h, c)
+        expected = model.cell(x, (h, c))
+    assert (stats.compiled + stats.cache_hits, stats.fallbacks) == (before[0] + 1, before[1])
+    assert_close(list(out), [t.cpu() for t in expected], rtol=1e-5)
