@@ -6,6 +6,8 @@ under the cache (`$TILEFUSE_CACHE/torch/<name>-<hash>.mlir`), so a `CompileError
 `file:line:col` points at text the user can open. The same module printed with
 debug info carries, on the same line of each op, the Python source torch-mlir took it
 from (`loc("model.py":13:0)`): a refusal names that line too, and the FX nodes of it.
+torch-mlir's own lowering reports why it fails only as MLIR diagnostics:
+`TorchMlirDiagnostics` catches them, and `import_refusal` names their op and line.
 """
 
 from __future__ import annotations
