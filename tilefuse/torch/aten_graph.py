@@ -147,8 +147,8 @@ def decompose(graph: torch.fx.Graph, node: Node, fn: Callable[..., Any]) -> bool
     if any(user.target is not operator.getitem for user in node.users):
         return False
     sub = _traced(node, fn)
-    if sub is None:
-        return False
+    if sub is None or any(n.op == "get_attr" for n in sub.graph.nodes):
+        return False  # (a constant of the decomposition would need a home in `graph`)
     placeholders = [n for n in sub.graph.nodes if n.op == "placeholder"]
     env: dict[Node, Any] = dict(zip(placeholders, [a for a in node.args if isinstance(a, Node)],
                                     strict=True))  # fmt: skip
