@@ -1,9 +1,9 @@
 """The torch front-end: `tilefuse.torch.compile`, the `torch.compile` backend, the
-log channels. Kernels run in the interpreter here: small models only."""
+log channels. Models and inputs live on `DEVICE` (the GPU where there is one: tilefuse
+refuses CPU tensors there); kernels run in the interpreter here: small models only."""
 
 from __future__ import annotations
 
-import copy
 import inspect
 import os
 import subprocess
@@ -19,24 +19,15 @@ import torch
 from torch import nn
 
 import tilefuse.torch as tt
+from tests.device import DEVICE
+from tests.eager import build, eager64, rel_error
 from tilefuse.ir import log
 from tilefuse.ir.diagnostics import ArgumentError, CompileError
 from tilefuse.runtime import compile as compile_program
-from tilefuse.testing.zoo import ZOO
 from tilefuse.torch import backend
 
 ROOT = Path(__file__).resolve().parent.parent
 HERE = str(Path(__file__).resolve())
-
-
-def rel_error(out: torch.Tensor, ref: torch.Tensor) -> float:
-    return float((out.double() - ref.double()).abs().max() / ref.double().abs().max().clamp_min(1e-30))
-
-
-def eager64(model: nn.Module, inputs: tuple) -> object:
-    ref = copy.deepcopy(model).double()
-    with torch.no_grad():
-        return ref(*[x.double() if x.is_floating_point() else x for x in inputs])
 
 
 @pytest.fixture
@@ -61,6 +52,14 @@ class Sorted(nn.Module):
     def forward(self, x):
         y = torch.tanh(self.fc(x))
         return torch.sort(y, dim=-1).values * 2
+
+
+class Histogram(nn.Module):
+    """torch.histc: torch-mlir cannot lower `torch.aten.histc` to linalg."""
+
+    def forward(self, x):
+        y = torch.tanh(x)
+        return torch.histc(y, bins=4) + 1
 
 
 class Tied(nn.Module):
@@ -90,10 +89,10 @@ def test_import_tilefuse_does_not_import_torch_mlir():
 # convnext compiles too, but takes a minute in the interpreter
 @pytest.mark.parametrize("name", ["layernorm", "lstm_cell", "mixer", "mixer_odd"])
 def test_zoo_model_matches_float64_eager(name):
-    model, inputs = ZOO[name].build()
+    model, inputs = build(name)
     compiled = tt.compile(model, *inputs)
     out = compiled(*inputs)
-    ref = eager64(ZOO[name].build()[0], inputs)
+    ref = eager64(model, inputs)
     assert type(out) is type(ref)
     outs, refs = (out, ref) if isinstance(ref, tuple) else ((out,), (ref,))
     assert len(outs) == len(refs)
@@ -104,8 +103,8 @@ def test_zoo_model_matches_float64_eager(name):
 
 def test_weight_updates_are_seen_without_recompiling():
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(12, 16), nn.LayerNorm(16))
-    x = torch.randn(5, 12)
+    model = nn.Sequential(nn.Linear(12, 16), nn.LayerNorm(16)).to(DEVICE)
+    x = torch.randn(5, 12, device=DEVICE)
     compiled = tt.compile(model, x)
     program = compiled.program
     before = compiled(x)
@@ -115,7 +114,7 @@ def test_weight_updates_are_seen_without_recompiling():
     other = nn.Sequential(nn.Linear(12, 16), nn.LayerNorm(16))
     model.load_state_dict(other.state_dict())  # copies into the same tensors
     assert rel_error(compiled(x), eager64(model, (x,))) < 1e-5
-    model[1].weight = nn.Parameter(torch.randn(16))  # a new tensor under the name
+    model[1].weight = nn.Parameter(torch.randn(16, device=DEVICE))  # a new tensor under the name
     assert rel_error(compiled(x), eager64(model, (x,))) < 1e-5
     assert compiled.program is program
     assert rel_error(compiled(x), before) > 1e-2  # the weights did change the output
@@ -123,8 +122,8 @@ def test_weight_updates_are_seen_without_recompiling():
 
 def test_tied_weights_are_one_argument():
     torch.manual_seed(1)
-    model = Tied()
-    x = torch.randn(3, 8)
+    model = Tied().to(DEVICE)
+    x = torch.randn(3, 8, device=DEVICE)
     compiled = tt.compile(model, x)
     assert [n for n, _ in compiled.exported.state] == ["a.weight", "scale"]
     assert "@Tied(%arg0: tensor<8x8xf32>, %arg1: tensor<8xf32>, %arg2: tensor<3x8xf32>)" in compiled.mlir
@@ -139,7 +138,7 @@ def test_a_function_with_a_python_scalar_and_structured_outputs():
     def f(x, y, alpha):
         return {"sum": x * alpha + y, "pair": (torch.exp(x), y - 1)}
 
-    x, y = torch.randn(4, 6), torch.randn(4, 6)
+    x, y = torch.randn(4, 6, device=DEVICE), torch.randn(4, 6, device=DEVICE)
     compiled = tt.compile(f, x, y, 2.5)
     out = compiled(x, y, 2.5)
     assert set(out) == {"sum", "pair"} and isinstance(out["pair"], tuple)
@@ -154,7 +153,7 @@ def test_a_function_with_a_python_scalar_and_structured_outputs():
     with pytest.raises(ArgumentError, match="by position"):
         compiled(x, y, alpha=2.5)
     with pytest.raises(ArgumentError, match="shape"):
-        compiled(torch.randn(5, 6), torch.randn(5, 6), 2.5)
+        compiled(torch.randn(5, 6, device=DEVICE), torch.randn(5, 6, device=DEVICE), 2.5)
 
 
 def test_a_refused_op_is_a_located_compile_error():
@@ -216,14 +215,14 @@ def test_the_entry_point_names_the_backend():
 
 
 def test_backend_matches_eager_and_never_recompiles():
-    model, (x,) = ZOO["layernorm"].build()
+    model, (x,) = build("layernorm")
     compiled = torch.compile(model, backend=backend.tilefuse)
     start = backend.STATS.compiles, backend.STATS.compiled
     with torch.no_grad():
         out = compiled(x)
         again = compiled(x)
     assert (backend.STATS.compiles, backend.STATS.compiled) == (start[0] + 1, start[1] + 1)
-    assert rel_error(out, eager64(ZOO["layernorm"].build()[0], (x,))) < 1e-5
+    assert rel_error(out, eager64(model, (x,))) < 1e-5
     torch.testing.assert_close(again, out)
     torch._dynamo.reset()  # dynamo traces again: the same graph, from the cache
     hits = backend.STATS.cache_hits
@@ -234,8 +233,8 @@ def test_backend_matches_eager_and_never_recompiles():
 
 def test_backend_sees_weight_updates():
     torch.manual_seed(2)
-    model = nn.Sequential(nn.Linear(6, 10), nn.GELU(), nn.Linear(10, 4))
-    x = torch.randn(3, 6)
+    model = nn.Sequential(nn.Linear(6, 10), nn.GELU(), nn.Linear(10, 4)).to(DEVICE)
+    x = torch.randn(3, 6, device=DEVICE)
     compiled = torch.compile(model, backend=backend.tilefuse)
     with torch.no_grad():
         compiled(x)
@@ -249,7 +248,7 @@ def test_backend_sees_weight_updates():
 def test_a_refused_graph_runs_in_eager_with_one_line_saying_why(channels, capsys):
     channels("fallback")
     torch.manual_seed(3)
-    model, x = Sorted(), torch.randn(4, 8)
+    model, x = Sorted().to(DEVICE), torch.randn(4, 8, device=DEVICE)
     fallbacks = backend.STATS.fallbacks
     with torch.no_grad():
         out = torch.compile(model, backend=backend.tilefuse)(x)
@@ -262,10 +261,29 @@ def test_a_refused_graph_runs_in_eager_with_one_line_saying_why(channels, capsys
     assert f"{HERE}:{line_of(Sorted.forward, 'torch.sort')}" in lines[0]
 
 
+def test_an_op_torch_mlir_cannot_lower_is_named_with_its_line_and_reason(channels, capfd):
+    """torch-mlir's lowering emits its errors as MLIR diagnostics (printed on fd 2 by
+    default, its exception saying only that a pass failed): the fallback line carries
+    the op, the Python line and the reason, and nothing else reaches stderr."""
+    channels("fallback")
+    x = torch.randn(4, 8, device=DEVICE)
+    with torch.no_grad():
+        out = torch.compile(Histogram(), backend=backend.tilefuse)(x)
+    torch.testing.assert_close(out, Histogram()(x), rtol=0, atol=0)
+    err = capfd.readouterr().err
+    lines = [s for s in err.splitlines() if s.startswith("[tilefuse.fallback]")]
+    assert len(lines) == 1, err
+    line = lines[0]
+    assert "runs in eager: torch-mlir cannot lower torch.aten.histc: failed to legalize" in line
+    assert f"aten.histc.default at {HERE}:{line_of(Histogram.forward, 'torch.histc')}" in line
+    assert "printed why on stderr" not in line and "error:" not in err
+
+
 def test_training_step_gives_eager_gradients():
     torch.manual_seed(4)
     model = nn.Sequential(nn.Linear(8, 12), nn.LayerNorm(12), nn.Tanh(), nn.Linear(12, 3))
-    x = torch.randn(5, 8, requires_grad=True)
+    model = model.to(DEVICE)
+    x = torch.randn(5, 8, device=DEVICE, requires_grad=True)
     compiled = torch.compile(model, backend=backend.tilefuse)
     compiled_before = backend.STATS.compiled
     loss = compiled(x).square().mean()
@@ -323,7 +341,7 @@ def test_tilefuse_log_environment_variable():
 
 def test_symbolic_shapes_fall_back(channels, capsys):
     channels("fallback")
-    x = torch.randn(4, 6)
+    x = torch.randn(4, 6, device=DEVICE)
     with torch.no_grad():
         out = torch.compile(torch.tanh, backend=backend.tilefuse, dynamic=True)(x)
     torch.testing.assert_close(out, torch.tanh(x))

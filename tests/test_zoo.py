@@ -12,17 +12,15 @@ torch eager in float64, both ways in:
 
 from __future__ import annotations
 
-import copy
-
 import pytest
 
 pytest.importorskip("torch_mlir")
 
 import torch
-from torch import nn
 
 import tilefuse.torch as tt
 from tests.device import DEVICE
+from tests.eager import assert_matches, build, eager64
 from tilefuse.testing.zoo import ZOO
 from tilefuse.torch import backend
 
@@ -38,52 +36,16 @@ KERNELS = {
 }  # fmt: skip
 """Kernels each zoo model becomes through `tilefuse.torch.compile`."""
 
-GPU_FALLBACKS = {
-    "cross_entropy": "torch.constant.int", "gpt2_block": "vtensor.literal (masked_fill's -inf)",
-    "gpt2_block_odd": "vtensor.literal", "gpt2_block_sdpa": "aten.empty.memory_format",
-    "llama_sdpa": "aten.empty.memory_format", "lstm_cell": "aten._thnn_fused_lstm_cell",
-    "tiny_gpt": "vtensor.literal",
-}  # fmt: skip
-"""Zoo models whose graph, traced by aot_autograd on CUDA tensors, torch-mlir cannot
-lower (seen on the H200, torch 2.11): the backend runs them in eager (one fallback,
-outputs still checked). `tilefuse.torch.compile` traces CPU stand-ins and compiles
-them all; the backend does not yet (issue 15's note)."""
+GPU_FALLBACKS: dict[str, str] = {}
+"""Zoo models whose graph, traced by aot_autograd on CUDA tensors, the backend runs in
+eager (one fallback, outputs still checked), with why. None: the seven whose CUDA
+graphs torch-mlir could not lower as spelled (factory ops on `cuda:0`,
+`_thnn_fused_lstm_cell`) compile since `tilefuse.torch.aten_graph.for_import`
+(tests/test_backend_cuda_graphs.py)."""
 
 RTOL = 5e-5
 """Kernels in f32 against eager in f64, relative to each output's largest value
 (GPT-2's tanh GELU is the least precise, about 1.2e-5)."""
-
-
-def _eager64(model: nn.Module, inputs: tuple) -> object:
-    ref = copy.deepcopy(model).cpu().double()
-    with torch.no_grad():
-        return ref(*[x.cpu().double() if x.is_floating_point() else x.cpu() for x in inputs])
-
-
-def _build(name: str) -> tuple[nn.Module, tuple]:
-    """The model and its inputs where the kernels run (the GPU if there is one)."""
-    model, inputs = ZOO[name].build()
-    return model.to(DEVICE), tuple(x.to(DEVICE) for x in inputs)
-
-
-def _flat(outputs: object) -> list[torch.Tensor]:
-    if isinstance(outputs, torch.Tensor):
-        return [outputs]
-    return [t for o in outputs for t in _flat(o)]
-
-
-def assert_matches(name: str, outputs: object, expected: object) -> None:
-    outputs, expected = _flat(outputs), _flat(expected)
-    assert len(outputs) == len(expected)
-    for out, ref in zip(outputs, expected, strict=True):
-        assert out.shape == ref.shape, name
-        out = out.cpu()
-        if ref.is_floating_point():
-            scale = float(ref.abs().max().clamp_min(1e-30))
-            err = float((out.double() - ref).abs().max()) / scale
-            assert err <= RTOL, f"{name}: relative error {err:.3g}"
-        else:
-            assert torch.equal(out.to(ref.dtype), ref), name
 
 
 def test_the_kernel_table_covers_the_zoo():
@@ -92,23 +54,23 @@ def test_the_kernel_table_covers_the_zoo():
 
 @pytest.mark.parametrize("name", sorted(ZOO))
 def test_zoo_model_through_tilefuse_compile(name):
-    model, inputs = _build(name)
+    model, inputs = build(name)
     compiled = tt.compile(model, *inputs)
-    assert_matches(name, compiled(*inputs), _eager64(model, inputs))
+    assert_matches(name, compiled(*inputs), eager64(model, inputs), RTOL)
     assert len(compiled.kernels) == KERNELS[name], compiled.kernels
 
 
 @pytest.mark.parametrize("name", sorted(ZOO))
 def test_zoo_model_through_the_torch_compile_backend(name):
     torch._dynamo.reset()
-    model, inputs = _build(name)
+    model, inputs = build(name)
     stats = backend.STATS  # a graph compiled by an earlier test is a cache hit
     before = (stats.compiled + stats.cache_hits, stats.fallbacks)
     with torch.no_grad():
         outputs = torch.compile(model, backend=backend.tilefuse, dynamic=False)(*inputs)
     compiled = stats.compiled + stats.cache_hits - before[0]
     fallbacks = stats.fallbacks - before[1]
-    assert_matches(name, outputs, _eager64(model, inputs))
+    assert_matches(name, outputs, eager64(model, inputs), RTOL)
     if DEVICE == "cuda" and name in GPU_FALLBACKS:
         assert (compiled, fallbacks) == (0, 1), (compiled, fallbacks)
         return

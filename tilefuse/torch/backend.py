@@ -4,13 +4,16 @@
 Registered with torch by the `torch_dynamo_backends` entry point (pyproject.toml).
 Each graph dynamo captures goes through aot_autograd with torch-mlir's
 decompositions (core ATen and the few torch-mlir adds), so the forward graph is
-ATen; `torch_mlir.fx.stateless_fx_import` lowers it to linalg on tensors and
+ATen; a copy of it without devices or CUDA-only fused ops (`aten_graph.for_import`:
+the graph traced on CUDA tensors compiles as the CPU one does),
+`torch_mlir.fx.stateless_fx_import` lowers to linalg on tensors and
 `tilefuse.runtime.compile` makes it kernels. Parameters are graph inputs, so
 weight updates need no recompile.
 
 What is refused runs in eager, never silently wrong: a graph with symbolic shapes or
 non-tensor inputs or outputs, an op torch-mlir cannot lower, a `CompileError` of
-tilefuse (an op, a form, a graph it does not compile). Each refused graph logs one
+tilefuse (an op, a form, a graph it does not compile); torch-mlir's diagnostics are
+caught, not printed, to name its op. Each refused graph logs one
 line on the `fallback` channel (`TILEFUSE_LOG=fallback`) with the op, its location
 and the reason. Backward graphs run in eager (aot_autograd's backward of the
 compiled forward: eager's gradients).
@@ -41,8 +44,15 @@ from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 
 from tilefuse.ir.log import channel
 from tilefuse.runtime import CompiledProgram, gpu_available
+from tilefuse.torch.aten_graph import for_import
 from tilefuse.torch.export import torch_deprecations_quiet
-from tilefuse.torch.mlir import Refusal, Refused, compile_mlir, import_refusal
+from tilefuse.torch.mlir import (
+    Refusal,
+    Refused,
+    TorchMlirDiagnostics,
+    compile_mlir,
+    import_refusal,
+)
 
 log = channel("fallback")
 
@@ -109,13 +119,17 @@ def unsupported(gm: torch.fx.GraphModule, inputs: list[Any]) -> Refusal | None:
 
 def _compile(gm: torch.fx.GraphModule, name: str, target: str) -> CompiledProgram | Refusal:
     STATS.compiles += 1
+    diagnostics = TorchMlirDiagnostics()
+    graph = gm
     try:
-        with torch_deprecations_quiet():
-            mlir = fx.stateless_fx_import(gm, output_type="linalg-on-tensors", model_name=name)
+        graph = for_import(gm)
+        with torch_deprecations_quiet(), diagnostics:
+            mlir = fx.stateless_fx_import(graph, output_type="linalg-on-tensors",
+                                          model_name=name, fx_importer=diagnostics.importer())  # fmt: skip
     except Exception as e:  # torch-mlir's errors: any exception of its import
-        return import_refusal(e, gm.graph)
+        return import_refusal(e, graph.graph, diagnostics.errors)
     try:
-        program = compile_mlir(mlir, name, target, graph=gm.graph)
+        program = compile_mlir(mlir, name, target, graph=graph.graph)
     except Refused as e:
         return e.refusal
     STATS.compiled += 1

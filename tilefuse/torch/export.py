@@ -29,7 +29,7 @@ from torch_mlir import fx
 from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 
 from tilefuse.ir.diagnostics import CompileError
-from tilefuse.torch.mlir import import_refusal
+from tilefuse.torch.mlir import TorchMlirDiagnostics, import_refusal
 
 
 class ExportError(CompileError):
@@ -165,12 +165,14 @@ def export(fn: nn.Module | Callable[..., Any], example_inputs: tuple[Any, ...],
     if not all(type(a).__name__ == "TensorArgument" for a in outputs):
         raise ExportError(f"{name} returns something other than tensors: tilefuse "
                           "compiles functions of tensors to tensors")  # fmt: skip
+    diagnostics = TorchMlirDiagnostics()
     try:
-        with torch_deprecations_quiet():
+        with torch_deprecations_quiet(), diagnostics:
             mlir = fx.export_and_import(program, output_type="linalg-on-tensors",
-                                        func_name=name, decomposition_table={})  # fmt: skip
+                                        func_name=name, decomposition_table={},
+                                        fx_importer=diagnostics.importer())  # fmt: skip
     except Exception as e:
-        why = import_refusal(e, program.graph).format()
+        why = import_refusal(e, program.graph, diagnostics.errors).format()
         raise ExportError(f"{name}: {why}") from e
     return Exported(module, state, in_spec, leaves, program.call_spec.out_spec, mlir,
                     program.graph)  # fmt: skip

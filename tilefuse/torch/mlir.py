@@ -6,6 +6,8 @@ under the cache (`$TILEFUSE_CACHE/torch/<name>-<hash>.mlir`), so a `CompileError
 `file:line:col` points at text the user can open. The same module printed with
 debug info carries, on the same line of each op, the Python source torch-mlir took it
 from (`loc("model.py":13:0)`): a refusal names that line too, and the FX nodes of it.
+torch-mlir's own lowering reports why it fails only as MLIR diagnostics:
+`TorchMlirDiagnostics` catches them, and `import_refusal` names their op and line.
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch_mlir import ir
+from torch_mlir.dialects import torch as torch_dialect
+from torch_mlir.extras.fx_importer import FxImporter
 
 from tilefuse.ir.diagnostics import CompileError
 from tilefuse.runtime import CompiledProgram, cache_dir
@@ -90,12 +95,7 @@ def python_location(text: str, debug_text: str, line: int) -> str | None:
         if expanded == body:
             break
         body = expanded
-    frames = [(m["file"], m["line"]) for m in _FILE_LINE.finditer(body)]
-    users = [f for f in frames if not f[0].startswith(_INTERNAL)]
-    if not frames:
-        return None
-    file, number = (users or frames)[0]
-    return f"{file}:{number}"
+    return _user_line(body)
 
 
 def graph_ops_at(graph: Any, source: str | None, reason: str = "") -> tuple[str, ...]:
@@ -126,25 +126,90 @@ def refusal(error: CompileError, text: str, debug_text: str, graph: Any = None) 
     return Refusal(match["reason"], location, source, graph_ops_at(graph, source, match["reason"]))
 
 
-def import_refusal(error: BaseException, graph: Any = None) -> Refusal:
+@dataclass(frozen=True)
+class Diagnostic:
+    """An error torch-mlir's passes emitted: its message and its location."""
+
+    message: str
+    location: str
+
+
+class TorchMlirDiagnostics:
+    """The MLIR context of one torch-mlir import and lowering, whose errors are
+    caught here (`errors`) instead of printed on stderr (torch-mlir's lowering emits
+    them to the context's handler, and its exception says only that a pass failed).
+
+        with TorchMlirDiagnostics() as diagnostics:
+            fx.stateless_fx_import(gm, ..., fx_importer=diagnostics.importer())
+    """
+
+    def __init__(self) -> None:
+        self.context = ir.Context()
+        torch_dialect.register_dialect(self.context)
+        self.errors: list[Diagnostic] = []
+        self._handler: Any = None
+
+    def importer(self) -> FxImporter:
+        return FxImporter(context=self.context)
+
+    def _record(self, diagnostic: Any) -> bool:
+        if diagnostic.severity == ir.DiagnosticSeverity.ERROR:
+            self.errors.append(Diagnostic(diagnostic.message, str(diagnostic.location)))
+        return True  # handled: nothing on stderr
+
+    def __enter__(self) -> TorchMlirDiagnostics:
+        self._handler = self.context.attach_diagnostic_handler(self._record)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._handler.detach()
+
+
+def _user_line(text: str) -> str | None:
+    """The innermost Python `file:line` of a location outside torch and this package."""
+    frames = [(m["file"], m["line"]) for m in _FILE_LINE.finditer(text)]
+    users = [f for f in frames if not f[0].startswith(_INTERNAL)]
+    if not frames:
+        return None
+    file, number = (users or frames)[0]
+    return f"{file}:{number}"
+
+
+_OPERATOR = re.compile(r'"torch\.operator"\([^)]*\) <\{name = "(?P<name>[\w.]+)"')
+"""An op torch-mlir imported without knowing it: `torch.operator` with its name."""
+_QUOTED_OP = re.compile(r"'(?P<name>(?:torch|tm_tensor)\.[\w.]+)'")
+
+
+def _lowering_reason(message: str) -> tuple[str | None, str]:
+    """The torch op a torch-mlir error names and the error without its op dump."""
+    first = message.strip().splitlines()[0] if message.strip() else "(no message)"
+    reason = first.split(": %", 1)[0].split(": see current operation", 1)[0]
+    named = _OPERATOR.search(message) or _QUOTED_OP.search(message)
+    op = named["name"] if named else None
+    if op and "torch.operator" in reason:
+        reason = reason.replace("'torch.operator'", f"'{op}'")
+    return op, reason
+
+
+def import_refusal(error: BaseException, graph: Any = None,
+                   diagnostics: list[Diagnostic] | None = None) -> Refusal:  # fmt: skip
     """An exception of torch-mlir's import or lowering as a `Refusal`: its first
-    diagnostic, the op it names and the Python line of its `loc(...)`."""
+    error diagnostic (caught by `TorchMlirDiagnostics`, else read from the
+    exception's text), the op it names and the Python line of its location."""
     text = str(error)
-    lines = [s.strip() for s in text.splitlines() if s.strip()]
-    errors = [s for s in lines if "error:" in s]
-    if errors:
-        reason = errors[0].split("error:", 1)[-1].strip()
-    else:  # its diagnostics went to stderr
-        reason = lines[0] if lines else type(error).__name__
-        reason = reason.removesuffix(" with the following diagnostics:")
-        reason += " (torch-mlir printed why on stderr)"
-    found = _FILE_LINE.search(text)
-    source = f"{found['file']}:{found['line']}" if found else None
-    ops = graph_ops_at(graph, source, reason)
-    op = re.search(r"'(torch\.[\w.]+)'", text)
-    if not ops and op:
-        ops = (op[1],)
-    return Refusal(f"torch-mlir cannot lower it: {reason}", None, source, ops)
+    if diagnostics:
+        message, location = diagnostics[0].message, diagnostics[0].location
+    else:
+        lines = [s.strip() for s in text.splitlines() if s.strip()]
+        errors = [s for s in lines if "error:" in s]
+        first = lines[0].removesuffix(" with the following diagnostics:") if lines else ""
+        message = errors[0].split("error:", 1)[-1] if errors else first or type(error).__name__
+        location = text
+    op, reason = _lowering_reason(message)
+    source = _user_line(location)
+    ops = graph_ops_at(graph, source, f"{op} {reason}") or ((op,) if op else ())
+    what = f"torch-mlir cannot lower {op}" if op else "torch-mlir cannot lower it"
+    return Refusal(f"{what}: {reason}", None, source, ops)
 
 
 def mlir_file(text: str, name: str) -> Path:
