@@ -19,6 +19,19 @@ and a contraction over the same `j`. Two things happen:
 Nothing changes when the pattern does not match (softmax over another dim than
 the contraction, no normalisation feeding a contraction, ...).
 
+Before matching, two spellings real programs write are brought to that form
+(each exact, each a no-op where it does not apply):
+
+- *heads through views*: torch-mlir computes `Q K^T` and `P V` as batch matmuls
+  over `B*H`, between a `collapse_shape` of each operand and an `expand_shape`
+  of the result. A contraction whose one reader is an `expand_shape` and whose
+  inputs are `collapse_shape`s that the expansion undoes runs in the expanded
+  loop space instead, reading the views' sources (fusion by expansion, as
+  upstream's `ElementwiseOpFusion` does): no view stands between the scores
+  and the softmax, nor between the probabilities and `P V`;
+- *`exp(u - max)` in two ops*: a pointwise `u - m` read only by a pointwise
+  `exp` becomes one op.
+
 ```mlir
 %p = linalg.generic ... ins(%e, %l) { divf }              // p = e / l
 %o = linalg.generic ... ins(%p, %v) { mulf, addf }        // o = p @ v
@@ -34,17 +47,19 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, func, tensor
-from xdsl.dialects.builtin import AffineMapAttr, ModuleOp, StringAttr
+from xdsl.dialects import math as mathd
+from xdsl.dialects.builtin import AffineMapAttr, ModuleOp, StringAttr, TensorType
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.dialects.linalg.attrs import IteratorType, IteratorTypeAttr
-from xdsl.ir import Block, Region
+from xdsl.ir import Block, Operation, Region
 from xdsl.ir.affine import AffineDimExpr, AffineMap
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tilefuse.analysis.dataflow import Graph, build_graph, shared_dims
 from tilefuse.analysis.patterns import Attention, find_attention
-from tilefuse.ir.structured import element_type
+from tilefuse.ir.structured import element_type, reassociation, shape_of
+from tilefuse.passes.cleanup import erase_dead_views
 
 TAG = "tilefuse.attention"
 
@@ -58,6 +73,7 @@ class FlashAttentionPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         count = 0
         for f in [o for o in op.walk() if isinstance(o, func.FuncOp)]:
+            normalise(f)
             graph = build_graph(f)
             for att in find_attention(graph):
                 if TAG in att.output.op.attributes:
@@ -65,6 +81,7 @@ class FlashAttentionPass(ModulePass):
                 rewrite_attention(graph, att, f"attention_{count}")
                 count += 1
                 graph = build_graph(f)
+        erase_dead_views(op)
 
 
 def rewrite_attention(graph: Graph, att: Attention, tag: str) -> None:
@@ -114,3 +131,207 @@ def _divide(graph: Graph, att: Attention, num, row_sum):
     )  # fmt: skip
     generic.location = o.op.location
     return empty, generic
+
+
+# ---------------------------------------------------------------------------
+# Normalisation: the spellings real programs write, brought to the matched form
+# ---------------------------------------------------------------------------
+
+
+def normalise(f: func.FuncOp) -> None:
+    """Expand batch-matmul sandwiches and merge `exp(u - m)`, until neither applies."""
+    changed = True
+    while changed:
+        changed = False
+        for op in list(f.body.block.ops):
+            if isinstance(op, linalg.GenericOp) and (_expand_sandwich(op) or _merge_exp(op)):
+                changed = True
+                break
+
+
+def _pure_dims(amap: AffineMap) -> list[int] | None:
+    """The loop dims of a projected-permutation map, or None."""
+    if not all(isinstance(e, AffineDimExpr) for e in amap.results):
+        return None
+    dims = [e.position for e in amap.results if isinstance(e, AffineDimExpr)]
+    return dims if len(set(dims)) == len(dims) else None
+
+
+def _groups(op: tensor.ExpandShapeOp | tensor.CollapseShapeOp) -> list[list[int]]:
+    return [[i.value.data for i in g.data] for g in op.reassociation.data]
+
+
+def _uses_index(op: linalg.GenericOp) -> bool:
+    return any(isinstance(o, linalg.IndexOp) for o in op.body.walk())
+
+
+def _expand_sandwich(g: linalg.GenericOp) -> bool:
+    """`expand(contract(collapse(a), collapse(b)))` -> `contract'(a, b)` in the
+    expanded loop space, when each collapse is exactly undone by the expansion."""
+    if len(g.results) != 1 or len(g.outputs) != 1 or _uses_index(g):
+        return False
+    uses = list(g.results[0].uses)
+    if len(uses) != 1 or not isinstance(e := uses[0].operation, tensor.ExpandShapeOp):
+        return False
+    if not (_reaches_row_max(e.result) or any(_is_probabilities(v) for v in g.inputs)):
+        return False  # only attention's two contractions: other GEMMs keep their 2-D tiles
+    maps = [m.data for m in g.indexing_maps.data]
+    out_dims = _pure_dims(maps[-1])
+    all_dims = [_pure_dims(m) for m in maps]
+    if out_dims is None or any(d is None for d in all_dims):
+        return False
+    out_shape = e.result.type.get_shape()
+    # Each loop dim read by the output splits into its group's sizes.
+    split: dict[int, list[int]] = {}
+    for r, group in enumerate(_groups(e)):
+        split[out_dims[r]] = [out_shape[i] for i in group]
+    new_index: dict[int, list[int]] = {}
+    for d in range(len(g.iterator_types.data)):
+        start = sum(len(v) for v in new_index.values())
+        new_index[d] = list(range(start, start + len(split.get(d, [0]))))
+    rank = sum(len(v) for v in new_index.values())
+    inputs, views = [], []
+    for value, dims in zip(g.inputs, all_dims, strict=False):
+        assert dims is not None
+        src, made = _undone_collapse(value, [split.get(d) for d in dims])
+        inputs.append(src)
+        views += made
+    init = _expanded_init(g.outputs[0], e)
+    if init is None:
+        return False
+    new_maps = [
+        AffineMapAttr(AffineMap(rank, 0, tuple(AffineDimExpr(i) for d in dims for i in new_index[d])))
+        for dims in all_dims if dims is not None
+    ]  # fmt: skip
+    iterators = [it for d, it in enumerate(g.iterator_types.data) for _ in new_index[d]]
+    new = linalg.GenericOp(inputs, [init[0]], g.body.clone(), new_maps, iterators, [e.result.type])
+    new.location = g.location
+    new.attributes.update(g.attributes)
+    Rewriter.insert_op([*views, *init[1], new], InsertPoint.before(g))
+    e.result.replace_all_uses_with(new.results[0])
+    for dead in (e, g):
+        dead.detach()
+        dead.erase()
+    return True
+
+
+def _undone_collapse(value, sizes: list[list[int] | None]):
+    """`value` read with each of its dims split into `sizes` (None: unsplit) and the
+    ops making that view: the source of a collapse_shape with exactly those groups,
+    else an expand_shape of `value` (a host view)."""
+    shape = shape_of(value)
+    if all(s is None or len(s) == 1 for s in sizes):
+        return value, []
+    c = value.owner
+    if isinstance(c, tensor.CollapseShapeOp):
+        src_shape = c.src.type.get_shape()
+        wanted = [s if s is not None else [shape[r]] for r, s in enumerate(sizes)]
+        if [[src_shape[i] for i in g] for g in _groups(c)] == wanted:
+            return c.src, []
+    groups, out_shape = [], []
+    for r, s in enumerate(sizes):
+        part = s if s is not None else [shape[r]]
+        groups.append(list(range(len(out_shape), len(out_shape) + len(part))))
+        out_shape += part
+    t = TensorType(element_type(value.type), out_shape)
+    view = tensor.ExpandShapeOp(value, [], reassociation(groups), out_shape, t)
+    return view.result, [view]
+
+
+def _generic_users(value) -> list[linalg.GenericOp]:
+    return [u.operation for u in value.uses if isinstance(u.operation, linalg.GenericOp)]
+
+
+def _payload_has(op: Operation, kind: type) -> bool:
+    return isinstance(op, linalg.GenericOp) and any(isinstance(o, kind) for o in op.body.walk())
+
+
+def _reaches_row_max(value, depth: int = 4) -> bool:
+    """Does `value` feed, through at most `depth` elementwise ops, a max-reduction?"""
+    for user in _generic_users(value):
+        reduces = any(it.data == IteratorType.REDUCTION for it in user.iterator_types.data)
+        if reduces and _payload_has(user, arith.MaximumfOp):
+            return True
+        if not reduces and depth > 0 and _reaches_row_max(user.results[0], depth - 1):
+            return True
+    return False
+
+
+def _is_probabilities(value) -> bool:
+    """Is `value` (through a collapse_shape) `e / l` with `l` a sum of an `exp`?"""
+    if isinstance(c := value.owner, tensor.CollapseShapeOp):
+        value = c.src
+    div = value.owner
+    if not _payload_has(div, arith.DivfOp):
+        return False
+    assert isinstance(div, linalg.GenericOp)
+    for v in div.inputs:
+        row_sum = v.owner
+        if _payload_has(row_sum, arith.AddfOp) and isinstance(row_sum, linalg.GenericOp) and \
+                any(_payload_has(x.owner, mathd.ExpOp) for x in row_sum.inputs):  # fmt: skip
+            return True
+    return False
+
+
+def _expanded_init(init, e: tensor.ExpandShapeOp):
+    """The output's init in the expanded shape: a fill of it, or an expand_shape view."""
+    fill = init.owner
+    t = e.result.type
+    if isinstance(fill, linalg.GenericOp) and len(fill.inputs) == 1 and \
+            not isinstance(fill.inputs[0].type, TensorType) and \
+            isinstance(y := fill.body.block.last_op, linalg.YieldOp) and \
+            y.operands[0] is fill.body.block.args[0]:  # fmt: skip
+        empty = tensor.EmptyOp([], t)
+        rank = len(t.get_shape())
+        new = linalg.GenericOp(
+            [fill.inputs[0]], [empty.tensor], fill.body.clone(),
+            [AffineMapAttr(AffineMap(rank, 0, ())), AffineMapAttr(AffineMap.identity(rank))],
+            [IteratorTypeAttr(IteratorType.PARALLEL)] * rank, [t],
+        )  # fmt: skip
+        return new.results[0], [empty, new]
+    view = tensor.ExpandShapeOp(init, [], e.reassociation, list(t.get_shape()), t)
+    return view.result, [view]
+
+
+def _single_op_payload(op: linalg.GenericOp, kind: type) -> Operation | None:
+    """The one payload op of `op` when it is a `kind` yielded."""
+    ops = list(op.body.block.ops)
+    if len(ops) == 2 and isinstance(ops[0], kind) and ops[1].operands[0] is ops[0].results[0]:
+        return ops[0]
+    return None
+
+
+def _merge_exp(g: linalg.GenericOp) -> bool:
+    """A pointwise `exp(x)` reading, through the identity, a pointwise `x = a - b`
+    read by nothing else: one op `exp(a - b)`."""
+    exp = _single_op_payload(g, mathd.ExpOp)
+    if exp is None or len(g.inputs) != 1 or any(
+        it.data != IteratorType.PARALLEL for it in g.iterator_types.data
+    ):
+        return False
+    sub_op = g.inputs[0].owner
+    ident = AffineMap.identity(len(g.iterator_types.data))
+    if not isinstance(sub_op, linalg.GenericOp) or len(sub_op.results) != 1 or \
+            len(list(g.inputs[0].uses)) != 1 or _single_op_payload(sub_op, arith.SubfOp) is None or \
+            g.indexing_maps.data[0].data != ident or sub_op.indexing_maps.data[-1].data != ident or \
+            sub_op.iterator_types != g.iterator_types:  # fmt: skip
+        return False
+    et = element_type(g.results[0].type)
+    n = len(sub_op.inputs)
+    block = Block(arg_types=[a.type for a in sub_op.body.block.args[:n]] + [et])
+    mapping = dict(zip(sub_op.body.block.args[:n], block.args[:n], strict=True))
+    sub = _single_op_payload(sub_op, arith.SubfOp)
+    assert sub is not None
+    d = sub.clone(value_mapper=mapping)
+    ex = mathd.ExpOp(d.results[0])
+    block.add_ops([d, ex, linalg.YieldOp(ex.result)])
+    maps = [*sub_op.indexing_maps.data[:n], g.indexing_maps.data[-1]]
+    new = linalg.GenericOp(list(sub_op.inputs), list(g.outputs), Region(block), maps,
+                           g.iterator_types, [g.results[0].type])  # fmt: skip
+    new.location = g.location
+    Rewriter.insert_op(new, InsertPoint.before(g))
+    g.results[0].replace_all_uses_with(new.results[0])
+    for dead in (g, sub_op):
+        dead.detach()
+        dead.erase()
+    return True
