@@ -153,18 +153,19 @@ def _is_division_by(node: Node, e: SSAValue, row_sum: SSAValue) -> bool:
     return isinstance(div, arith.DivfOp) and div.lhs is args[e] and div.rhs is args[row_sum]
 
 
-def _score_chain(u_node: Node | None) -> tuple[Node, ...] | None:
-    """The contraction producing `u`, through single-input elementwise ops."""
-    chain = []
-    node = u_node
-    while node is not None and node.kind == POINTWISE:
-        chain.append(node)
-        producers = [p for p in node.producers if p.kind != "fill"]
-        node = producers[0] if len(producers) == 1 else None
-    if node is None or node.kind != CONTRACTION:
+def _score_chain(u_node: Node | None, depth: int = 8) -> tuple[Node, ...] | None:
+    """The contraction producing `u` and the elementwise ops after it (a scale, a
+    mask added or selected): exactly one producer of each op leads back to a
+    contraction; the others (a mask, a bias) are read as they are."""
+    if u_node is None or depth == 0:
         return None
-    chain.append(node)
-    return tuple(reversed(chain))
+    if u_node.kind == CONTRACTION:
+        return (u_node,)
+    if u_node.kind != POINTWISE:
+        return None
+    chains = [c for p in u_node.producers if p.kind != FILL
+              if (c := _score_chain(p, depth - 1)) is not None]  # fmt: skip
+    return (*chains[0], u_node) if len(chains) == 1 else None
 
 
 def find_attention(graph: Graph) -> list[Attention]:

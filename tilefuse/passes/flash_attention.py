@@ -56,7 +56,7 @@ from xdsl.ir.affine import AffineDimExpr, AffineMap
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tilefuse.analysis.dataflow import Graph, build_graph, shared_dims
+from tilefuse.analysis.dataflow import FILL, POINTWISE, Graph, Node, build_graph, shared_dims
 from tilefuse.analysis.patterns import Attention, find_attention
 from tilefuse.ir.structured import element_type, reassociation, shape_of
 from tilefuse.passes.cleanup import erase_dead_views
@@ -102,10 +102,38 @@ def rewrite_attention(graph: Graph, att: Attention, tag: str) -> None:
     if not p.op.results[0].uses:
         p.op.detach()
         p.op.erase()
-    for node in (*att.scores, att.softmax.max_node, att.softmax.exp_node, att.sum_node):
+    for node in (*att.scores, att.softmax.max_node, att.softmax.exp_node, att.sum_node,
+                 *_mask_producers(att)):  # fmt: skip
         node.op.attributes[TAG] = StringAttr(tag)
     o2.attributes[TAG] = StringAttr(tag)
     div[1].attributes[TAG] = StringAttr(tag)
+
+
+def _mask_producers(att: Attention) -> list[Node]:
+    """Elementwise producers of the scores' masks and biases (a compare of a mask
+    buffer, SDPA's `arange` compare) read only by the attention: computed per tile
+    in its kernel rather than written by one of their own."""
+    found: list[Node] = []
+    inside = set(att.scores)
+    frontier = [p for n in att.scores[1:] for p in n.producers if p not in inside]
+    while frontier:
+        node = frontier.pop()
+        if node in found or node.kind not in (POINTWISE, FILL):
+            continue
+        if not all(c in inside or c in found or c in frontier for c in node.consumers):
+            continue
+        found.append(node)
+        frontier += node.producers
+    # Keep only those whose every reader is now inside (a shared mask stays its own kernel).
+    kept = set(found)
+    changed = True
+    while changed:
+        changed = False
+        for node in list(kept):
+            if not all(c in inside or c in kept for c in node.consumers):
+                kept.discard(node)
+                changed = True
+    return [n for n in found if n in kept and n.kind == POINTWISE]
 
 
 def _divide(graph: Graph, att: Attention, num, row_sum):
@@ -146,7 +174,21 @@ def normalise(f: func.FuncOp) -> None:
         for op in list(f.body.block.ops):
             if isinstance(op, linalg.GenericOp) and (_expand_sandwich(op) or _merge_exp(op)):
                 changed = True
+                _erase_dead(f)
                 break
+
+
+def _erase_dead(f: func.FuncOp) -> None:
+    """Generics, views and empties at function level that nothing reads any more."""
+    dead = True
+    while dead:
+        dead = False
+        for op in reversed(list(f.body.block.ops)):
+            if isinstance(op, linalg.GenericOp | tensor.ExpandShapeOp | tensor.CollapseShapeOp
+                          | tensor.EmptyOp) and not any(r.uses for r in op.results):  # fmt: skip
+                op.detach()
+                op.erase()
+                dead = True
 
 
 def _pure_dims(amap: AffineMap) -> list[int] | None:
@@ -190,25 +232,28 @@ def _expand_sandwich(g: linalg.GenericOp) -> bool:
         start = sum(len(v) for v in new_index.values())
         new_index[d] = list(range(start, start + len(split.get(d, [0]))))
     rank = sum(len(v) for v in new_index.values())
+    new_dims = [[i for d in dims for i in new_index[d]] for dims in all_dims if dims is not None]
     inputs, views = [], []
-    for value, dims in zip(g.inputs, all_dims, strict=False):
+    for k, (value, dims) in enumerate(zip(g.inputs, all_dims, strict=False)):
         assert dims is not None
         src, made = _undone_collapse(value, [split.get(d) for d in dims])
+        if src is not value and (perm := _pure_permutation(src)) is not None:
+            # The copy the collapse kept from fold-transposes: read its input permuted.
+            src, new_dims[k] = src.owner.inputs[0], [new_dims[k][p] for p in perm]
         inputs.append(src)
         views += made
     init = _expanded_init(g.outputs[0], e)
     if init is None:
         return False
-    new_maps = [
-        AffineMapAttr(AffineMap(rank, 0, tuple(AffineDimExpr(i) for d in dims for i in new_index[d])))
-        for dims in all_dims if dims is not None
-    ]  # fmt: skip
+    new_maps = [AffineMapAttr(AffineMap(rank, 0, tuple(AffineDimExpr(i) for i in dims)))
+                for dims in new_dims]  # fmt: skip
     iterators = [it for d, it in enumerate(g.iterator_types.data) for _ in new_index[d]]
     new = linalg.GenericOp(inputs, [init[0]], g.body.clone(), new_maps, iterators, [e.result.type])
     new.location = g.location
     new.attributes.update(g.attributes)
     Rewriter.insert_op([*views, *init[1], new], InsertPoint.before(g))
     e.result.replace_all_uses_with(new.results[0])
+    new.results[0].name_hint = g.results[0].name_hint
     for dead in (e, g):
         dead.detach()
         dead.erase()
@@ -236,6 +281,23 @@ def _undone_collapse(value, sizes: list[list[int] | None]):
     t = TensorType(element_type(value.type), out_shape)
     view = tensor.ExpandShapeOp(value, [], reassociation(groups), out_shape, t)
     return view.result, [view]
+
+
+def _pure_permutation(value) -> list[int] | None:
+    """For a value copied by a generic from its one input through a permutation
+    `p` (`out[x] = in[x[p[0]], x[p[1]], ...]`), `p`; else None."""
+    op = value.owner
+    if not isinstance(op, linalg.GenericOp) or len(op.inputs) != 1 or len(op.outputs) != 1 or \
+            not isinstance(op.inputs[0].type, TensorType) or _single_op_payload(op, None) is None or \
+            any(it.data != IteratorType.PARALLEL for it in op.iterator_types.data):  # fmt: skip
+        return None
+    in_map, out_map = (m.data for m in op.indexing_maps.data)
+    perm = _pure_dims(in_map)
+    if out_map != AffineMap.identity(out_map.num_dims) or perm is None or \
+            sorted(perm) != list(range(in_map.num_dims)) or \
+            element_type(op.inputs[0].type) != element_type(value.type):  # fmt: skip
+        return None
+    return perm
 
 
 def _generic_users(value) -> list[linalg.GenericOp]:
@@ -293,9 +355,13 @@ def _expanded_init(init, e: tensor.ExpandShapeOp):
     return view.result, [view]
 
 
-def _single_op_payload(op: linalg.GenericOp, kind: type) -> Operation | None:
-    """The one payload op of `op` when it is a `kind` yielded."""
+def _single_op_payload(op: linalg.GenericOp, kind: type | None) -> Operation | None:
+    """The one payload op of `op` when it is a `kind` yielded (None: a payload that
+    yields its first argument, returned as the yield)."""
     ops = list(op.body.block.ops)
+    if kind is None:
+        y = ops[0]
+        return y if len(ops) == 1 and y.operands[0] is op.body.block.args[0] else None
     if len(ops) == 2 and isinstance(ops[0], kind) and ops[1].operands[0] is ops[0].results[0]:
         return ops[0]
     return None
