@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import arith, func, tensor
 from xdsl.dialects import math as mathd
-from xdsl.dialects.builtin import AffineMapAttr, ModuleOp, StringAttr, TensorType
+from xdsl.dialects.builtin import AffineMapAttr, FloatAttr, ModuleOp, StringAttr, TensorType
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.dialects.linalg.attrs import IteratorType, IteratorTypeAttr
 from xdsl.ir import Block, Operation, Region
@@ -73,13 +73,14 @@ class FlashAttentionPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         count = 0
         for f in [o for o in op.walk() if isinstance(o, func.FuncOp)]:
-            normalise(f)
+            f = _normalised(f)
             graph = build_graph(f)
             for att in find_attention(graph):
                 if TAG in att.output.op.attributes:
                     continue
                 rewrite_attention(graph, att, f"attention_{count}")
                 count += 1
+                _erase_dead(f)
                 graph = build_graph(f)
         erase_dead_views(op)
 
@@ -87,21 +88,24 @@ class FlashAttentionPass(ModulePass):
 def rewrite_attention(graph: Graph, att: Attention, tag: str) -> None:
     """Sink `att`'s normalisation and tag its ops."""
     o, p = att.output, att.normalize
+    probs = (att.zero_rows or p).op.results[0]
     e = att.softmax.exp_node.op.results[0]
     row_sum = att.sum_node.op.results[0]
+    row_max = att.softmax.max_node.op.results[0] if att.zero_rows is not None else None
+    if row_max is not None:
+        _guard_exp(att)
     # 1. o2 = sum_j e * v: the same contraction reading e instead of p.
     o2 = o.op.clone()
-    o2.operands = [e if v is p.op.results[0] else v for v in o2.operands]
+    o2.operands = [e if v is probs else v for v in o2.operands]
     Rewriter.insert_op(o2, InsertPoint.after(o.op))
-    # 2. o = o2 / l, l broadcast over o's non-row dims.
-    div = _divide(graph, att, o2.results[0], row_sum)
+    # 2. o = o2 / l, l broadcast over o's non-row dims (o2 itself where m = -inf).
+    div = _divide(graph, att, o2.results[0], row_sum, row_max)
     Rewriter.insert_op([div[0], div[1]], InsertPoint.after(o2))
     o.op.results[0].replace_all_uses_with(div[1].results[0])
-    o.op.detach()
-    o.op.erase()
-    if not p.op.results[0].uses:
-        p.op.detach()
-        p.op.erase()
+    for dead in (o, att.zero_rows, p):
+        if dead is not None and not any(r.uses for r in dead.op.results):
+            dead.op.detach()
+            dead.op.erase()
     for node in (*att.scores, att.softmax.max_node, att.softmax.exp_node, att.sum_node,
                  *_mask_producers(att)):  # fmt: skip
         node.op.attributes[TAG] = StringAttr(tag)
@@ -136,9 +140,27 @@ def _mask_producers(att: Attention) -> list[Node]:
     return [n for n in found if n in kept and n.kind == POINTWISE]
 
 
-def _divide(graph: Graph, att: Attention, num, row_sum):
-    """`num / l` with `l` (`row_sum`) indexed by the row dims it shares with `num`."""
+def _guard_exp(att: Attention) -> None:
+    """`exp(u - m)` -> `exp(u - select(m == -inf, 0, m))`: 0, not NaN, in a row whose
+    every score is -inf (what the online loop computes; here also what the IR says)."""
+    exp = att.softmax.exp_node
+    m_arg = exp.s.payload.args[exp.s.inputs.index(att.softmax.max_node.op.results[0])]
+    sub = next(o for o in exp.s.payload.ops if isinstance(o, arith.SubfOp) and o.rhs is m_arg)
+    et = m_arg.type
+    neg_inf, zero = arith.ConstantOp(FloatAttr(float("-inf"), et)), arith.ConstantOp(FloatAttr(0.0, et))
+    is_neg_inf = arith.CmpfOp(m_arg, neg_inf.result, "oeq")
+    guard = arith.SelectOp(is_neg_inf.result, zero.result, m_arg)
+    Rewriter.insert_op([neg_inf, zero, is_neg_inf, guard], InsertPoint.before(sub))
+    sub.operands = [sub.lhs, guard.result]
+
+
+def _divide(graph: Graph, att: Attention, num, row_sum, row_max=None):
+    """`num / l` with `l` (`row_sum`) indexed by the row dims it shares with `num`;
+    with `row_max`, `select(m == -inf, num, num / l)` (a fully masked row's
+    `num` is its sum of `0 * v`, what the program's zeroed probabilities give)."""
     nodes = [att.softmax.max_node, att.softmax.exp_node, att.sum_node, att.normalize, att.output]
+    if att.zero_rows is not None:
+        nodes.insert(-1, att.zero_rows)
     dims = shared_dims(graph, nodes)
     o, s = att.output, att.sum_node
     out_loops = o.s.operand_dims(len(o.s.inputs))
@@ -146,15 +168,27 @@ def _divide(graph: Graph, att: Attention, num, row_sum):
     l_dims = [dims.of[(s.index, d)] for d in s.s.operand_dims(len(s.s.inputs))]
     rank = len(out_dims)
     l_map = AffineMap(rank, 0, tuple(AffineDimExpr(out_dims.index(d)) for d in l_dims))
+    a = att.softmax.max_node
+    m_dims = [dims.of[(a.index, d)] for d in a.s.operand_dims(len(a.s.inputs))]
+    m_map = AffineMap(rank, 0, tuple(AffineDimExpr(out_dims.index(d)) for d in m_dims))
     ident = AffineMap.identity(rank)
     empty = tensor.EmptyOp([], num.type)
     et = element_type(num.type)
-    block = Block(arg_types=[et, et, et])
+    ins = [num, row_sum] + ([row_max] if row_max is not None else [])
+    block = Block(arg_types=[et] * (len(ins) + 1))
     q = arith.DivfOp(block.args[0], block.args[1])
-    block.add_ops([q, linalg.YieldOp(q.result)])
+    block.add_op(q)
+    result = q.result
+    if row_max is not None:
+        neg_inf = arith.ConstantOp(FloatAttr(float("-inf"), et))
+        masked = arith.CmpfOp(block.args[2], neg_inf.result, "oeq")
+        pick = arith.SelectOp(masked.result, block.args[0], q.result)
+        block.add_ops([neg_inf, masked, pick])
+        result = pick.result
+    block.add_op(linalg.YieldOp(result))
     generic = linalg.GenericOp(
-        [num, row_sum], [empty.tensor], Region(block),
-        [AffineMapAttr(ident), AffineMapAttr(l_map), AffineMapAttr(ident)],
+        ins, [empty.tensor], Region(block),
+        [AffineMapAttr(m) for m in [ident, l_map, m_map][: len(ins)]] + [AffineMapAttr(ident)],
         [IteratorTypeAttr(IteratorType.PARALLEL)] * rank, [num.type],
     )  # fmt: skip
     generic.location = o.op.location
@@ -164,6 +198,21 @@ def _divide(graph: Graph, att: Attention, num, row_sum):
 # ---------------------------------------------------------------------------
 # Normalisation: the spellings real programs write, brought to the matched form
 # ---------------------------------------------------------------------------
+
+
+def _normalised(f: func.FuncOp) -> func.FuncOp:
+    """`f` normalised, where that makes more attention match; else `f` as it was
+    (the normalisations are exact, but a batch matmul expanded for nothing loses
+    the epilogue fusion it had)."""
+    trial = f.clone()
+    normalise(trial)
+    if len(find_attention(build_graph(trial))) <= len(find_attention(build_graph(f))):
+        trial.erase()
+        return f
+    Rewriter.insert_op(trial, InsertPoint.before(f))
+    f.detach()
+    f.erase()
+    return trial
 
 
 def normalise(f: func.FuncOp) -> None:
@@ -323,6 +372,8 @@ def _is_probabilities(value) -> bool:
     """Is `value` (through a collapse_shape) `e / l` with `l` a sum of an `exp`?"""
     if isinstance(c := value.owner, tensor.CollapseShapeOp):
         value = c.src
+    if _payload_has(sel := value.owner, arith.SelectOp) and len(sel.inputs) == 3:
+        value = sel.inputs[2]  # SDPA's select(all masked, 0, p)
     div = value.owner
     if not _payload_has(div, arith.DivfOp):
         return False
