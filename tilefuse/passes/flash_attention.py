@@ -48,7 +48,13 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import arith, func, tensor
 from xdsl.dialects import math as mathd
-from xdsl.dialects.builtin import AffineMapAttr, FloatAttr, ModuleOp, StringAttr, TensorType
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    FloatAttr,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+)
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.dialects.linalg.attrs import IteratorType, IteratorTypeAttr
 from xdsl.ir import Block, Operation, Region
@@ -56,7 +62,14 @@ from xdsl.ir.affine import AffineDimExpr, AffineMap
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tilefuse.analysis.dataflow import FILL, POINTWISE, Graph, Node, build_graph, shared_dims
+from tilefuse.analysis.dataflow import (
+    FILL,
+    POINTWISE,
+    Graph,
+    Node,
+    build_graph,
+    shared_dims,
+)
 from tilefuse.analysis.patterns import Attention, find_attention
 from tilefuse.ir.structured import element_type, reassociation, shape_of
 from tilefuse.passes.cleanup import erase_dead_views
@@ -258,7 +271,9 @@ def _uses_index(op: linalg.GenericOp) -> bool:
 
 def _expand_sandwich(g: linalg.GenericOp) -> bool:
     """`expand(contract(collapse(a), collapse(b)))` -> `contract'(a, b)` in the
-    expanded loop space, when each collapse is exactly undone by the expansion."""
+    expanded loop space of attention's two contractions: a collapse the expansion
+    undoes is read through (and a permuting copy behind it folded), another
+    operand is viewed expanded."""
     if len(g.results) != 1 or len(g.outputs) != 1 or _uses_index(g):
         return False
     uses = list(g.results[0].uses)
@@ -271,15 +286,7 @@ def _expand_sandwich(g: linalg.GenericOp) -> bool:
     all_dims = [_pure_dims(m) for m in maps]
     if out_dims is None or any(d is None for d in all_dims):
         return False
-    out_shape = e.result.type.get_shape()
-    # Each loop dim read by the output splits into its group's sizes.
-    split: dict[int, list[int]] = {}
-    for r, group in enumerate(_groups(e)):
-        split[out_dims[r]] = [out_shape[i] for i in group]
-    new_index: dict[int, list[int]] = {}
-    for d in range(len(g.iterator_types.data)):
-        start = sum(len(v) for v in new_index.values())
-        new_index[d] = list(range(start, start + len(split.get(d, [0]))))
+    split, new_index = _split_loops(e, out_dims, len(g.iterator_types.data))
     rank = sum(len(v) for v in new_index.values())
     new_dims = [[i for d in dims for i in new_index[d]] for dims in all_dims if dims is not None]
     inputs, views = [], []
@@ -307,6 +314,18 @@ def _expand_sandwich(g: linalg.GenericOp) -> bool:
         dead.detach()
         dead.erase()
     return True
+
+
+def _split_loops(e: tensor.ExpandShapeOp, out_dims: list[int], loops: int):
+    """Each loop dim the output reads split into its expansion group's sizes
+    (`split`), and the new loop dims of each old one (`new_index`)."""
+    out_shape = e.result.type.get_shape()
+    split = {out_dims[r]: [out_shape[i] for i in group] for r, group in enumerate(_groups(e))}
+    new_index: dict[int, list[int]] = {}
+    for d in range(loops):
+        start = sum(len(v) for v in new_index.values())
+        new_index[d] = list(range(start, start + len(split.get(d, [0]))))
+    return split, new_index
 
 
 def _undone_collapse(value, sizes: list[list[int] | None]):
