@@ -229,10 +229,11 @@ def _zeroes_masked_rows(graph: Graph, q: Node, p: Node, sm: OnlineSoftmax) -> bo
     if not _is_zero_tensor(q.s.inputs[1]):
         return False
     c = graph.producer_of(q.s.inputs[0])
-    e_users = set(sm.exp_node.consumers)
-    if c is None or not _all_neg_inf(graph, c, sm) or len(p.consumers) != 1 or \
-            e_users != {p, *[r for r in sm.linear if r.kind == REDUCE]}:  # fmt: skip
-        return False
+    sums = [r for r in sm.linear if r.kind == REDUCE]
+    if c is None or not _all_neg_inf(graph, c, sm) or \
+            not _only_read_by(sm.exp_node, [p, *sums]) or not _only_read_by(p, [q]) or \
+            not all(_only_read_by(r, [p]) for r in sums):  # fmt: skip
+        return False  # the guard flash-attention puts on e changes what else reads them
     # e, p and q in one loop space (identity maps), q reading c's row as e reads m's.
     e = sm.exp_node
     ident = AffineMap.identity(e.s.num_loops)
@@ -241,6 +242,13 @@ def _zeroes_masked_rows(graph: Graph, q: Node, p: Node, sm: OnlineSoftmax) -> bo
     return all(m == ident for m in (e.s.output_maps[0], p_e_map, p.s.output_maps[0],
                                     q.s.input_maps[2], q.s.output_maps[0])) and \
         q.s.input_maps[0] == e_m_map  # fmt: skip
+
+
+def _only_read_by(node: Node, readers: list[Node]) -> bool:
+    """Is every use of `node`'s results (not only its edges in the graph: a return,
+    a view) by one of `readers`' ops?"""
+    ops = {r.op for r in readers}
+    return all(u.operation in ops for r in node.op.results for u in r.uses)
 
 
 def _all_neg_inf(graph: Graph, c: Node, sm: OnlineSoftmax) -> bool:

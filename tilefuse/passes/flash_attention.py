@@ -441,7 +441,7 @@ def _merge_exp(g: linalg.GenericOp) -> bool:
     """A pointwise `exp(x)` reading, through the identity, a pointwise `x = a - b`
     read by nothing else: one op `exp(a - b)`."""
     exp = _single_op_payload(g, mathd.ExpOp)
-    if exp is None or len(g.inputs) != 1 or any(
+    if exp is None or exp.operands[0] is not g.body.block.args[0] or len(g.inputs) != 1 or any(
         it.data != IteratorType.PARALLEL for it in g.iterator_types.data
     ):
         return False
@@ -454,10 +454,12 @@ def _merge_exp(g: linalg.GenericOp) -> bool:
         return False
     et = element_type(g.results[0].type)
     n = len(sub_op.inputs)
-    block = Block(arg_types=[a.type for a in sub_op.body.block.args[:n]] + [et])
-    mapping = dict(zip(sub_op.body.block.args[:n], block.args[:n], strict=True))
     sub = _single_op_payload(sub_op, arith.SubfOp)
     assert sub is not None
+    if any(v in sub_op.body.block.args[n:] for v in sub.operands):
+        return False  # `x - out`: reads its accumulator
+    block = Block(arg_types=[a.type for a in sub_op.body.block.args[:n]] + [et])
+    mapping = dict(zip(sub_op.body.block.args[:n], block.args[:n], strict=True))
     d = sub.clone(value_mapper=mapping)
     ex = mathd.ExpOp(d.results[0])
     block.add_ops([d, ex, linalg.YieldOp(ex.result)])
