@@ -622,3 +622,118 @@ func.func @sdpa_zeroes_rows_not_all_masked(%q: tensor<1x2x8x4xf32>, %k: tensor<1
   } -> tensor<1x2x8x4xf32>
   func.return %o_7 : tensor<1x2x8x4xf32>
 }
+
+// -----
+
+// SDPA's zeroed rows, the row sums also returned: guarding exp(u - m) would change
+// them in fully masked rows (0, not NaN), so no rewrite.
+// CHECK-LABEL: func.func @sdpa_row_sums_returned
+// CHECK-NOT:   tilefuse.attention
+// CHECK:       func.return
+func.func @sdpa_row_sums_returned(%q: tensor<1x2x8x4xf32>, %k: tensor<1x2x8x4xf32>, %v: tensor<1x2x8x4xf32>, %bias: tensor<8x8xf32>) -> (tensor<1x2x8x4xf32>, tensor<1x2x8xf32>) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %ninf = arith.constant 0xff800000 : f32
+  %zero_t = arith.constant dense<0.000000e+00> : tensor<f32>
+  %ninf_t = arith.constant dense<0xff800000> : tensor<f32>
+  %zeros = arith.constant dense<0.000000e+00> : tensor<1x2x8x8xf32>
+  %ninf64 = arith.constant 0xfff0000000000000 : f64
+  %true = arith.constant true
+  %c5 = arith.constant 5 : index
+  %scale = arith.constant 2.500000e-01 : f32
+  %eb = tensor.empty() : tensor<8x8xi1>
+  %keep = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%bias : tensor<8x8xf32>) outs(%eb : tensor<8x8xi1>) {
+  ^bb0(%a: f32, %o: i1):
+    %i = linalg.index 0 : index
+    %not5 = arith.cmpi ne, %i, %c5 : index
+    %pos = arith.cmpf oge, %a, %zero : f32
+    %r = arith.andi %not5, %pos : i1
+    linalg.yield %r : i1
+  } -> tensor<8x8xi1>
+  %ef = tensor.empty() : tensor<8x8xf32>
+  %add = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%keep, %zero_t, %ninf_t : tensor<8x8xi1>, tensor<f32>, tensor<f32>) outs(%ef : tensor<8x8xf32>) {
+  ^bb0(%c: i1, %a_1: f32, %b: f32, %o_1: f32):
+    %r_1 = arith.select %c, %a_1, %b : f32
+    linalg.yield %r_1 : f32
+  } -> tensor<8x8xf32>
+  %es = tensor.empty() : tensor<1x2x8x8xf32>
+  %is = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> ()>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%zero : f32) outs(%es : tensor<1x2x8x8xf32>) {
+  ^bb0(%0: f32, %1: f32):
+    linalg.yield %0 : f32
+  } -> tensor<1x2x8x8xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d3, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %k : tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>) outs(%is : tensor<1x2x8x8xf32>) {
+  ^bb0(%a_2: f32, %b_1: f32, %acc: f32):
+    %m = arith.mulf %a_2, %b_1 : f32
+    %r_2 = arith.addf %acc, %m : f32
+    linalg.yield %r_2 : f32
+  } -> tensor<1x2x8x8xf32>
+  %u = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s, %add : tensor<1x2x8x8xf32>, tensor<8x8xf32>) outs(%es : tensor<1x2x8x8xf32>) {
+  ^bb0(%a_3: f32, %b_2: f32, %o_2: f32):
+    %x = arith.mulf %a_3, %scale : f32
+    %r_3 = arith.addf %x, %b_2 : f32
+    linalg.yield %r_3 : f32
+  } -> tensor<1x2x8x8xf32>
+  %er = tensor.empty() : tensor<1x2x8xf32>
+  %im = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> ()>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%ninf : f32) outs(%er : tensor<1x2x8xf32>) {
+  ^bb0(%2: f32, %3: f32):
+    linalg.yield %2 : f32
+  } -> tensor<1x2x8xf32>
+  %mx = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%u : tensor<1x2x8x8xf32>) outs(%im : tensor<1x2x8xf32>) {
+  ^bb0(%a_4: f32, %acc_1: f32):
+    %r_4 = arith.maximumf %a_4, %acc_1 : f32
+    linalg.yield %r_4 : f32
+  } -> tensor<1x2x8xf32>
+  %ex = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%u, %mx : tensor<1x2x8x8xf32>, tensor<1x2x8xf32>) outs(%es : tensor<1x2x8x8xf32>) {
+  ^bb0(%a_5: f32, %b_3: f32, %o_3: f32):
+    %d = arith.subf %a_5, %b_3 : f32
+    %r_5 = math.exp %d : f32
+    linalg.yield %r_5 : f32
+  } -> tensor<1x2x8x8xf32>
+  %iz = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> ()>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%zero : f32) outs(%er : tensor<1x2x8xf32>) {
+  ^bb0(%4: f32, %5: f32):
+    linalg.yield %4 : f32
+  } -> tensor<1x2x8xf32>
+  %l = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%ex : tensor<1x2x8x8xf32>) outs(%iz : tensor<1x2x8xf32>) {
+  ^bb0(%a_6: f32, %acc_2: f32):
+    %r_6 = arith.addf %a_6, %acc_2 : f32
+    linalg.yield %r_6 : f32
+  } -> tensor<1x2x8xf32>
+  %p = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%ex, %l : tensor<1x2x8x8xf32>, tensor<1x2x8xf32>) outs(%es : tensor<1x2x8x8xf32>) {
+  ^bb0(%a_7: f32, %b_4: f32, %o_4: f32):
+    %r_7 = arith.divf %a_7, %b_4 : f32
+    linalg.yield %r_7 : f32
+  } -> tensor<1x2x8x8xf32>
+  %ei = tensor.empty() : tensor<1x2x8x8xi1>
+  %isninf = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%u : tensor<1x2x8x8xf32>) outs(%ei : tensor<1x2x8x8xi1>) {
+  ^bb0(%a_8: f32, %o_5: i1):
+    %w = arith.extf %a_8 : f32 to f64
+    %r_8 = arith.cmpf oeq, %w, %ninf64 : f64
+    linalg.yield %r_8 : i1
+  } -> tensor<1x2x8x8xi1>
+  %erb = tensor.empty() : tensor<1x2x8xi1>
+  %it = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> ()>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%true : i1) outs(%erb : tensor<1x2x8xi1>) {
+  ^bb0(%6: i1, %7: i1):
+    linalg.yield %6 : i1
+  } -> tensor<1x2x8xi1>
+  %all = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%isninf : tensor<1x2x8x8xi1>) outs(%it : tensor<1x2x8xi1>) {
+  ^bb0(%a_9: i1, %acc_3: i1):
+    %r_9 = arith.andi %a_9, %acc_3 : i1
+    linalg.yield %r_9 : i1
+  } -> tensor<1x2x8xi1>
+  %pz = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%all, %zeros, %p : tensor<1x2x8xi1>, tensor<1x2x8x8xf32>, tensor<1x2x8x8xf32>) outs(%es : tensor<1x2x8x8xf32>) {
+  ^bb0(%c_1: i1, %a_10: f32, %b_5: f32, %o_6: f32):
+    %r_10 = arith.select %c_1, %a_10, %b_5 : f32
+    linalg.yield %r_10 : f32
+  } -> tensor<1x2x8x8xf32>
+  %eo = tensor.empty() : tensor<1x2x8x4xf32>
+  %io = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> ()>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%zero : f32) outs(%eo : tensor<1x2x8x4xf32>) {
+  ^bb0(%8: f32, %9: f32):
+    linalg.yield %8 : f32
+  } -> tensor<1x2x8x4xf32>
+  %o_7 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d4, d3)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%pz, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x4xf32>) outs(%io : tensor<1x2x8x4xf32>) {
+  ^bb0(%a_11: f32, %b_6: f32, %acc_4: f32):
+    %m_1 = arith.mulf %a_11, %b_6 : f32
+    %r_11 = arith.addf %acc_4, %m_1 : f32
+    linalg.yield %r_11 : f32
+  } -> tensor<1x2x8x4xf32>
+  func.return %o_7, %l : tensor<1x2x8x4xf32>, tensor<1x2x8xf32>
+}
