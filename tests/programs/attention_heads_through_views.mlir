@@ -2,7 +2,7 @@
 // B*H between a collapse_shape of each operand and an expand_shape of the result,
 // masked_fill with -inf where a mask buffer read as data is < 0 (about half the keys), the
 // softmax's `x - max` and `exp` in two ops, and the heads permuted by copies:
-// flash-attention reads through all of it, one kernel (plus the mask compare).
+// flash-attention reads through all of it: one kernel, the compare computed per tile.
 #id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
 #row = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
 #ij = affine_map<(d0, d1, d2, d3) -> (d2, d3)>
