@@ -21,8 +21,9 @@ from dataclasses import dataclass
 
 from xdsl.dialects import arith
 from xdsl.dialects import math as mathd
-from xdsl.dialects.builtin import FloatAttr
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, FloatAttr, IntegerAttr
 from xdsl.ir import Operation, SSAValue
+from xdsl.ir.affine import AffineMap
 
 from tilefuse.analysis.dataflow import (
     CONTRACTION,
@@ -33,7 +34,8 @@ from tilefuse.analysis.dataflow import (
     Node,
     shared_dims,
 )
-from tilefuse.ir.structured import combiner_at
+from tilefuse.ir.constants import constant_array, is_splat
+from tilefuse.ir.structured import cmpf_predicate, combiner_at
 
 
 @dataclass(frozen=True)
@@ -57,7 +59,8 @@ class Attention:
     scores: tuple[Node, ...]  # the contraction producing u and the ops after it
     sum_node: Node  # l = sum_j e
     normalize: Node  # p = e / l
-    output: Node  # o = sum_j p * v
+    output: Node  # o = sum_j p * v (or sum_j q * v)
+    zero_rows: Node | None = None  # q = select(all_j(u == -inf), 0, p): SDPA's masked rows
 
 
 def _combiner(node: Node) -> tuple[Operation, SSAValue] | None:
@@ -77,7 +80,10 @@ def _is_max_of_input(node: Node) -> bool:
 
 
 def _is_exp_of_difference(node: Node, u: SSAValue, m: SSAValue) -> bool:
-    """Payload is `yield exp(u_elem - m_elem)`."""
+    """Payload is `yield exp(u_elem - m_elem)`, or `exp(u_elem - guard(m_elem))`
+    with `guard(m) = select(m == -inf, 0, m)`: what the online loop computes anyway
+    (a row all -inf so far uses 0 for its max), written out by flash-attention
+    when a program reads the fully masked rows."""
     if node.kind != POINTWISE or len(node.s.outputs) != 1:
         return False
     block = node.s.payload
@@ -87,7 +93,23 @@ def _is_exp_of_difference(node: Node, u: SSAValue, m: SSAValue) -> bool:
     exp = block.last_op.operands[0].owner if block.last_op else None
     if not isinstance(exp, mathd.ExpOp) or not isinstance(sub := exp.operand.owner, arith.SubfOp):
         return False
-    return sub.lhs is arg[u] and sub.rhs is arg[m]
+    return sub.lhs is arg[u] and (sub.rhs is arg[m] or is_neg_inf_guard(sub.rhs, arg[m]))
+
+
+def is_neg_inf_guard(value: SSAValue, m: SSAValue) -> bool:
+    """Is `value` `select(m == -inf, 0, m)`?"""
+    sel = value.owner
+    if not isinstance(sel, arith.SelectOp) or sel.rhs is not m or not _is_float_const(sel.lhs, 0.0):
+        return False
+    cmp = sel.cond.owner
+    return (isinstance(cmp, arith.CmpfOp) and cmpf_predicate(cmp) == "oeq"
+            and cmp.lhs is m and _is_float_const(cmp.rhs, float("-inf")))  # fmt: skip
+
+
+def _is_float_const(value: SSAValue, x: float) -> bool:
+    c = value.owner
+    return (isinstance(c, arith.ConstantOp) and isinstance(c.value, FloatAttr)
+            and c.value.value.data == x)  # fmt: skip
 
 
 def _starts_at_zero(graph: Graph, node: Node) -> bool:
@@ -153,18 +175,19 @@ def _is_division_by(node: Node, e: SSAValue, row_sum: SSAValue) -> bool:
     return isinstance(div, arith.DivfOp) and div.lhs is args[e] and div.rhs is args[row_sum]
 
 
-def _score_chain(u_node: Node | None) -> tuple[Node, ...] | None:
-    """The contraction producing `u`, through single-input elementwise ops."""
-    chain = []
-    node = u_node
-    while node is not None and node.kind == POINTWISE:
-        chain.append(node)
-        producers = [p for p in node.producers if p.kind != "fill"]
-        node = producers[0] if len(producers) == 1 else None
-    if node is None or node.kind != CONTRACTION:
+def _score_chain(u_node: Node | None, depth: int = 8) -> tuple[Node, ...] | None:
+    """The contraction producing `u` and the elementwise ops after it (a scale, a
+    mask added or selected): exactly one producer of each op leads back to a
+    contraction; the others (a mask, a bias) are read as they are."""
+    if u_node is None or depth == 0:
         return None
-    chain.append(node)
-    return tuple(reversed(chain))
+    if u_node.kind == CONTRACTION:
+        return (u_node,)
+    if u_node.kind != POINTWISE:
+        return None
+    chains = [c for p in u_node.producers if p.kind != FILL
+              if (c := _score_chain(p, depth - 1)) is not None]  # fmt: skip
+    return (*chains[0], u_node) if len(chains) == 1 else None
 
 
 def find_attention(graph: Graph) -> list[Attention]:
@@ -183,9 +206,93 @@ def find_attention(graph: Graph) -> list[Attention]:
             for p in sm.exp_node.consumers:
                 if not _is_division_by(p, e, row_sum):
                     continue
-                for o in p.consumers:
-                    chain = [sm.exp_node, p]
-                    if o.kind == CONTRACTION and _linear_in(graph, o, p.op.results[0]) and \
-                            _same_reduced_dim(graph, sm.max_node, chain, o):  # fmt: skip
-                        found.append(Attention(sm, scores, l_node, p, o))
+                reads = [(p, None)] + [(q, q) for q in p.consumers if _zeroes_masked_rows(graph, q, p, sm)]
+                for probs, q in reads:
+                    for o in probs.consumers:
+                        chain = [sm.exp_node, p] + ([q] if q is not None else [])
+                        if o.kind == CONTRACTION and _linear_in(graph, o, probs.op.results[0]) and \
+                                _same_reduced_dim(graph, sm.max_node, chain, o):  # fmt: skip
+                            found.append(Attention(sm, scores, l_node, p, o, q))
     return found
+
+
+def _zeroes_masked_rows(graph: Graph, q: Node, p: Node, sm: OnlineSoftmax) -> bool:
+    """Is `q` `select(all_j(u == -inf), 0, p)` (torch-mlir's SDPA: rows whose every
+    score is masked get zero probabilities), `u` the softmax's input, with `e`, `l`
+    and `p` read by nothing else (flash-attention guards `e` for those rows)?"""
+    if q.kind != POINTWISE or len(q.s.inputs) != 3 or p.op.results[0] is not q.s.inputs[2]:
+        return False
+    block = q.s.payload
+    sel = block.last_op.operands[0].owner if block.last_op else None
+    if not isinstance(sel, arith.SelectOp) or tuple(sel.operands) != tuple(block.args[:3]):
+        return False
+    if not _is_zero_tensor(q.s.inputs[1]):
+        return False
+    c = graph.producer_of(q.s.inputs[0])
+    sums = [r for r in sm.linear if r.kind == REDUCE]
+    if c is None or not _all_neg_inf(graph, c, sm) or \
+            not _only_read_by(sm.exp_node, [p, *sums]) or not _only_read_by(p, [q]) or \
+            not all(_only_read_by(r, [p]) for r in sums):  # fmt: skip
+        return False  # the guard flash-attention puts on e changes what else reads them
+    # e, p and q in one loop space (identity maps), q reading c's row as e reads m's.
+    e = sm.exp_node
+    ident = AffineMap.identity(e.s.num_loops)
+    e_m_map = e.s.input_maps[e.s.inputs.index(sm.max_node.op.results[0])]
+    p_e_map = p.s.input_maps[p.s.inputs.index(e.op.results[0])]
+    return all(m == ident for m in (e.s.output_maps[0], p_e_map, p.s.output_maps[0],
+                                    q.s.input_maps[2], q.s.output_maps[0])) and \
+        q.s.input_maps[0] == e_m_map  # fmt: skip
+
+
+def _only_read_by(node: Node, readers: list[Node]) -> bool:
+    """Is every use of `node`'s results (not only its edges in the graph: a return,
+    a view) by one of `readers`' ops?"""
+    ops = {r.op for r in readers}
+    return all(u.operation in ops for r in node.op.results for u in r.uses)
+
+
+def _all_neg_inf(graph: Graph, c: Node, sm: OnlineSoftmax) -> bool:
+    """`c = and_j (u == -inf)` from `true`, over the max's dim, `u` the max's input
+    (compared as it is or widened: widening keeps -inf)."""
+    a = sm.max_node
+    if c.kind != REDUCE or len(c.s.inputs) != 1 or c.s.maps != a.s.maps:
+        return False
+    w = graph.producer_of(c.s.inputs[0])
+    compared = c if c.s.inputs == a.s.inputs else w  # the compare in the and, or before it
+    if compared is None or compared.s.inputs != a.s.inputs:
+        return False
+    if compared is w and (w.kind != POINTWISE or len(w.s.outputs) != 1 or
+                          any(m != AffineMap.identity(w.s.num_loops) for m in w.s.maps)):  # fmt: skip
+        return False
+    fill = graph.producer_of(c.s.outputs[0])
+    const = fill.s.inputs[0].owner if fill is not None and fill.kind == FILL and fill.s.inputs else None
+    if not isinstance(const, arith.ConstantOp) or not isinstance(const.value, IntegerAttr) or \
+            const.value.value.data not in (1, -1):  # fmt: skip
+        return False
+    found = _combiner(c)
+    if found is None or not isinstance(found[0], arith.AndIOp):
+        return False
+    if compared is w:
+        if found[1] is not c.s.payload.args[0]:
+            return False
+        block = w.s.payload
+        cmp = block.last_op.operands[0].owner if block.last_op else None
+    else:
+        cmp = found[1].owner
+    if not isinstance(cmp, arith.CmpfOp) or cmpf_predicate(cmp) != "oeq":
+        return False
+    x = cmp.lhs
+    if isinstance(x.owner, arith.ExtFOp):
+        x = x.owner.input
+    return x is compared.s.payload.args[0] and _is_float_const(cmp.rhs, float("-inf"))
+
+
+def _is_zero_tensor(value: SSAValue) -> bool:
+    """A constant tensor (or scalar) of zeros."""
+    c = value.owner
+    if not isinstance(c, arith.ConstantOp):
+        return False
+    if isinstance(c.value, FloatAttr):
+        return c.value.value.data == 0.0
+    return isinstance(c.value, DenseIntOrFPElementsAttr) and is_splat(c) and \
+        float(constant_array(c).flat[0]) == 0.0

@@ -19,6 +19,19 @@ and a contraction over the same `j`. Two things happen:
 Nothing changes when the pattern does not match (softmax over another dim than
 the contraction, no normalisation feeding a contraction, ...).
 
+Before matching, two spellings real programs write are brought to that form
+(each exact, each a no-op where it does not apply):
+
+- *heads through views*: torch-mlir computes `Q K^T` and `P V` as batch matmuls
+  over `B*H`, between a `collapse_shape` of each operand and an `expand_shape`
+  of the result. A contraction whose one reader is an `expand_shape` and whose
+  inputs are `collapse_shape`s that the expansion undoes runs in the expanded
+  loop space instead, reading the views' sources (fusion by expansion, as
+  upstream's `ElementwiseOpFusion` does): no view stands between the scores
+  and the softmax, nor between the probabilities and `P V`;
+- *`exp(u - max)` in two ops*: a pointwise `u - m` read only by a pointwise
+  `exp` becomes one op.
+
 ```mlir
 %p = linalg.generic ... ins(%e, %l) { divf }              // p = e / l
 %o = linalg.generic ... ins(%p, %v) { mulf, addf }        // o = p @ v
@@ -34,17 +47,32 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, func, tensor
-from xdsl.dialects.builtin import AffineMapAttr, ModuleOp, StringAttr
+from xdsl.dialects import math as mathd
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    FloatAttr,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+)
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.dialects.linalg.attrs import IteratorType, IteratorTypeAttr
-from xdsl.ir import Block, Region
+from xdsl.ir import Block, Operation, Region
 from xdsl.ir.affine import AffineDimExpr, AffineMap
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tilefuse.analysis.dataflow import Graph, build_graph, shared_dims
+from tilefuse.analysis.dataflow import (
+    FILL,
+    POINTWISE,
+    Graph,
+    Node,
+    build_graph,
+    shared_dims,
+)
 from tilefuse.analysis.patterns import Attention, find_attention
-from tilefuse.ir.structured import element_type
+from tilefuse.ir.structured import element_type, reassociation, shape_of
+from tilefuse.passes.cleanup import erase_dead_views
 
 TAG = "tilefuse.attention"
 
@@ -58,42 +86,94 @@ class FlashAttentionPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         count = 0
         for f in [o for o in op.walk() if isinstance(o, func.FuncOp)]:
+            f = _normalised(f)
             graph = build_graph(f)
             for att in find_attention(graph):
                 if TAG in att.output.op.attributes:
                     continue
                 rewrite_attention(graph, att, f"attention_{count}")
                 count += 1
+                _erase_dead(f)
                 graph = build_graph(f)
+        erase_dead_views(op)
 
 
 def rewrite_attention(graph: Graph, att: Attention, tag: str) -> None:
     """Sink `att`'s normalisation and tag its ops."""
     o, p = att.output, att.normalize
+    probs = (att.zero_rows or p).op.results[0]
     e = att.softmax.exp_node.op.results[0]
     row_sum = att.sum_node.op.results[0]
+    row_max = att.softmax.max_node.op.results[0] if att.zero_rows is not None else None
+    if row_max is not None:
+        _guard_exp(att)
     # 1. o2 = sum_j e * v: the same contraction reading e instead of p.
     o2 = o.op.clone()
-    o2.operands = [e if v is p.op.results[0] else v for v in o2.operands]
+    o2.operands = [e if v is probs else v for v in o2.operands]
     Rewriter.insert_op(o2, InsertPoint.after(o.op))
-    # 2. o = o2 / l, l broadcast over o's non-row dims.
-    div = _divide(graph, att, o2.results[0], row_sum)
+    # 2. o = o2 / l, l broadcast over o's non-row dims (o2 itself where m = -inf).
+    div = _divide(graph, att, o2.results[0], row_sum, row_max)
     Rewriter.insert_op([div[0], div[1]], InsertPoint.after(o2))
     o.op.results[0].replace_all_uses_with(div[1].results[0])
-    o.op.detach()
-    o.op.erase()
-    if not p.op.results[0].uses:
-        p.op.detach()
-        p.op.erase()
-    for node in (*att.scores, att.softmax.max_node, att.softmax.exp_node, att.sum_node):
+    for dead in (o, att.zero_rows, p):
+        if dead is not None and not any(r.uses for r in dead.op.results):
+            dead.op.detach()
+            dead.op.erase()
+    for node in (*att.scores, att.softmax.max_node, att.softmax.exp_node, att.sum_node,
+                 *_mask_producers(att)):  # fmt: skip
         node.op.attributes[TAG] = StringAttr(tag)
     o2.attributes[TAG] = StringAttr(tag)
     div[1].attributes[TAG] = StringAttr(tag)
 
 
-def _divide(graph: Graph, att: Attention, num, row_sum):
-    """`num / l` with `l` (`row_sum`) indexed by the row dims it shares with `num`."""
+def _mask_producers(att: Attention) -> list[Node]:
+    """Elementwise producers of the scores' masks and biases (a compare of a mask
+    buffer, SDPA's `arange` compare) read only by the attention: computed per tile
+    in its kernel rather than written by one of their own."""
+    found: list[Node] = []
+    inside = set(att.scores)
+    frontier = [p for n in att.scores[1:] for p in n.producers if p not in inside]
+    while frontier:
+        node = frontier.pop()
+        if node in found or node.kind not in (POINTWISE, FILL):
+            continue
+        if not all(c in inside or c in found or c in frontier for c in node.consumers):
+            continue
+        found.append(node)
+        frontier += node.producers
+    # Keep only those whose every reader is now inside (a shared mask stays its own kernel).
+    kept = set(found)
+    changed = True
+    while changed:
+        changed = False
+        for node in list(kept):
+            if not all(c in inside or c in kept for c in node.consumers):
+                kept.discard(node)
+                changed = True
+    return [n for n in found if n in kept and n.kind == POINTWISE]
+
+
+def _guard_exp(att: Attention) -> None:
+    """`exp(u - m)` -> `exp(u - select(m == -inf, 0, m))`: 0, not NaN, in a row whose
+    every score is -inf (what the online loop computes; here also what the IR says)."""
+    exp = att.softmax.exp_node
+    m_arg = exp.s.payload.args[exp.s.inputs.index(att.softmax.max_node.op.results[0])]
+    sub = next(o for o in exp.s.payload.ops if isinstance(o, arith.SubfOp) and o.rhs is m_arg)
+    et = m_arg.type
+    neg_inf, zero = arith.ConstantOp(FloatAttr(float("-inf"), et)), arith.ConstantOp(FloatAttr(0.0, et))
+    is_neg_inf = arith.CmpfOp(m_arg, neg_inf.result, "oeq")
+    guard = arith.SelectOp(is_neg_inf.result, zero.result, m_arg)
+    Rewriter.insert_op([neg_inf, zero, is_neg_inf, guard], InsertPoint.before(sub))
+    sub.operands = [sub.lhs, guard.result]
+
+
+def _divide(graph: Graph, att: Attention, num, row_sum, row_max=None):
+    """`num / l` with `l` (`row_sum`) indexed by the row dims it shares with `num`;
+    with `row_max`, `select(m == -inf, num, num / l)` (a fully masked row's
+    `num` is its sum of `0 * v`, what the program's zeroed probabilities give)."""
     nodes = [att.softmax.max_node, att.softmax.exp_node, att.sum_node, att.normalize, att.output]
+    if att.zero_rows is not None:
+        nodes.insert(-1, att.zero_rows)
     dims = shared_dims(graph, nodes)
     o, s = att.output, att.sum_node
     out_loops = o.s.operand_dims(len(o.s.inputs))
@@ -101,16 +181,295 @@ def _divide(graph: Graph, att: Attention, num, row_sum):
     l_dims = [dims.of[(s.index, d)] for d in s.s.operand_dims(len(s.s.inputs))]
     rank = len(out_dims)
     l_map = AffineMap(rank, 0, tuple(AffineDimExpr(out_dims.index(d)) for d in l_dims))
+    a = att.softmax.max_node
+    m_dims = [dims.of[(a.index, d)] for d in a.s.operand_dims(len(a.s.inputs))]
+    m_map = AffineMap(rank, 0, tuple(AffineDimExpr(out_dims.index(d)) for d in m_dims))
     ident = AffineMap.identity(rank)
     empty = tensor.EmptyOp([], num.type)
     et = element_type(num.type)
-    block = Block(arg_types=[et, et, et])
+    ins = [num, row_sum] + ([row_max] if row_max is not None else [])
+    block = Block(arg_types=[et] * (len(ins) + 1))
     q = arith.DivfOp(block.args[0], block.args[1])
-    block.add_ops([q, linalg.YieldOp(q.result)])
+    block.add_op(q)
+    result = q.result
+    if row_max is not None:
+        neg_inf = arith.ConstantOp(FloatAttr(float("-inf"), et))
+        masked = arith.CmpfOp(block.args[2], neg_inf.result, "oeq")
+        pick = arith.SelectOp(masked.result, block.args[0], q.result)
+        block.add_ops([neg_inf, masked, pick])
+        result = pick.result
+    block.add_op(linalg.YieldOp(result))
     generic = linalg.GenericOp(
-        [num, row_sum], [empty.tensor], Region(block),
-        [AffineMapAttr(ident), AffineMapAttr(l_map), AffineMapAttr(ident)],
+        ins, [empty.tensor], Region(block),
+        [AffineMapAttr(m) for m in [ident, l_map, m_map][: len(ins)]] + [AffineMapAttr(ident)],
         [IteratorTypeAttr(IteratorType.PARALLEL)] * rank, [num.type],
     )  # fmt: skip
     generic.location = o.op.location
     return empty, generic
+
+
+# ---------------------------------------------------------------------------
+# Normalisation: the spellings real programs write, brought to the matched form
+# ---------------------------------------------------------------------------
+
+
+def _normalised(f: func.FuncOp) -> func.FuncOp:
+    """`f` normalised, where that makes more attention match; else `f` as it was
+    (the normalisations are exact, but a batch matmul expanded for nothing loses
+    the epilogue fusion it had)."""
+    trial = f.clone()
+    normalise(trial)
+    if len(find_attention(build_graph(trial))) <= len(find_attention(build_graph(f))):
+        trial.erase()
+        return f
+    Rewriter.insert_op(trial, InsertPoint.before(f))
+    f.detach()
+    f.erase()
+    return trial
+
+
+def normalise(f: func.FuncOp) -> None:
+    """Expand batch-matmul sandwiches and merge `exp(u - m)`, until neither applies."""
+    changed = True
+    while changed:
+        changed = False
+        for op in list(f.body.block.ops):
+            if isinstance(op, linalg.GenericOp) and (_expand_sandwich(op) or _merge_exp(op)):
+                changed = True
+                _erase_dead(f)
+                break
+
+
+def _erase_dead(f: func.FuncOp) -> None:
+    """Generics, views and empties at function level that nothing reads any more."""
+    dead = True
+    while dead:
+        dead = False
+        for op in reversed(list(f.body.block.ops)):
+            if isinstance(op, linalg.GenericOp | tensor.ExpandShapeOp | tensor.CollapseShapeOp
+                          | tensor.EmptyOp) and not any(r.uses for r in op.results):  # fmt: skip
+                op.detach()
+                op.erase()
+                dead = True
+
+
+def _pure_dims(amap: AffineMap) -> list[int] | None:
+    """The loop dims of a projected-permutation map, or None."""
+    if not all(isinstance(e, AffineDimExpr) for e in amap.results):
+        return None
+    dims = [e.position for e in amap.results if isinstance(e, AffineDimExpr)]
+    return dims if len(set(dims)) == len(dims) else None
+
+
+def _groups(op: tensor.ExpandShapeOp | tensor.CollapseShapeOp) -> list[list[int]]:
+    return [[i.value.data for i in g.data] for g in op.reassociation.data]
+
+
+def _uses_index(op: linalg.GenericOp) -> bool:
+    return any(isinstance(o, linalg.IndexOp) for o in op.body.walk())
+
+
+def _expand_sandwich(g: linalg.GenericOp) -> bool:
+    """`expand(contract(collapse(a), collapse(b)))` -> `contract'(a, b)` in the
+    expanded loop space of attention's two contractions: a collapse the expansion
+    undoes is read through (and a permuting copy behind it folded), another
+    operand is viewed expanded."""
+    if len(g.results) != 1 or len(g.outputs) != 1 or _uses_index(g):
+        return False
+    uses = list(g.results[0].uses)
+    if len(uses) != 1 or not isinstance(e := uses[0].operation, tensor.ExpandShapeOp):
+        return False
+    if not (_reaches_row_max(e.result) or any(_is_probabilities(v) for v in g.inputs)):
+        return False  # only attention's two contractions: other GEMMs keep their 2-D tiles
+    maps = [m.data for m in g.indexing_maps.data]
+    out_dims = _pure_dims(maps[-1])
+    all_dims = [_pure_dims(m) for m in maps]
+    if out_dims is None or any(d is None for d in all_dims):
+        return False
+    split, new_index = _split_loops(e, out_dims, len(g.iterator_types.data))
+    rank = sum(len(v) for v in new_index.values())
+    new_dims = [[i for d in dims for i in new_index[d]] for dims in all_dims if dims is not None]
+    inputs, views = [], []
+    for k, (value, dims) in enumerate(zip(g.inputs, all_dims, strict=False)):
+        assert dims is not None
+        src, made = _undone_collapse(value, [split.get(d) for d in dims])
+        if src is not value and (perm := _pure_permutation(src)) is not None:
+            # The copy the collapse kept from fold-transposes: read its input permuted.
+            src, new_dims[k] = src.owner.inputs[0], [new_dims[k][p] for p in perm]
+        inputs.append(src)
+        views += made
+    init = _expanded_init(g.outputs[0], e)
+    if init is None:
+        return False
+    new_maps = [AffineMapAttr(AffineMap(rank, 0, tuple(AffineDimExpr(i) for i in dims)))
+                for dims in new_dims]  # fmt: skip
+    iterators = [it for d, it in enumerate(g.iterator_types.data) for _ in new_index[d]]
+    new = linalg.GenericOp(inputs, [init[0]], g.body.clone(), new_maps, iterators, [e.result.type])
+    new.location = g.location
+    new.attributes.update(g.attributes)
+    Rewriter.insert_op([*views, *init[1], new], InsertPoint.before(g))
+    e.result.replace_all_uses_with(new.results[0])
+    new.results[0].name_hint = g.results[0].name_hint
+    for dead in (e, g):
+        dead.detach()
+        dead.erase()
+    return True
+
+
+def _split_loops(e: tensor.ExpandShapeOp, out_dims: list[int], loops: int):
+    """Each loop dim the output reads split into its expansion group's sizes
+    (`split`), and the new loop dims of each old one (`new_index`)."""
+    out_shape = e.result.type.get_shape()
+    split = {out_dims[r]: [out_shape[i] for i in group] for r, group in enumerate(_groups(e))}
+    new_index: dict[int, list[int]] = {}
+    for d in range(loops):
+        start = sum(len(v) for v in new_index.values())
+        new_index[d] = list(range(start, start + len(split.get(d, [0]))))
+    return split, new_index
+
+
+def _undone_collapse(value, sizes: list[list[int] | None]):
+    """`value` read with each of its dims split into `sizes` (None: unsplit) and the
+    ops making that view: the source of a collapse_shape with exactly those groups,
+    else an expand_shape of `value` (a host view)."""
+    shape = shape_of(value)
+    if all(s is None or len(s) == 1 for s in sizes):
+        return value, []
+    c = value.owner
+    if isinstance(c, tensor.CollapseShapeOp):
+        src_shape = c.src.type.get_shape()
+        wanted = [s if s is not None else [shape[r]] for r, s in enumerate(sizes)]
+        if [[src_shape[i] for i in g] for g in _groups(c)] == wanted:
+            return c.src, []
+    groups, out_shape = [], []
+    for r, s in enumerate(sizes):
+        part = s if s is not None else [shape[r]]
+        groups.append(list(range(len(out_shape), len(out_shape) + len(part))))
+        out_shape += part
+    t = TensorType(element_type(value.type), out_shape)
+    view = tensor.ExpandShapeOp(value, [], reassociation(groups), out_shape, t)
+    return view.result, [view]
+
+
+def _pure_permutation(value) -> list[int] | None:
+    """For a value copied by a generic from its one input through a permutation
+    `p` (`out[x] = in[x[p[0]], x[p[1]], ...]`), `p`; else None."""
+    op = value.owner
+    if not isinstance(op, linalg.GenericOp) or len(op.inputs) != 1 or len(op.outputs) != 1 or \
+            not isinstance(op.inputs[0].type, TensorType) or _single_op_payload(op, None) is None or \
+            any(it.data != IteratorType.PARALLEL for it in op.iterator_types.data):  # fmt: skip
+        return None
+    in_map, out_map = (m.data for m in op.indexing_maps.data)
+    perm = _pure_dims(in_map)
+    if out_map != AffineMap.identity(out_map.num_dims) or perm is None or \
+            sorted(perm) != list(range(in_map.num_dims)) or \
+            element_type(op.inputs[0].type) != element_type(value.type):  # fmt: skip
+        return None
+    return perm
+
+
+def _generic_users(value) -> list[linalg.GenericOp]:
+    return [u.operation for u in value.uses if isinstance(u.operation, linalg.GenericOp)]
+
+
+def _payload_has(op: Operation, kind: type) -> bool:
+    return isinstance(op, linalg.GenericOp) and any(isinstance(o, kind) for o in op.body.walk())
+
+
+def _reaches_row_max(value, depth: int = 4) -> bool:
+    """Does `value` feed, through at most `depth` elementwise ops, a max-reduction?"""
+    for user in _generic_users(value):
+        reduces = any(it.data == IteratorType.REDUCTION for it in user.iterator_types.data)
+        if reduces and _payload_has(user, arith.MaximumfOp):
+            return True
+        if not reduces and depth > 0 and _reaches_row_max(user.results[0], depth - 1):
+            return True
+    return False
+
+
+def _is_probabilities(value) -> bool:
+    """Is `value` (through a collapse_shape) `e / l` with `l` a sum of an `exp`?"""
+    if isinstance(c := value.owner, tensor.CollapseShapeOp):
+        value = c.src
+    if _payload_has(sel := value.owner, arith.SelectOp) and len(sel.inputs) == 3:
+        value = sel.inputs[2]  # SDPA's select(all masked, 0, p)
+    div = value.owner
+    if not _payload_has(div, arith.DivfOp):
+        return False
+    assert isinstance(div, linalg.GenericOp)
+    for v in div.inputs:
+        row_sum = v.owner
+        if _payload_has(row_sum, arith.AddfOp) and isinstance(row_sum, linalg.GenericOp) and \
+                any(_payload_has(x.owner, mathd.ExpOp) for x in row_sum.inputs):  # fmt: skip
+            return True
+    return False
+
+
+def _expanded_init(init, e: tensor.ExpandShapeOp):
+    """The output's init in the expanded shape: a fill of it, or an expand_shape view."""
+    fill = init.owner
+    t = e.result.type
+    if isinstance(fill, linalg.GenericOp) and len(fill.inputs) == 1 and \
+            not isinstance(fill.inputs[0].type, TensorType) and \
+            isinstance(y := fill.body.block.last_op, linalg.YieldOp) and \
+            y.operands[0] is fill.body.block.args[0]:  # fmt: skip
+        empty = tensor.EmptyOp([], t)
+        rank = len(t.get_shape())
+        new = linalg.GenericOp(
+            [fill.inputs[0]], [empty.tensor], fill.body.clone(),
+            [AffineMapAttr(AffineMap(rank, 0, ())), AffineMapAttr(AffineMap.identity(rank))],
+            [IteratorTypeAttr(IteratorType.PARALLEL)] * rank, [t],
+        )  # fmt: skip
+        return new.results[0], [empty, new]
+    view = tensor.ExpandShapeOp(init, [], e.reassociation, list(t.get_shape()), t)
+    return view.result, [view]
+
+
+def _single_op_payload(op: linalg.GenericOp, kind: type | None) -> Operation | None:
+    """The one payload op of `op` when it is a `kind` yielded (None: a payload that
+    yields its first argument, returned as the yield)."""
+    ops = list(op.body.block.ops)
+    if kind is None:
+        y = ops[0]
+        return y if len(ops) == 1 and y.operands[0] is op.body.block.args[0] else None
+    if len(ops) == 2 and isinstance(ops[0], kind) and ops[1].operands[0] is ops[0].results[0]:
+        return ops[0]
+    return None
+
+
+def _merge_exp(g: linalg.GenericOp) -> bool:
+    """A pointwise `exp(x)` reading, through the identity, a pointwise `x = a - b`
+    read by nothing else: one op `exp(a - b)`."""
+    exp = _single_op_payload(g, mathd.ExpOp)
+    if exp is None or exp.operands[0] is not g.body.block.args[0] or len(g.inputs) != 1 or any(
+        it.data != IteratorType.PARALLEL for it in g.iterator_types.data
+    ):
+        return False
+    sub_op = g.inputs[0].owner
+    ident = AffineMap.identity(len(g.iterator_types.data))
+    if not isinstance(sub_op, linalg.GenericOp) or len(sub_op.results) != 1 or \
+            len(list(g.inputs[0].uses)) != 1 or _single_op_payload(sub_op, arith.SubfOp) is None or \
+            g.indexing_maps.data[0].data != ident or sub_op.indexing_maps.data[-1].data != ident or \
+            sub_op.iterator_types != g.iterator_types:  # fmt: skip
+        return False
+    et = element_type(g.results[0].type)
+    n = len(sub_op.inputs)
+    sub = _single_op_payload(sub_op, arith.SubfOp)
+    assert sub is not None
+    if any(v in sub_op.body.block.args[n:] for v in sub.operands):
+        return False  # `x - out`: reads its accumulator
+    block = Block(arg_types=[a.type for a in sub_op.body.block.args[:n]] + [et])
+    mapping = dict(zip(sub_op.body.block.args[:n], block.args[:n], strict=True))
+    d = sub.clone(value_mapper=mapping)
+    ex = mathd.ExpOp(d.results[0])
+    block.add_ops([d, ex, linalg.YieldOp(ex.result)])
+    maps = [*sub_op.indexing_maps.data[:n], g.indexing_maps.data[-1]]
+    new = linalg.GenericOp(list(sub_op.inputs), list(g.outputs), Region(block), maps,
+                           g.iterator_types, [g.results[0].type])  # fmt: skip
+    new.location = g.location
+    Rewriter.insert_op(new, InsertPoint.before(g))
+    g.results[0].replace_all_uses_with(new.results[0])
+    for dead in (g, sub_op):
+        dead.detach()
+        dead.erase()
+    return True

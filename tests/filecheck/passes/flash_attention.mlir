@@ -146,3 +146,594 @@ func.func @softmax_over_queries(%q: tensor<1x2x40x16xf32>, %k: tensor<1x2x40x16x
   } -> tensor<1x2x40x16xf32>
   func.return %o : tensor<1x2x40x16xf32>
 }
+
+// -----
+
+// nanoGPT's attention as torch-mlir exports it: batch matmuls over B*H between
+// collapse_shapes and an expand_shape, the heads permuted by copies, masked_fill
+// from a mask buffer read as data, `x - max` and `exp` in two ops. The contractions
+// run over (b, h) reading the copies' inputs, exp(x - max) is one op, the mask's
+// compare is tagged (computed per tile in the kernel).
+// CHECK-LABEL: func.func @attn
+// CHECK-NOT:   tensor.collapse_shape
+// CHECK-NOT:   tensor.expand_shape
+// CHECK:       %s3 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d2, d1, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d3, d1, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>], {{.*}} ins(%x, %y : tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>) outs({{.*}} : tensor<1x2x8x8xf32>)
+// CHECK:       %masked = linalg.generic {{.*}} attrs = {tilefuse.attention = "attention_0"}
+// CHECK:       %ex = linalg.generic {{.*}} ins(%sm, %mx : {{.*}}) {{.*}} attrs = {tilefuse.attention = "attention_0"}
+// CHECK-NEXT:  ^{{.*}}
+// CHECK-NEXT:    %[[D:.*]] = arith.subf
+// CHECK-NEXT:    math.exp %[[D]]
+// CHECK:       %[[O:.*]] = linalg.generic {{.*}} ins(%ex, %z : tensor<1x2x8x8xf32>, tensor<1x8x2x4xf32>) {{.*}} attrs = {tilefuse.attention = "attention_0"}
+// CHECK:       %[[Y:.*]] = linalg.generic {{.*}} ins(%[[O]], %l : {{.*}}) {{.*}} attrs = {tilefuse.attention = "attention_0"}
+// CHECK:         arith.divf
+// CHECK:       func.return %[[Y]] : tensor<1x2x8x4xf32>
+func.func @attn(%x: tensor<1x8x2x4xf32>, %y: tensor<1x8x2x4xf32>, %z: tensor<1x8x2x4xf32>, %bias: tensor<8x8xf32>) -> tensor<1x2x8x4xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %ninf = arith.constant 0xff800000 : f32
+  %ninf_t = arith.constant dense<0xff800000> : tensor<f32>
+  %scale = arith.constant 2.500000e-01 : f32
+  %eh = tensor.empty() : tensor<1x2x8x4xf32>
+  %q = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d2, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%x : tensor<1x8x2x4xf32>) outs(%eh : tensor<1x2x8x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  } -> tensor<1x2x8x4xf32>
+  %k = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d2, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%y : tensor<1x8x2x4xf32>) outs(%eh : tensor<1x2x8x4xf32>) {
+  ^bb0(%a_1: f32, %o_1: f32):
+    linalg.yield %a_1 : f32
+  } -> tensor<1x2x8x4xf32>
+  %v = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d2, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%z : tensor<1x8x2x4xf32>) outs(%eh : tensor<1x2x8x4xf32>) {
+  ^bb0(%a_2: f32, %o_2: f32):
+    linalg.yield %a_2 : f32
+  } -> tensor<1x2x8x4xf32>
+  %qc = tensor.collapse_shape %q [[0 : i64, 1 : i64], [2 : i64], [3 : i64]] : tensor<1x2x8x4xf32> into tensor<2x8x4xf32>
+  %kc = tensor.collapse_shape %k [[0 : i64, 1 : i64], [2 : i64], [3 : i64]] : tensor<1x2x8x4xf32> into tensor<2x8x4xf32>
+  %es3 = tensor.empty() : tensor<2x8x8xf32>
+  %is3 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> ()>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%zero : f32) outs(%es3 : tensor<2x8x8xf32>) {
+  ^bb0(%0: f32, %1: f32):
+    linalg.yield %0 : f32
+  } -> tensor<2x8x8xf32>
+  %s3 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%qc, %kc : tensor<2x8x4xf32>, tensor<2x8x4xf32>) outs(%is3 : tensor<2x8x8xf32>) {
+  ^bb0(%a_3: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a_3, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x8x8xf32>
+  %s = tensor.expand_shape %s3 [[0 : i64, 1 : i64], [2 : i64], [3 : i64]] output_shape [1, 2, 8, 8] : tensor<2x8x8xf32> into tensor<1x2x8x8xf32>
+  %es = tensor.empty() : tensor<1x2x8x8xf32>
+  %ss = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s : tensor<1x2x8x8xf32>) outs(%es : tensor<1x2x8x8xf32>) {
+  ^bb0(%a_4: f32, %o_3: f32):
+    %m_1 = arith.mulf %a_4, %scale : f32
+    linalg.yield %m_1 : f32
+  } -> tensor<1x2x8x8xf32>
+  %eb = tensor.empty() : tensor<8x8xi1>
+  %masked = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%bias : tensor<8x8xf32>) outs(%eb : tensor<8x8xi1>) {
+  ^bb0(%a_5: f32, %o_4: i1):
+    %c = arith.cmpf olt, %a_5, %zero : f32
+    linalg.yield %c : i1
+  } -> tensor<8x8xi1>
+  %sm = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d2, d3)>, affine_map<(d0, d1, d2, d3) -> ()>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%masked, %ninf_t, %ss : tensor<8x8xi1>, tensor<f32>, tensor<1x2x8x8xf32>) outs(%es : tensor<1x2x8x8xf32>) {
+  ^bb0(%c_1: i1, %n: f32, %a_6: f32, %o_5: f32):
+    %r_1 = arith.select %c_1, %n, %a_6 : f32
+    linalg.yield %r_1 : f32
+  } -> tensor<1x2x8x8xf32>
+  %er = tensor.empty() : tensor<1x2x8xf32>
+  %im = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> ()>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%ninf : f32) outs(%er : tensor<1x2x8xf32>) {
+  ^bb0(%2: f32, %3: f32):
+    linalg.yield %2 : f32
+  } -> tensor<1x2x8xf32>
+  %mx = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%sm : tensor<1x2x8x8xf32>) outs(%im : tensor<1x2x8xf32>) {
+  ^bb0(%a_7: f32, %acc_1: f32):
+    %r_2 = arith.maximumf %a_7, %acc_1 : f32
+    linalg.yield %r_2 : f32
+  } -> tensor<1x2x8xf32>
+  %d = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%sm, %mx : tensor<1x2x8x8xf32>, tensor<1x2x8xf32>) outs(%es : tensor<1x2x8x8xf32>) {
+  ^bb0(%a_8: f32, %b_1: f32, %o_6: f32):
+    %r_3 = arith.subf %a_8, %b_1 : f32
+    linalg.yield %r_3 : f32
+  } -> tensor<1x2x8x8xf32>
+  %ex = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%d : tensor<1x2x8x8xf32>) outs(%es : tensor<1x2x8x8xf32>) {
+  ^bb0(%a_9: f32, %o_7: f32):
+    %r_4 = math.exp %a_9 : f32
+    linalg.yield %r_4 : f32
+  } -> tensor<1x2x8x8xf32>
+  %iz = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> ()>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%zero : f32) outs(%er : tensor<1x2x8xf32>) {
+  ^bb0(%4: f32, %5: f32):
+    linalg.yield %4 : f32
+  } -> tensor<1x2x8xf32>
+  %l = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%ex : tensor<1x2x8x8xf32>) outs(%iz : tensor<1x2x8xf32>) {
+  ^bb0(%a_10: f32, %acc_2: f32):
+    %r_5 = arith.addf %a_10, %acc_2 : f32
+    linalg.yield %r_5 : f32
+  } -> tensor<1x2x8xf32>
+  %p = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%ex, %l : tensor<1x2x8x8xf32>, tensor<1x2x8xf32>) outs(%es : tensor<1x2x8x8xf32>) {
+  ^bb0(%a_11: f32, %b_2: f32, %o_8: f32):
+    %r_6 = arith.divf %a_11, %b_2 : f32
+    linalg.yield %r_6 : f32
+  } -> tensor<1x2x8x8xf32>
+  %pc = tensor.collapse_shape %p [[0 : i64, 1 : i64], [2 : i64], [3 : i64]] : tensor<1x2x8x8xf32> into tensor<2x8x8xf32>
+  %vc = tensor.collapse_shape %v [[0 : i64, 1 : i64], [2 : i64], [3 : i64]] : tensor<1x2x8x4xf32> into tensor<2x8x4xf32>
+  %eo3 = tensor.empty() : tensor<2x8x4xf32>
+  %io3 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> ()>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%zero : f32) outs(%eo3 : tensor<2x8x4xf32>) {
+  ^bb0(%6: f32, %7: f32):
+    linalg.yield %6 : f32
+  } -> tensor<2x8x4xf32>
+  %o3 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%pc, %vc : tensor<2x8x8xf32>, tensor<2x8x4xf32>) outs(%io3 : tensor<2x8x4xf32>) {
+  ^bb0(%a_12: f32, %b_3: f32, %acc_3: f32):
+    %m_2 = arith.mulf %a_12, %b_3 : f32
+    %r_7 = arith.addf %acc_3, %m_2 : f32
+    linalg.yield %r_7 : f32
+  } -> tensor<2x8x4xf32>
+  %o_9 = tensor.expand_shape %o3 [[0 : i64, 1 : i64], [2 : i64], [3 : i64]] output_shape [1, 2, 8, 4] : tensor<2x8x4xf32> into tensor<1x2x8x4xf32>
+  func.return %o_9 : tensor<1x2x8x4xf32>
+}
+
+// -----
+
+// The same heads through views, the softmax over the query dim: not attention,
+// so nothing changes (the views stay, the batch matmuls keep their form).
+// CHECK-LABEL: func.func @heads_softmax_over_queries
+// CHECK-NOT:   tilefuse.attention
+// CHECK:       tensor.collapse_shape
+// CHECK:       tensor.expand_shape
+// CHECK-NOT:   tilefuse.attention
+// CHECK:       func.return
+func.func @heads_softmax_over_queries(%x: tensor<1x8x2x4xf32>, %y: tensor<1x8x2x4xf32>, %z: tensor<1x8x2x4xf32>, %bias: tensor<8x8xf32>) -> tensor<1x2x8x4xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %ninf = arith.constant 0xff800000 : f32
+  %ninf_t = arith.constant dense<0xff800000> : tensor<f32>
+  %scale = arith.constant 2.500000e-01 : f32
+  %eh = tensor.empty() : tensor<1x2x8x4xf32>
+  %q = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d2, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%x : tensor<1x8x2x4xf32>) outs(%eh : tensor<1x2x8x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  } -> tensor<1x2x8x4xf32>
+  %k = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d2, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%y : tensor<1x8x2x4xf32>) outs(%eh : tensor<1x2x8x4xf32>) {
+  ^bb0(%a_1: f32, %o_1: f32):
+    linalg.yield %a_1 : f32
+  } -> tensor<1x2x8x4xf32>
+  %v = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d2, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%z : tensor<1x8x2x4xf32>) outs(%eh : tensor<1x2x8x4xf32>) {
+  ^bb0(%a_2: f32, %o_2: f32):
+    linalg.yield %a_2 : f32
+  } -> tensor<1x2x8x4xf32>
+  %qc = tensor.collapse_shape %q [[0 : i64, 1 : i64], [2 : i64], [3 : i64]] : tensor<1x2x8x4xf32> into tensor<2x8x4xf32>
+  %kc = tensor.collapse_shape %k [[0 : i64, 1 : i64], [2 : i64], [3 : i64]] : tensor<1x2x8x4xf32> into tensor<2x8x4xf32>
+  %es3 = tensor.empty() : tensor<2x8x8xf32>
+  %is3 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> ()>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%zero : f32) outs(%es3 : tensor<2x8x8xf32>) {
+  ^bb0(%0: f32, %1: f32):
+    linalg.yield %0 : f32
+  } -> tensor<2x8x8xf32>
+  %s3 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%qc, %kc : tensor<2x8x4xf32>, tensor<2x8x4xf32>) outs(%is3 : tensor<2x8x8xf32>) {
+  ^bb0(%a_3: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a_3, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x8x8xf32>
+  %s = tensor.expand_shape %s3 [[0 : i64, 1 : i64], [2 : i64], [3 : i64]] output_shape [1, 2, 8, 8] : tensor<2x8x8xf32> into tensor<1x2x8x8xf32>
+  %es = tensor.empty() : tensor<1x2x8x8xf32>
+  %ss = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s : tensor<1x2x8x8xf32>) outs(%es : tensor<1x2x8x8xf32>) {
+  ^bb0(%a_4: f32, %o_3: f32):
+    %m_1 = arith.mulf %a_4, %scale : f32
+    linalg.yield %m_1 : f32
+  } -> tensor<1x2x8x8xf32>
+  %eb = tensor.empty() : tensor<8x8xi1>
+  %masked = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%bias : tensor<8x8xf32>) outs(%eb : tensor<8x8xi1>) {
+  ^bb0(%a_5: f32, %o_4: i1):
+    %c = arith.cmpf olt, %a_5, %zero : f32
+    linalg.yield %c : i1
+  } -> tensor<8x8xi1>
+  %sm = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d2, d3)>, affine_map<(d0, d1, d2, d3) -> ()>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%masked, %ninf_t, %ss : tensor<8x8xi1>, tensor<f32>, tensor<1x2x8x8xf32>) outs(%es : tensor<1x2x8x8xf32>) {
+  ^bb0(%c_1: i1, %n: f32, %a_6: f32, %o_5: f32):
+    %r_1 = arith.select %c_1, %n, %a_6 : f32
+    linalg.yield %r_1 : f32
+  } -> tensor<1x2x8x8xf32>
+  %er = tensor.empty() : tensor<1x2x8xf32>
+  %im = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> ()>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%ninf : f32) outs(%er : tensor<1x2x8xf32>) {
+  ^bb0(%2: f32, %3: f32):
+    linalg.yield %2 : f32
+  } -> tensor<1x2x8xf32>
+  %mx = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>], iterator_types = ["parallel", "parallel", "reduction", "parallel"]} ins(%sm : tensor<1x2x8x8xf32>) outs(%im : tensor<1x2x8xf32>) {
+  ^bb0(%a_7: f32, %acc_1: f32):
+    %r_2 = arith.maximumf %a_7, %acc_1 : f32
+    linalg.yield %r_2 : f32
+  } -> tensor<1x2x8xf32>
+  %d = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%sm, %mx : tensor<1x2x8x8xf32>, tensor<1x2x8xf32>) outs(%es : tensor<1x2x8x8xf32>) {
+  ^bb0(%a_8: f32, %b_1: f32, %o_6: f32):
+    %r_3 = arith.subf %a_8, %b_1 : f32
+    linalg.yield %r_3 : f32
+  } -> tensor<1x2x8x8xf32>
+  %ex = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%d : tensor<1x2x8x8xf32>) outs(%es : tensor<1x2x8x8xf32>) {
+  ^bb0(%a_9: f32, %o_7: f32):
+    %r_4 = math.exp %a_9 : f32
+    linalg.yield %r_4 : f32
+  } -> tensor<1x2x8x8xf32>
+  %iz = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> ()>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%zero : f32) outs(%er : tensor<1x2x8xf32>) {
+  ^bb0(%4: f32, %5: f32):
+    linalg.yield %4 : f32
+  } -> tensor<1x2x8xf32>
+  %l = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>], iterator_types = ["parallel", "parallel", "reduction", "parallel"]} ins(%ex : tensor<1x2x8x8xf32>) outs(%iz : tensor<1x2x8xf32>) {
+  ^bb0(%a_10: f32, %acc_2: f32):
+    %r_5 = arith.addf %a_10, %acc_2 : f32
+    linalg.yield %r_5 : f32
+  } -> tensor<1x2x8xf32>
+  %p = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%ex, %l : tensor<1x2x8x8xf32>, tensor<1x2x8xf32>) outs(%es : tensor<1x2x8x8xf32>) {
+  ^bb0(%a_11: f32, %b_2: f32, %o_8: f32):
+    %r_6 = arith.divf %a_11, %b_2 : f32
+    linalg.yield %r_6 : f32
+  } -> tensor<1x2x8x8xf32>
+  %pc = tensor.collapse_shape %p [[0 : i64, 1 : i64], [2 : i64], [3 : i64]] : tensor<1x2x8x8xf32> into tensor<2x8x8xf32>
+  %vc = tensor.collapse_shape %v [[0 : i64, 1 : i64], [2 : i64], [3 : i64]] : tensor<1x2x8x4xf32> into tensor<2x8x4xf32>
+  %eo3 = tensor.empty() : tensor<2x8x4xf32>
+  %io3 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> ()>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%zero : f32) outs(%eo3 : tensor<2x8x4xf32>) {
+  ^bb0(%6: f32, %7: f32):
+    linalg.yield %6 : f32
+  } -> tensor<2x8x4xf32>
+  %o3 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%pc, %vc : tensor<2x8x8xf32>, tensor<2x8x4xf32>) outs(%io3 : tensor<2x8x4xf32>) {
+  ^bb0(%a_12: f32, %b_3: f32, %acc_3: f32):
+    %m_2 = arith.mulf %a_12, %b_3 : f32
+    %r_7 = arith.addf %acc_3, %m_2 : f32
+    linalg.yield %r_7 : f32
+  } -> tensor<2x8x4xf32>
+  %o_9 = tensor.expand_shape %o3 [[0 : i64, 1 : i64], [2 : i64], [3 : i64]] output_shape [1, 2, 8, 4] : tensor<2x8x4xf32> into tensor<1x2x8x4xf32>
+  func.return %o_9 : tensor<1x2x8x4xf32>
+}
+
+// -----
+
+// torch-mlir's SDPA: rows whose every score is -inf get zero probabilities
+// (select(and_j(u == -inf), 0, p)). exp(u - m) is guarded (0 for m = -inf, as the
+// online loop computes), and o = select(m == -inf, e @ v, (e @ v) / l): exact, the
+// all-masked reduction is gone.
+// CHECK-LABEL: func.func @sdpa
+// CHECK-NOT:   %all =
+// CHECK:       %ex = linalg.generic {{.*}} attrs = {tilefuse.attention = "attention_0"}
+// CHECK:         %[[NI:.*]] = arith.constant 0xff800000 : f32
+// CHECK:         %[[Z:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK:         %[[C:.*]] = arith.cmpf oeq, %[[M:.*]], %[[NI]] : f32
+// CHECK:         %[[G:.*]] = arith.select %[[C]], %[[Z]], %[[M]] : f32
+// CHECK:         arith.subf %{{.*}}, %[[G]] : f32
+// CHECK:       %[[O:.*]] = linalg.generic {{.*}} ins(%ex, %v : {{.*}}) {{.*}} attrs = {tilefuse.attention = "attention_0"}
+// CHECK:       %[[Y:.*]] = linalg.generic {{.*}} ins(%[[O]], %l, %mx : {{.*}}) {{.*}} attrs = {tilefuse.attention = "attention_0"}
+// CHECK:         ^{{.*}}(%[[A:.*]]: f32, %[[B:.*]]: f32, %[[MM:.*]]: f32, %{{.*}}: f32):
+// CHECK:         %[[Q:.*]] = arith.divf %[[A]], %[[B]] : f32
+// CHECK:         %[[C2:.*]] = arith.cmpf oeq, %[[MM]], %{{.*}} : f32
+// CHECK:         arith.select %[[C2]], %[[A]], %[[Q]] : f32
+// CHECK-NOT:   %all =
+// CHECK:       func.return %[[Y]]
+func.func @sdpa(%q: tensor<1x2x8x4xf32>, %k: tensor<1x2x8x4xf32>, %v: tensor<1x2x8x4xf32>, %bias: tensor<8x8xf32>) -> tensor<1x2x8x4xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %ninf = arith.constant 0xff800000 : f32
+  %zero_t = arith.constant dense<0.000000e+00> : tensor<f32>
+  %ninf_t = arith.constant dense<0xff800000> : tensor<f32>
+  %zeros = arith.constant dense<0.000000e+00> : tensor<1x2x8x8xf32>
+  %ninf64 = arith.constant 0xfff0000000000000 : f64
+  %true = arith.constant true
+  %c5 = arith.constant 5 : index
+  %scale = arith.constant 2.500000e-01 : f32
+  %eb = tensor.empty() : tensor<8x8xi1>
+  %keep = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%bias : tensor<8x8xf32>) outs(%eb : tensor<8x8xi1>) {
+  ^bb0(%a: f32, %o: i1):
+    %i = linalg.index 0 : index
+    %not5 = arith.cmpi ne, %i, %c5 : index
+    %pos = arith.cmpf oge, %a, %zero : f32
+    %r = arith.andi %not5, %pos : i1
+    linalg.yield %r : i1
+  } -> tensor<8x8xi1>
+  %ef = tensor.empty() : tensor<8x8xf32>
+  %add = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%keep, %zero_t, %ninf_t : tensor<8x8xi1>, tensor<f32>, tensor<f32>) outs(%ef : tensor<8x8xf32>) {
+  ^bb0(%c: i1, %a_1: f32, %b: f32, %o_1: f32):
+    %r_1 = arith.select %c, %a_1, %b : f32
+    linalg.yield %r_1 : f32
+  } -> tensor<8x8xf32>
+  %es = tensor.empty() : tensor<1x2x8x8xf32>
+  %is = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> ()>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%zero : f32) outs(%es : tensor<1x2x8x8xf32>) {
+  ^bb0(%0: f32, %1: f32):
+    linalg.yield %0 : f32
+  } -> tensor<1x2x8x8xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d3, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %k : tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>) outs(%is : tensor<1x2x8x8xf32>) {
+  ^bb0(%a_2: f32, %b_1: f32, %acc: f32):
+    %m = arith.mulf %a_2, %b_1 : f32
+    %r_2 = arith.addf %acc, %m : f32
+    linalg.yield %r_2 : f32
+  } -> tensor<1x2x8x8xf32>
+  %u = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s, %add : tensor<1x2x8x8xf32>, tensor<8x8xf32>) outs(%es : tensor<1x2x8x8xf32>) {
+  ^bb0(%a_3: f32, %b_2: f32, %o_2: f32):
+    %x = arith.mulf %a_3, %scale : f32
+    %r_3 = arith.addf %x, %b_2 : f32
+    linalg.yield %r_3 : f32
+  } -> tensor<1x2x8x8xf32>
+  %er = tensor.empty() : tensor<1x2x8xf32>
+  %im = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> ()>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%ninf : f32) outs(%er : tensor<1x2x8xf32>) {
+  ^bb0(%2: f32, %3: f32):
+    linalg.yield %2 : f32
+  } -> tensor<1x2x8xf32>
+  %mx = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%u : tensor<1x2x8x8xf32>) outs(%im : tensor<1x2x8xf32>) {
+  ^bb0(%a_4: f32, %acc_1: f32):
+    %r_4 = arith.maximumf %a_4, %acc_1 : f32
+    linalg.yield %r_4 : f32
+  } -> tensor<1x2x8xf32>
+  %ex = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%u, %mx : tensor<1x2x8x8xf32>, tensor<1x2x8xf32>) outs(%es : tensor<1x2x8x8xf32>) {
+  ^bb0(%a_5: f32, %b_3: f32, %o_3: f32):
+    %d = arith.subf %a_5, %b_3 : f32
+    %r_5 = math.exp %d : f32
+    linalg.yield %r_5 : f32
+  } -> tensor<1x2x8x8xf32>
+  %iz = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> ()>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%zero : f32) outs(%er : tensor<1x2x8xf32>) {
+  ^bb0(%4: f32, %5: f32):
+    linalg.yield %4 : f32
+  } -> tensor<1x2x8xf32>
+  %l = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%ex : tensor<1x2x8x8xf32>) outs(%iz : tensor<1x2x8xf32>) {
+  ^bb0(%a_6: f32, %acc_2: f32):
+    %r_6 = arith.addf %a_6, %acc_2 : f32
+    linalg.yield %r_6 : f32
+  } -> tensor<1x2x8xf32>
+  %p = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%ex, %l : tensor<1x2x8x8xf32>, tensor<1x2x8xf32>) outs(%es : tensor<1x2x8x8xf32>) {
+  ^bb0(%a_7: f32, %b_4: f32, %o_4: f32):
+    %r_7 = arith.divf %a_7, %b_4 : f32
+    linalg.yield %r_7 : f32
+  } -> tensor<1x2x8x8xf32>
+  %ei = tensor.empty() : tensor<1x2x8x8xi1>
+  %isninf = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%u : tensor<1x2x8x8xf32>) outs(%ei : tensor<1x2x8x8xi1>) {
+  ^bb0(%a_8: f32, %o_5: i1):
+    %w = arith.extf %a_8 : f32 to f64
+    %r_8 = arith.cmpf oeq, %w, %ninf64 : f64
+    linalg.yield %r_8 : i1
+  } -> tensor<1x2x8x8xi1>
+  %erb = tensor.empty() : tensor<1x2x8xi1>
+  %it = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> ()>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%true : i1) outs(%erb : tensor<1x2x8xi1>) {
+  ^bb0(%6: i1, %7: i1):
+    linalg.yield %6 : i1
+  } -> tensor<1x2x8xi1>
+  %all = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%isninf : tensor<1x2x8x8xi1>) outs(%it : tensor<1x2x8xi1>) {
+  ^bb0(%a_9: i1, %acc_3: i1):
+    %r_9 = arith.andi %a_9, %acc_3 : i1
+    linalg.yield %r_9 : i1
+  } -> tensor<1x2x8xi1>
+  %pz = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%all, %zeros, %p : tensor<1x2x8xi1>, tensor<1x2x8x8xf32>, tensor<1x2x8x8xf32>) outs(%es : tensor<1x2x8x8xf32>) {
+  ^bb0(%c_1: i1, %a_10: f32, %b_5: f32, %o_6: f32):
+    %r_10 = arith.select %c_1, %a_10, %b_5 : f32
+    linalg.yield %r_10 : f32
+  } -> tensor<1x2x8x8xf32>
+  %eo = tensor.empty() : tensor<1x2x8x4xf32>
+  %io = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> ()>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%zero : f32) outs(%eo : tensor<1x2x8x4xf32>) {
+  ^bb0(%8: f32, %9: f32):
+    linalg.yield %8 : f32
+  } -> tensor<1x2x8x4xf32>
+  %o_7 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d4, d3)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%pz, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x4xf32>) outs(%io : tensor<1x2x8x4xf32>) {
+  ^bb0(%a_11: f32, %b_6: f32, %acc_4: f32):
+    %m_1 = arith.mulf %a_11, %b_6 : f32
+    %r_11 = arith.addf %acc_4, %m_1 : f32
+    linalg.yield %r_11 : f32
+  } -> tensor<1x2x8x4xf32>
+  func.return %o_7 : tensor<1x2x8x4xf32>
+}
+
+// -----
+
+// A near-miss of SDPA's zeroed rows: the rows zeroed are those whose scores are all
+// 0, not all -inf. Not the masked-row form: no rewrite.
+// CHECK-LABEL: func.func @sdpa_zeroes_rows_not_all_masked
+// CHECK-NOT:   tilefuse.attention
+// CHECK:       func.return
+func.func @sdpa_zeroes_rows_not_all_masked(%q: tensor<1x2x8x4xf32>, %k: tensor<1x2x8x4xf32>, %v: tensor<1x2x8x4xf32>, %bias: tensor<8x8xf32>) -> tensor<1x2x8x4xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %ninf = arith.constant 0xff800000 : f32
+  %zero_t = arith.constant dense<0.000000e+00> : tensor<f32>
+  %ninf_t = arith.constant dense<0xff800000> : tensor<f32>
+  %zeros = arith.constant dense<0.000000e+00> : tensor<1x2x8x8xf32>
+  %ninf64 = arith.constant 0xfff0000000000000 : f64
+  %zero64 = arith.constant 0.000000e+00 : f64
+  %true = arith.constant true
+  %c5 = arith.constant 5 : index
+  %scale = arith.constant 2.500000e-01 : f32
+  %eb = tensor.empty() : tensor<8x8xi1>
+  %keep = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%bias : tensor<8x8xf32>) outs(%eb : tensor<8x8xi1>) {
+  ^bb0(%a: f32, %o: i1):
+    %i = linalg.index 0 : index
+    %not5 = arith.cmpi ne, %i, %c5 : index
+    %pos = arith.cmpf oge, %a, %zero : f32
+    %r = arith.andi %not5, %pos : i1
+    linalg.yield %r : i1
+  } -> tensor<8x8xi1>
+  %ef = tensor.empty() : tensor<8x8xf32>
+  %add = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%keep, %zero_t, %ninf_t : tensor<8x8xi1>, tensor<f32>, tensor<f32>) outs(%ef : tensor<8x8xf32>) {
+  ^bb0(%c: i1, %a_1: f32, %b: f32, %o_1: f32):
+    %r_1 = arith.select %c, %a_1, %b : f32
+    linalg.yield %r_1 : f32
+  } -> tensor<8x8xf32>
+  %es = tensor.empty() : tensor<1x2x8x8xf32>
+  %is = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> ()>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%zero : f32) outs(%es : tensor<1x2x8x8xf32>) {
+  ^bb0(%0: f32, %1: f32):
+    linalg.yield %0 : f32
+  } -> tensor<1x2x8x8xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d3, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %k : tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>) outs(%is : tensor<1x2x8x8xf32>) {
+  ^bb0(%a_2: f32, %b_1: f32, %acc: f32):
+    %m = arith.mulf %a_2, %b_1 : f32
+    %r_2 = arith.addf %acc, %m : f32
+    linalg.yield %r_2 : f32
+  } -> tensor<1x2x8x8xf32>
+  %u = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s, %add : tensor<1x2x8x8xf32>, tensor<8x8xf32>) outs(%es : tensor<1x2x8x8xf32>) {
+  ^bb0(%a_3: f32, %b_2: f32, %o_2: f32):
+    %x = arith.mulf %a_3, %scale : f32
+    %r_3 = arith.addf %x, %b_2 : f32
+    linalg.yield %r_3 : f32
+  } -> tensor<1x2x8x8xf32>
+  %er = tensor.empty() : tensor<1x2x8xf32>
+  %im = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> ()>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%ninf : f32) outs(%er : tensor<1x2x8xf32>) {
+  ^bb0(%2: f32, %3: f32):
+    linalg.yield %2 : f32
+  } -> tensor<1x2x8xf32>
+  %mx = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%u : tensor<1x2x8x8xf32>) outs(%im : tensor<1x2x8xf32>) {
+  ^bb0(%a_4: f32, %acc_1: f32):
+    %r_4 = arith.maximumf %a_4, %acc_1 : f32
+    linalg.yield %r_4 : f32
+  } -> tensor<1x2x8xf32>
+  %ex = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%u, %mx : tensor<1x2x8x8xf32>, tensor<1x2x8xf32>) outs(%es : tensor<1x2x8x8xf32>) {
+  ^bb0(%a_5: f32, %b_3: f32, %o_3: f32):
+    %d = arith.subf %a_5, %b_3 : f32
+    %r_5 = math.exp %d : f32
+    linalg.yield %r_5 : f32
+  } -> tensor<1x2x8x8xf32>
+  %iz = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> ()>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%zero : f32) outs(%er : tensor<1x2x8xf32>) {
+  ^bb0(%4: f32, %5: f32):
+    linalg.yield %4 : f32
+  } -> tensor<1x2x8xf32>
+  %l = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%ex : tensor<1x2x8x8xf32>) outs(%iz : tensor<1x2x8xf32>) {
+  ^bb0(%a_6: f32, %acc_2: f32):
+    %r_6 = arith.addf %a_6, %acc_2 : f32
+    linalg.yield %r_6 : f32
+  } -> tensor<1x2x8xf32>
+  %p = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%ex, %l : tensor<1x2x8x8xf32>, tensor<1x2x8xf32>) outs(%es : tensor<1x2x8x8xf32>) {
+  ^bb0(%a_7: f32, %b_4: f32, %o_4: f32):
+    %r_7 = arith.divf %a_7, %b_4 : f32
+    linalg.yield %r_7 : f32
+  } -> tensor<1x2x8x8xf32>
+  %ei = tensor.empty() : tensor<1x2x8x8xi1>
+  %isninf = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%u : tensor<1x2x8x8xf32>) outs(%ei : tensor<1x2x8x8xi1>) {
+  ^bb0(%a_8: f32, %o_5: i1):
+    %w = arith.extf %a_8 : f32 to f64
+    %r_8 = arith.cmpf oeq, %w, %zero64 : f64
+    linalg.yield %r_8 : i1
+  } -> tensor<1x2x8x8xi1>
+  %erb = tensor.empty() : tensor<1x2x8xi1>
+  %it = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> ()>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%true : i1) outs(%erb : tensor<1x2x8xi1>) {
+  ^bb0(%6: i1, %7: i1):
+    linalg.yield %6 : i1
+  } -> tensor<1x2x8xi1>
+  %all = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%isninf : tensor<1x2x8x8xi1>) outs(%it : tensor<1x2x8xi1>) {
+  ^bb0(%a_9: i1, %acc_3: i1):
+    %r_9 = arith.andi %a_9, %acc_3 : i1
+    linalg.yield %r_9 : i1
+  } -> tensor<1x2x8xi1>
+  %pz = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%all, %zeros, %p : tensor<1x2x8xi1>, tensor<1x2x8x8xf32>, tensor<1x2x8x8xf32>) outs(%es : tensor<1x2x8x8xf32>) {
+  ^bb0(%c_1: i1, %a_10: f32, %b_5: f32, %o_6: f32):
+    %r_10 = arith.select %c_1, %a_10, %b_5 : f32
+    linalg.yield %r_10 : f32
+  } -> tensor<1x2x8x8xf32>
+  %eo = tensor.empty() : tensor<1x2x8x4xf32>
+  %io = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> ()>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%zero : f32) outs(%eo : tensor<1x2x8x4xf32>) {
+  ^bb0(%8: f32, %9: f32):
+    linalg.yield %8 : f32
+  } -> tensor<1x2x8x4xf32>
+  %o_7 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d4, d3)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%pz, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x4xf32>) outs(%io : tensor<1x2x8x4xf32>) {
+  ^bb0(%a_11: f32, %b_6: f32, %acc_4: f32):
+    %m_1 = arith.mulf %a_11, %b_6 : f32
+    %r_11 = arith.addf %acc_4, %m_1 : f32
+    linalg.yield %r_11 : f32
+  } -> tensor<1x2x8x4xf32>
+  func.return %o_7 : tensor<1x2x8x4xf32>
+}
+
+// -----
+
+// SDPA's zeroed rows, the row sums also returned: guarding exp(u - m) would change
+// them in fully masked rows (0, not NaN), so no rewrite.
+// CHECK-LABEL: func.func @sdpa_row_sums_returned
+// CHECK-NOT:   tilefuse.attention
+// CHECK:       func.return
+func.func @sdpa_row_sums_returned(%q: tensor<1x2x8x4xf32>, %k: tensor<1x2x8x4xf32>, %v: tensor<1x2x8x4xf32>, %bias: tensor<8x8xf32>) -> (tensor<1x2x8x4xf32>, tensor<1x2x8xf32>) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %ninf = arith.constant 0xff800000 : f32
+  %zero_t = arith.constant dense<0.000000e+00> : tensor<f32>
+  %ninf_t = arith.constant dense<0xff800000> : tensor<f32>
+  %zeros = arith.constant dense<0.000000e+00> : tensor<1x2x8x8xf32>
+  %ninf64 = arith.constant 0xfff0000000000000 : f64
+  %true = arith.constant true
+  %c5 = arith.constant 5 : index
+  %scale = arith.constant 2.500000e-01 : f32
+  %eb = tensor.empty() : tensor<8x8xi1>
+  %keep = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%bias : tensor<8x8xf32>) outs(%eb : tensor<8x8xi1>) {
+  ^bb0(%a: f32, %o: i1):
+    %i = linalg.index 0 : index
+    %not5 = arith.cmpi ne, %i, %c5 : index
+    %pos = arith.cmpf oge, %a, %zero : f32
+    %r = arith.andi %not5, %pos : i1
+    linalg.yield %r : i1
+  } -> tensor<8x8xi1>
+  %ef = tensor.empty() : tensor<8x8xf32>
+  %add = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%keep, %zero_t, %ninf_t : tensor<8x8xi1>, tensor<f32>, tensor<f32>) outs(%ef : tensor<8x8xf32>) {
+  ^bb0(%c: i1, %a_1: f32, %b: f32, %o_1: f32):
+    %r_1 = arith.select %c, %a_1, %b : f32
+    linalg.yield %r_1 : f32
+  } -> tensor<8x8xf32>
+  %es = tensor.empty() : tensor<1x2x8x8xf32>
+  %is = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> ()>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%zero : f32) outs(%es : tensor<1x2x8x8xf32>) {
+  ^bb0(%0: f32, %1: f32):
+    linalg.yield %0 : f32
+  } -> tensor<1x2x8x8xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d3, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %k : tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>) outs(%is : tensor<1x2x8x8xf32>) {
+  ^bb0(%a_2: f32, %b_1: f32, %acc: f32):
+    %m = arith.mulf %a_2, %b_1 : f32
+    %r_2 = arith.addf %acc, %m : f32
+    linalg.yield %r_2 : f32
+  } -> tensor<1x2x8x8xf32>
+  %u = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s, %add : tensor<1x2x8x8xf32>, tensor<8x8xf32>) outs(%es : tensor<1x2x8x8xf32>) {
+  ^bb0(%a_3: f32, %b_2: f32, %o_2: f32):
+    %x = arith.mulf %a_3, %scale : f32
+    %r_3 = arith.addf %x, %b_2 : f32
+    linalg.yield %r_3 : f32
+  } -> tensor<1x2x8x8xf32>
+  %er = tensor.empty() : tensor<1x2x8xf32>
+  %im = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> ()>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%ninf : f32) outs(%er : tensor<1x2x8xf32>) {
+  ^bb0(%2: f32, %3: f32):
+    linalg.yield %2 : f32
+  } -> tensor<1x2x8xf32>
+  %mx = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%u : tensor<1x2x8x8xf32>) outs(%im : tensor<1x2x8xf32>) {
+  ^bb0(%a_4: f32, %acc_1: f32):
+    %r_4 = arith.maximumf %a_4, %acc_1 : f32
+    linalg.yield %r_4 : f32
+  } -> tensor<1x2x8xf32>
+  %ex = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%u, %mx : tensor<1x2x8x8xf32>, tensor<1x2x8xf32>) outs(%es : tensor<1x2x8x8xf32>) {
+  ^bb0(%a_5: f32, %b_3: f32, %o_3: f32):
+    %d = arith.subf %a_5, %b_3 : f32
+    %r_5 = math.exp %d : f32
+    linalg.yield %r_5 : f32
+  } -> tensor<1x2x8x8xf32>
+  %iz = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> ()>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%zero : f32) outs(%er : tensor<1x2x8xf32>) {
+  ^bb0(%4: f32, %5: f32):
+    linalg.yield %4 : f32
+  } -> tensor<1x2x8xf32>
+  %l = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%ex : tensor<1x2x8x8xf32>) outs(%iz : tensor<1x2x8xf32>) {
+  ^bb0(%a_6: f32, %acc_2: f32):
+    %r_6 = arith.addf %a_6, %acc_2 : f32
+    linalg.yield %r_6 : f32
+  } -> tensor<1x2x8xf32>
+  %p = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%ex, %l : tensor<1x2x8x8xf32>, tensor<1x2x8xf32>) outs(%es : tensor<1x2x8x8xf32>) {
+  ^bb0(%a_7: f32, %b_4: f32, %o_4: f32):
+    %r_7 = arith.divf %a_7, %b_4 : f32
+    linalg.yield %r_7 : f32
+  } -> tensor<1x2x8x8xf32>
+  %ei = tensor.empty() : tensor<1x2x8x8xi1>
+  %isninf = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%u : tensor<1x2x8x8xf32>) outs(%ei : tensor<1x2x8x8xi1>) {
+  ^bb0(%a_8: f32, %o_5: i1):
+    %w = arith.extf %a_8 : f32 to f64
+    %r_8 = arith.cmpf oeq, %w, %ninf64 : f64
+    linalg.yield %r_8 : i1
+  } -> tensor<1x2x8x8xi1>
+  %erb = tensor.empty() : tensor<1x2x8xi1>
+  %it = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> ()>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%true : i1) outs(%erb : tensor<1x2x8xi1>) {
+  ^bb0(%6: i1, %7: i1):
+    linalg.yield %6 : i1
+  } -> tensor<1x2x8xi1>
+  %all = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%isninf : tensor<1x2x8x8xi1>) outs(%it : tensor<1x2x8xi1>) {
+  ^bb0(%a_9: i1, %acc_3: i1):
+    %r_9 = arith.andi %a_9, %acc_3 : i1
+    linalg.yield %r_9 : i1
+  } -> tensor<1x2x8xi1>
+  %pz = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%all, %zeros, %p : tensor<1x2x8xi1>, tensor<1x2x8x8xf32>, tensor<1x2x8x8xf32>) outs(%es : tensor<1x2x8x8xf32>) {
+  ^bb0(%c_1: i1, %a_10: f32, %b_5: f32, %o_6: f32):
+    %r_10 = arith.select %c_1, %a_10, %b_5 : f32
+    linalg.yield %r_10 : f32
+  } -> tensor<1x2x8x8xf32>
+  %eo = tensor.empty() : tensor<1x2x8x4xf32>
+  %io = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> ()>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%zero : f32) outs(%eo : tensor<1x2x8x4xf32>) {
+  ^bb0(%8: f32, %9: f32):
+    linalg.yield %8 : f32
+  } -> tensor<1x2x8x4xf32>
+  %o_7 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d4, d3)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%pz, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x4xf32>) outs(%io : tensor<1x2x8x4xf32>) {
+  ^bb0(%a_11: f32, %b_6: f32, %acc_4: f32):
+    %m_1 = arith.mulf %a_11, %b_6 : f32
+    %r_11 = arith.addf %acc_4, %m_1 : f32
+    linalg.yield %r_11 : f32
+  } -> tensor<1x2x8x4xf32>
+  func.return %o_7, %l : tensor<1x2x8x4xf32>, tensor<1x2x8xf32>
+}
