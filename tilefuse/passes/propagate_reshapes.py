@@ -1,0 +1,337 @@
+"""
+`propagate-reshapes`: no reshape stands between two generics that could fuse.
+
+torch-mlir writes a Linear on `[B, T, C]` as a collapse to `[B*T, C]`, a matmul and a
+bias add, and an expansion back for the GELU or the residual add; a keep-dim
+LayerNorm statistic as an expansion to `[B, T, 1]`, elementwise ops there and a
+collapse back. A reshape is a host view, so each one splits the kernels on either
+side. As upstream's fusion by collapsing (`ElementwiseOpFusion.cpp`,
+`collapseOpIterationDims`) does, the generics next to a reshape run in the
+collapsed iteration space instead: each run of loops a reshape merges becomes one
+loop, the maps and operands follow, and the reshape meets its inverse and folds.
+
+The generics collapsed together form a *cluster*, closed under the producer and
+consumer edges a collapse touches: collapsing a generic collapses the generics it
+reads and the generics reading it the same way, so no new reshape ever lands
+between two generics. What leaves the cluster is a view of a function argument, of
+an empty or a fill (folded into one of the new shape), of another view, or of a
+returned value: all host views, free at a kernel boundary. A cluster with one
+generic that cannot be collapsed (loops of one run with different iterator types,
+a run read split or out of order by some map, `linalg.index` in its payload) is
+left as it was, and so is its reshape: correct, just not fused.
+
+```mlir
+%s = linalg.generic {maps = [(d0, d1, d2) -> (d0, d1, d2), (d0, d1, d2) -> (d0, d1)],
+                     iterator_types = ["parallel", "parallel", "reduction"]}
+       ins(%x : tensor<2x16x64xf32>) outs(%f : tensor<2x16xf32>)
+%e = tensor.expand_shape %s [[0], [1, 2]] : tensor<2x16xf32> into tensor<2x16x1xf32>
+%m = linalg.generic {maps = [(d0, d1, d2) -> (d0, d1, d2), (d0, d1, d2) -> (d0, d1, d2)]}
+       ins(%e : tensor<2x16x1xf32>) outs(%o : tensor<2x16x1xf32>) { divf }
+%c = tensor.collapse_shape %m [[0], [1, 2]] : tensor<2x16x1xf32> into tensor<2x16xf32>
+// becomes
+%m = linalg.generic {maps = [(d0, d1) -> (d0, d1), (d0, d1) -> (d0, d1)]}
+       ins(%s : tensor<2x16xf32>) outs(%o2 : tensor<2x16xf32>) { divf }
+// (and %m's readers read %m itself)
+```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func, tensor
+from xdsl.dialects.builtin import AffineMapAttr, ArrayAttr, ModuleOp, TensorType
+from xdsl.dialects.linalg import ops as linalg
+from xdsl.ir import Operation, SSAValue
+from xdsl.ir.affine import AffineDimExpr, AffineMap
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from tilefuse.ir.structured import reassociation
+from tilefuse.passes.cleanup import erase_dead_views, fold_reshapes_of_creations
+
+Run = tuple[int, ...]
+"""Consecutive loops (or tensor dims) merged into one, in order."""
+
+_Reshape = tensor.ExpandShapeOp | tensor.CollapseShapeOp
+
+
+@dataclass(frozen=True)
+class PropagateReshapesPass(ModulePass):
+    """Collapse the generics on both sides of a reshape so the reshape folds away."""
+
+    name = "propagate-reshapes"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        changed = True
+        while changed:
+            changed = False
+            for reshape in [o for o in op.walk() if _at_function_level(o, _Reshape)]:
+                if reshape.parent is None:
+                    continue  # folded away by an earlier cluster this round
+                for seed in _seeds(reshape):
+                    members = plan_cluster(*seed)
+                    if members:
+                        _collapse_cluster(members)
+                        changed = True
+                        break
+            PatternRewriteWalker(GreedyRewritePatternApplier(
+                [FoldInverseReshapes(), FoldInverseReshapes2()])).rewrite_module(op)
+        fold_reshapes_of_creations(op)
+        erase_dead_views(op)
+
+
+class FoldInverseReshapes(RewritePattern):
+    """`collapse(expand(x))` with one reassociation is `x`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tensor.CollapseShapeOp, rewriter: PatternRewriter) -> None:
+        inner = op.src.owner
+        if isinstance(inner, tensor.ExpandShapeOp) and _same_groups(op, inner) \
+                and inner.src.type == op.result.type:  # fmt: skip
+            rewriter.replace_op(op, [], [inner.src])
+
+
+class FoldInverseReshapes2(RewritePattern):
+    """`expand(collapse(x))` with one reassociation is `x`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tensor.ExpandShapeOp, rewriter: PatternRewriter) -> None:
+        inner = op.src.owner
+        if isinstance(inner, tensor.CollapseShapeOp) and _same_groups(op, inner) \
+                and inner.src.type == op.result.type:  # fmt: skip
+            rewriter.replace_op(op, [], [inner.src])
+
+
+def _at_function_level(op: Operation, kind) -> bool:
+    return isinstance(op, kind) and isinstance(op.parent_op(), func.FuncOp)
+
+
+def groups_of(op: _Reshape) -> list[list[int]]:
+    """The reassociation groups of a reshape (dims of its larger shape)."""
+    return [[i.value.data for i in g] for g in op.reassociation]  # pyright: ignore
+
+
+def _same_groups(a: _Reshape, b: _Reshape) -> bool:
+    return groups_of(a) == groups_of(b)
+
+
+def _runs(groups: Iterable[Sequence[int]]) -> set[Run]:
+    return {tuple(g) for g in groups if len(g) > 1}
+
+
+def _generic_of(value: SSAValue) -> linalg.GenericOp | None:
+    owner = value.owner
+    return owner if _at_function_level(owner, linalg.GenericOp) else None  # pyright: ignore
+
+
+def _maps(op: linalg.GenericOp) -> list[AffineMap]:
+    return [m.data for m in op.indexing_maps.data]
+
+
+def _loop_runs(amap: AffineMap, dim_runs: Iterable[Run]) -> set[Run] | None:
+    """The loops of `amap` that index each run of tensor dims, when they are
+    consecutive loops in order; else None."""
+    loops = set()
+    for run in dim_runs:
+        exprs = [amap.results[d] for d in run]
+        if not all(isinstance(e, AffineDimExpr) for e in exprs):
+            return None
+        pos = tuple(e.position for e in exprs)  # pyright: ignore
+        if list(pos) != list(range(pos[0], pos[0] + len(pos))):
+            return None
+        loops.add(pos)
+    return loops
+
+
+def _dim_runs(amap: AffineMap, loop_runs: set[Run]) -> set[Run] | None:
+    """The runs of an operand's dims that `amap` reads along each loop run (the
+    whole run at consecutive results, in order, or none of it); else None."""
+    positions = [e.position if isinstance(e, AffineDimExpr) else None for e in amap.results]
+    if None in positions or len(set(positions)) != len(positions):
+        return None
+    runs = set()
+    for run in loop_runs:
+        present = [p for p in run if p in positions]
+        if not present:
+            continue
+        if len(present) != len(run):
+            return None
+        at = positions.index(run[0])
+        if tuple(positions[at : at + len(run)]) != run:
+            return None
+        runs.add(tuple(range(at, at + len(run))))
+    return runs
+
+
+def _collapsible(op: linalg.GenericOp, runs: set[Run]) -> bool:
+    """The loops of each run share an iterator type, every map reads each run
+    whole and in order or not at all, and the payload reads no loop index."""
+    iters = [str(i.data) for i in op.iterator_types]
+    if any(len({iters[d] for d in run}) != 1 for run in runs):
+        return False
+    if any(isinstance(o, linalg.IndexOp) for o in op.body.walk()):
+        return False
+    covered = [d for run in runs for d in run]
+    if len(covered) != len(set(covered)):
+        return False  # overlapping runs
+    return all(_dim_runs(m, runs) is not None for m in _maps(op))
+
+
+def _seeds(reshape: _Reshape) -> list[tuple[linalg.GenericOp, set[Run]]]:
+    """The generics whose collapse folds `reshape`: the readers of an expansion,
+    the producer of a collapse; each with the loop runs the reshape merges."""
+    runs = _runs(groups_of(reshape))
+    if isinstance(reshape, tensor.CollapseShapeOp):
+        producer = _generic_of(reshape.src)
+        if producer is None:
+            return []
+        out_map = _maps(producer)[len(producer.inputs) + reshape.src.index]  # pyright: ignore
+        loops = _loop_runs(out_map, runs)
+        return [] if loops is None else [(producer, loops)]
+    seeds = []
+    for use in reshape.result.uses:
+        reader = use.operation
+        if _at_function_level(reader, linalg.GenericOp):
+            loops = _loop_runs(_maps(reader)[use.index], runs)  # pyright: ignore
+            if loops is not None:
+                seeds.append((reader, loops))
+    return seeds  # pyright: ignore
+
+
+def _folds(view: Operation, runs: set[Run], expand: bool) -> bool:
+    kind = tensor.ExpandShapeOp if expand else tensor.CollapseShapeOp
+    return isinstance(view, kind) and _runs(groups_of(view)) == runs
+
+
+def plan_cluster(seed: linalg.GenericOp, loop_runs: set[Run]) -> dict[linalg.GenericOp, set[Run]] | None:
+    """The generics to collapse together, each with its loop runs, starting from
+    `seed`; None when one of them cannot be collapsed."""
+    members: dict[linalg.GenericOp, set[Run]] = {}
+    work = [(seed, loop_runs)]
+    while work:
+        op, new = work.pop()
+        runs = members.get(op, set()) | new
+        if op in members and runs == members[op]:
+            continue
+        if not _collapsible(op, runs):
+            return None
+        members[op] = runs
+        neighbours = _neighbours(op, runs)
+        if neighbours is None:
+            return None
+        work.extend(neighbours)
+    return members
+
+
+def _neighbours(op: linalg.GenericOp, runs: set[Run]) -> list[tuple[linalg.GenericOp, set[Run]]] | None:
+    """The generics next to `op` that collapsing `op` by `runs` collapses too
+    (None: one of them would have to be collapsed along loops it cannot merge)."""
+    found = []
+    maps = _maps(op)
+    n_in = len(op.inputs)
+    for value, amap in zip(op.operands, maps, strict=True):
+        dims = _dim_runs(amap, runs)
+        producer = _generic_of(value)
+        if not dims or producer is None:
+            continue  # untouched, or a host view of an argument, creation or view
+        loops = _loop_runs(_maps(producer)[len(producer.inputs) + value.index], dims)  # pyright: ignore
+        if loops is None:
+            return None
+        found.append((producer, loops))
+    for result, amap in zip(op.results, maps[n_in:], strict=True):
+        dims = _dim_runs(amap, runs)
+        if not dims:
+            continue
+        for use in result.uses:
+            reader = use.operation
+            if _folds(reader, dims, expand=False) or not _at_function_level(reader, linalg.GenericOp):
+                continue
+            loops = _loop_runs(_maps(reader)[use.index], dims)  # pyright: ignore
+            if loops is None:
+                return None
+            found.append((reader, loops))  # pyright: ignore
+    return found
+
+
+def _collapse_cluster(members: dict[linalg.GenericOp, set[Run]]) -> None:
+    rewriter = Rewriter()
+    block = next(iter(members)).parent_block()
+    assert block is not None
+    order = {o: i for i, o in enumerate(block.ops)}
+    for op in sorted(members, key=order.__getitem__):
+        _collapse_generic(op, members[op], rewriter)
+
+
+def _partition(num_dims: int, runs: set[Run]) -> list[list[int]]:
+    starts = {run[0]: run for run in runs}
+    inside = {d for run in runs for d in run[1:]}
+    return [list(starts.get(d, (d,))) for d in range(num_dims) if d not in inside]
+
+
+def _reshaped(value: SSAValue, dims: set[Run], before: Operation, rewriter: Rewriter) -> SSAValue:
+    """`value` collapsed along `dims` (the source of an expansion that does just that)."""
+    t = value.type
+    assert isinstance(t, TensorType)
+    groups = _partition(len(t.get_shape()), dims)
+    shape = [_product(t.get_shape(), g) for g in groups]
+    owner = value.owner
+    if _folds(owner, dims, expand=True) and list(owner.src.type.get_shape()) == shape:  # pyright: ignore
+        return owner.src  # pyright: ignore
+    view = tensor.CollapseShapeOp(operands=[value],
+                                  result_types=[TensorType(t.get_element_type(), shape)],
+                                  properties={"reassociation": reassociation(groups)})  # fmt: skip
+    rewriter.insert_op(view, InsertPoint.before(before))
+    return view.result
+
+
+def _product(shape: Sequence[int], group: Sequence[int]) -> int:
+    n = 1
+    for d in group:
+        n *= shape[d]
+    return n
+
+
+def _collapse_generic(op: linalg.GenericOp, runs: set[Run], rewriter: Rewriter) -> None:
+    maps = _maps(op)
+    loops = _partition(maps[0].num_dims, runs)
+    new_dim = {g[0]: i for i, g in enumerate(loops)}
+    inside = {d for run in runs for d in run[1:]}
+    new_maps, operands, dims_of = [], [], []
+    for value, amap in zip(op.operands, maps, strict=True):
+        dims = _dim_runs(amap, runs)
+        assert dims is not None
+        results = [AffineDimExpr(new_dim[e.position]) for e in amap.results  # pyright: ignore
+                   if e.position not in inside]  # pyright: ignore  # fmt: skip
+        new_maps.append(AffineMapAttr(AffineMap(len(loops), 0, tuple(results))))
+        operands.append(_reshaped(value, dims, op, rewriter) if dims else value)
+        dims_of.append(dims)
+    iterators = ArrayAttr([op.iterator_types.data[g[0]] for g in loops])
+    n_in = len(op.inputs)
+    outs = operands[n_in:]
+    new = linalg.GenericOp(operands[:n_in], outs, op.body.clone(), new_maps, iterators,
+                           [v.type for v in outs])  # fmt: skip
+    new.location = op.location
+    for name, attr in op.attributes.items():
+        new.attributes[name] = attr
+    rewriter.insert_op(new, InsertPoint.before(op))
+    for old, res, dims in zip(op.results, new.results, dims_of[n_in:], strict=True):
+        value = res
+        if dims:
+            t = old.type
+            assert isinstance(t, TensorType)
+            groups = reassociation(_partition(len(t.get_shape()), dims))
+            expand = tensor.ExpandShapeOp(res, [], groups, list(t.get_shape()), t)
+            rewriter.insert_op(expand, InsertPoint.before(op))
+            value = expand.result
+        old.replace_all_uses_with(value)
+    rewriter.erase_op(op)
