@@ -44,7 +44,7 @@ from xdsl.context import Context
 from xdsl.dialects import func, tensor
 from xdsl.dialects.builtin import AffineMapAttr, ArrayAttr, ModuleOp, TensorType
 from xdsl.dialects.linalg import ops as linalg
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineMap
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -74,7 +74,7 @@ class PropagateReshapesPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         changed = True
         while changed:
-            changed = False
+            changed = _expand_readers_of_collapses(op)
             for reshape in [o for o in op.walk() if _at_function_level(o, _Reshape)]:
                 if reshape.parent is None:
                     continue  # folded away by an earlier cluster this round
@@ -98,7 +98,8 @@ class FoldInverseReshapes(RewritePattern):
         inner = op.src.owner
         if isinstance(inner, tensor.ExpandShapeOp) and _same_groups(op, inner) \
                 and inner.src.type == op.result.type:  # fmt: skip
-            rewriter.replace_op(op, [], [inner.src])
+            rewriter.replace_all_uses_with(op.result, inner.src)
+            rewriter.erase_op(op)
 
 
 class FoldInverseReshapes2(RewritePattern):
@@ -109,7 +110,8 @@ class FoldInverseReshapes2(RewritePattern):
         inner = op.src.owner
         if isinstance(inner, tensor.CollapseShapeOp) and _same_groups(op, inner) \
                 and inner.src.type == op.result.type:  # fmt: skip
-            rewriter.replace_op(op, [], [inner.src])
+            rewriter.replace_all_uses_with(op.result, inner.src)
+            rewriter.erase_op(op)
 
 
 def _at_function_level(op: Operation, kind) -> bool:
@@ -325,6 +327,7 @@ def _collapse_generic(op: linalg.GenericOp, runs: set[Run], rewriter: Rewriter) 
         new.attributes[name] = attr
     rewriter.insert_op(new, InsertPoint.before(op))
     for old, res, dims in zip(op.results, new.results, dims_of[n_in:], strict=True):
+        res.name_hint = old.name_hint
         value = res
         if dims:
             t = old.type
@@ -335,3 +338,164 @@ def _collapse_generic(op: linalg.GenericOp, runs: set[Run], rewriter: Rewriter) 
             value = expand.result
         old.replace_all_uses_with(value)
     rewriter.erase_op(op)
+
+
+def _expand_readers_of_collapses(module: ModuleOp) -> bool:
+    """Fusion by expansion, where it removes views and adds none: a generic reading
+    collapses (a batch matmul reading heads `[B, H] -> B*H`) runs in the expanded
+    space when every operand on a split loop is such a collapse, a creation or a
+    function argument, and every result on one is only expanded back or returned."""
+    changed = False
+    for collapse in [o for o in module.walk() if _at_function_level(o, tensor.CollapseShapeOp)]:
+        if collapse.parent is None:
+            continue
+        for use in list(collapse.result.uses):
+            reader = use.operation
+            if not _at_function_level(reader, linalg.GenericOp):
+                continue
+            splits = _splits(reader, use.index, collapse)  # pyright: ignore
+            if splits and _expandable(reader, splits):  # pyright: ignore
+                _expand_generic(reader, splits)  # pyright: ignore
+                changed = True
+                break
+    return changed
+
+
+def _splits(op: linalg.GenericOp, index: int, collapse: tensor.CollapseShapeOp) -> dict[int, list[int]] | None:
+    """Loop -> the sizes it splits into, for the collapsed dims operand `index` reads."""
+    amap = _maps(op)[index]
+    shape = collapse.src.type.get_shape()  # pyright: ignore
+    splits = {}
+    for t, group in enumerate(groups_of(collapse)):
+        if len(group) > 1:
+            e = amap.results[t]
+            if not isinstance(e, AffineDimExpr) or e.position in splits:
+                return None
+            splits[e.position] = [shape[i] for i in group]
+    return splits
+
+
+def _operand_groups(amap: AffineMap, splits: dict[int, list[int]]) -> list[list[int]] | None:
+    """The reassociation of an operand's expanded view (None: a map we cannot split)."""
+    groups, at = [], 0
+    for e in amap.results:
+        if not isinstance(e, AffineDimExpr):
+            return None
+        n = len(splits.get(e.position, [0]))
+        groups.append(list(range(at, at + n)))
+        at += n
+    return groups
+
+
+def _expanded_shape(amap: AffineMap, shape: Sequence[int], splits: dict[int, list[int]]) -> list[int]:
+    return [n for e, d in zip(amap.results, shape, strict=True)
+            for n in splits.get(e.position, [d])]  # pyright: ignore  # fmt: skip
+
+
+def _expandable(op: linalg.GenericOp, splits: dict[int, list[int]]) -> bool:
+    if any(isinstance(o, linalg.IndexOp) for o in op.body.walk()):
+        return False
+    removes = False
+    maps = _maps(op)
+    n_in = len(op.inputs)
+    for value, amap in zip(op.operands, maps, strict=True):
+        groups = _operand_groups(amap, splits)
+        if groups is None:
+            return False
+        if all(len(g) == 1 for g in groups):
+            continue
+        owner = value.owner
+        if isinstance(owner, tensor.CollapseShapeOp):
+            if groups_of(owner) != groups or list(owner.src.type.get_shape()) != _expanded_shape(  # pyright: ignore
+                    amap, value.type.get_shape(), splits):  # pyright: ignore  # fmt: skip
+                return False
+            removes |= _generic_of(owner.src) is not None
+        elif not isinstance(owner, tensor.EmptyOp | linalg.FillOp) and not _is_fill(owner) and not (
+                isinstance(value.owner, Block) and isinstance(value.owner.parent_op(), func.FuncOp)):  # fmt: skip
+            return False
+    for result, amap in zip(op.results, maps[n_in:], strict=True):
+        groups = _operand_groups(amap, splits)
+        if groups is None or all(len(g) == 1 for g in groups):
+            continue
+        for use in result.uses:
+            user = use.operation
+            if isinstance(user, tensor.ExpandShapeOp) and groups_of(user) == groups:
+                removes |= any(_at_function_level(u.operation, linalg.GenericOp) for u in user.result.uses)
+            elif not isinstance(user, func.ReturnOp):
+                return False
+    return removes
+
+
+def _expand_generic(op: linalg.GenericOp, splits: dict[int, list[int]]) -> None:
+    rewriter = Rewriter()
+    maps = _maps(op)
+    new_dims, at = {}, 0
+    for d in range(maps[0].num_dims):
+        new_dims[d] = list(range(at, at + len(splits.get(d, [0]))))
+        at += len(new_dims[d])
+    new_maps, operands = [], []
+    for value, amap in zip(op.operands, maps, strict=True):
+        results = tuple(AffineDimExpr(n) for e in amap.results for n in new_dims[e.position])  # pyright: ignore
+        new_maps.append(AffineMapAttr(AffineMap(at, 0, results)))
+        groups = _operand_groups(amap, splits)
+        assert groups is not None
+        if all(len(g) == 1 for g in groups):
+            operands.append(value)
+            continue
+        t = value.type
+        assert isinstance(t, TensorType)
+        shape = _expanded_shape(amap, t.get_shape(), splits)
+        if isinstance(value.owner, tensor.CollapseShapeOp):
+            operands.append(value.owner.src)
+            continue
+        new_t = TensorType(t.get_element_type(), shape)
+        if _is_fill(value.owner):
+            operands.append(_refill(value.owner, new_t, op, rewriter))  # pyright: ignore
+            continue
+        view = tensor.ExpandShapeOp(value, [], reassociation(groups), shape, new_t)
+        rewriter.insert_op(view, InsertPoint.before(op))
+        operands.append(view.result)
+    iterators = ArrayAttr([op.iterator_types.data[d] for d in new_dims for _ in new_dims[d]])
+    n_in = len(op.inputs)
+    outs = operands[n_in:]
+    new = linalg.GenericOp(operands[:n_in], outs, op.body.clone(), new_maps, iterators,
+                           [v.type for v in outs])  # fmt: skip
+    new.location = op.location
+    rewriter.insert_op(new, InsertPoint.before(op))
+    for old, res, amap in zip(op.results, new.results, maps[n_in:], strict=True):
+        res.name_hint = old.name_hint
+        value = res
+        groups = _operand_groups(amap, splits)
+        assert groups is not None
+        if not all(len(g) == 1 for g in groups):
+            view = tensor.CollapseShapeOp(operands=[res], result_types=[old.type],
+                                          properties={"reassociation": reassociation(groups)})  # fmt: skip
+            rewriter.insert_op(view, InsertPoint.before(op))
+            value = view.result
+        old.replace_all_uses_with(value)
+    rewriter.erase_op(op)
+
+
+def _is_fill(op: Operation | Block) -> bool:
+    """A generalised `linalg.fill`: a generic of scalars (or 0-d tensors) only,
+    written at every point of an identity-mapped output."""
+    if not _at_function_level(op, linalg.GenericOp):  # pyright: ignore
+        return False
+    assert isinstance(op, linalg.GenericOp)
+    maps = _maps(op)
+    return (len(op.outputs) == 1 and all(not m.results for m in maps[:-1])
+            and maps[-1] == AffineMap.identity(maps[-1].num_dims)
+            and all(str(i.data) == "parallel" for i in op.iterator_types))  # fmt: skip
+
+
+def _refill(fill: linalg.GenericOp, new_type: TensorType, before: Operation, rewriter: Rewriter) -> SSAValue:
+    """The same fill, of another shape."""
+    rank = len(new_type.get_shape())
+    empty = tensor.EmptyOp([], new_type)
+    maps = [AffineMapAttr(AffineMap(rank, 0, ())) for _ in fill.inputs]
+    new = linalg.GenericOp(list(fill.inputs), [empty.tensor], fill.body.clone(),
+                           [*maps, AffineMapAttr(AffineMap.identity(rank))],
+                           ArrayAttr([linalg.IteratorTypeAttr.parallel()] * rank), [new_type])  # fmt: skip
+    new.location = fill.location
+    rewriter.insert_op([empty, new], InsertPoint.before(before))
+    return new.results[0]
