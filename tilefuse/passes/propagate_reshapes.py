@@ -75,8 +75,9 @@ class PropagateReshapesPass(ModulePass):
         changed = True
         while changed:
             changed = _expand_readers_of_collapses(op)
+            _fold_inverses(op)
             for reshape in [o for o in op.walk() if _at_function_level(o, _Reshape)]:
-                if reshape.parent is None:
+                if reshape.parent is None or not reshape.result.uses:
                     continue  # folded away by an earlier cluster this round
                 for seed in _seeds(reshape):
                     members = plan_cluster(*seed)
@@ -84,10 +85,15 @@ class PropagateReshapesPass(ModulePass):
                         _collapse_cluster(members)
                         changed = True
                         break
-            PatternRewriteWalker(GreedyRewritePatternApplier(
-                [FoldInverseReshapes(), FoldInverseReshapes2()])).rewrite_module(op)
+            _fold_inverses(op)
         fold_reshapes_of_creations(op)
         erase_dead_views(op)
+
+
+def _fold_inverses(module: ModuleOp) -> None:
+    PatternRewriteWalker(GreedyRewritePatternApplier(
+        [FoldInverseReshapes(), FoldInverseReshapes2()])).rewrite_module(module)  # fmt: skip
+    erase_dead_views(module)
 
 
 class FoldInverseReshapes(RewritePattern):
@@ -99,7 +105,7 @@ class FoldInverseReshapes(RewritePattern):
         if isinstance(inner, tensor.ExpandShapeOp) and _same_groups(op, inner) \
                 and inner.src.type == op.result.type:  # fmt: skip
             rewriter.replace_all_uses_with(op.result, inner.src)
-            rewriter.erase_op(op)
+            rewriter.erase(op)
 
 
 class FoldInverseReshapes2(RewritePattern):
@@ -111,7 +117,7 @@ class FoldInverseReshapes2(RewritePattern):
         if isinstance(inner, tensor.CollapseShapeOp) and _same_groups(op, inner) \
                 and inner.src.type == op.result.type:  # fmt: skip
             rewriter.replace_all_uses_with(op.result, inner.src)
-            rewriter.erase_op(op)
+            rewriter.erase(op)
 
 
 def _at_function_level(op: Operation, kind) -> bool:
@@ -474,6 +480,9 @@ def _expand_generic(op: linalg.GenericOp, splits: dict[int, list[int]]) -> None:
             value = view.result
         old.replace_all_uses_with(value)
     rewriter.erase_op(op)
+    for value in set(maps and [v for v in op.operands if _is_fill(v.owner)]):
+        if not value.uses:
+            rewriter.erase_op(value.owner)  # pyright: ignore
 
 
 def _is_fill(op: Operation | Block) -> bool:
