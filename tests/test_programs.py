@@ -27,7 +27,7 @@ KERNELS = {
     "one_tensor_along_two_loops": 1, "pooling_with_an_integer_window": 1, "python_names": 1,
     "qkv_slices": 2,
     "reshape_between_kernels": 1, "reshape_stays_between_kernels": 2,
-    "layernorm_linear_gelu_views": 3, "heads_through_views": 1, "reshape_of_empty": 1, "reshape_of_fill": 1,
+    "layernorm_linear_gelu_views": 2, "heads_through_views": 1, "reshape_of_empty": 1, "reshape_of_fill": 1,
     "reshape_views": 1, "returned_empty": 0, "returned_fill": 1, "returned_fill_reshape": 1,
     "rounding_and_signs": 1, "runtime_check_passes": 1, "scalar_argument": 1, "scalar_broadcasts": 2,
     "scalar_extracted_from_a_0d_tensor": 2, "select_copy_max": 1, "short_form_payloads": 1,

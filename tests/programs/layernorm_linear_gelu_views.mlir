@@ -1,8 +1,8 @@
 // torch-mlir's spelling of LayerNorm (keep-dim statistics through [B, T, 1] views)
 // then a Linear on [B, T, C] (collapsed to [B*T, C]), a tanh and a residual add in
-// [B, T, C]: three kernels (the mean; the centred rows with their variance and
-// scaling; the matmul with its epilogue: bias, tanh, residual), no view between
-// them (seven before propagate-reshapes).
+// [B, T, C]: two kernels (the LayerNorm's row kernel; the matmul with its
+// epilogue: bias, tanh, residual), no view between them (seven before
+// propagate-reshapes; three while the rows' reads were two views of %x).
 #id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
 #row3 = affine_map<(d0, d1, d2) -> (d0, d1)>
 #bc3 = affine_map<(d0, d1, d2) -> (d0, d1)>

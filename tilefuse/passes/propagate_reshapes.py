@@ -87,7 +87,22 @@ class PropagateReshapesPass(ModulePass):
                         break
             _fold_inverses(op)
         fold_reshapes_of_creations(op)
+        _merge_equal_views(op)
         erase_dead_views(op)
+
+
+def _merge_equal_views(module: ModuleOp) -> None:
+    """One view per (source, reshape): readers of the same argument viewed the same
+    way read one value, so fusion sees one tensor (a LayerNorm's statistics and
+    its normalisation read the same rows)."""
+    for f in [o for o in module.walk() if isinstance(o, func.FuncOp)]:
+        seen: dict[tuple, SSAValue] = {}
+        for view in [o for o in f.body.ops if isinstance(o, _Reshape)]:
+            key = (view.src, type(view), str(view.reassociation), view.result.type)
+            if key in seen:
+                view.result.replace_all_uses_with(seen[key])
+            else:
+                seen[key] = view.result
 
 
 def _fold_inverses(module: ModuleOp) -> None:
