@@ -4,8 +4,8 @@ The default pipeline: the one ordered list of stages, and the one way to run it.
 ```
 inline-calls -> drop-unused-results -> fold-host-scalars -> fold-asserts -> fold-reshape-of-creation
     -> decompose-softmax -> fold-unit-dims -> linalg-generalize -> scalar-operands -> fold-transposes
-    -> propagate-reshapes -> fold-operand-extf -> fold-windows -> split-reduction{target} -> flash-attention
-    -> fusion-groups{target} -> tile-and-fuse{target} -> horizontal-fusion{target}
+    -> propagate-reshapes -> fold-operand-extf -> fold-windows -> split-reduction{target}
+    -> flash-attention -> fusion-groups{target} -> tile-and-fuse{target} -> horizontal-fusion{target}
     -> (emit triton)
 ```
 

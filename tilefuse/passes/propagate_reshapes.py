@@ -64,6 +64,10 @@ Run = tuple[int, ...]
 
 _Reshape = tensor.ExpandShapeOp | tensor.CollapseShapeOp
 
+MAX_ROUNDS = 64
+"""A bound on the rounds (each removes a view between generics, so real programs
+stop after a few); every round leaves a correct program."""
+
 
 @dataclass(frozen=True)
 class PropagateReshapesPass(ModulePass):
@@ -72,8 +76,9 @@ class PropagateReshapesPass(ModulePass):
     name = "propagate-reshapes"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        changed = True
-        while changed:
+        changed, rounds = True, 0
+        while changed and rounds < MAX_ROUNDS:
+            rounds += 1
             changed = _expand_readers_of_collapses(op)
             _fold_inverses(op)
             for reshape in [o for o in op.walk() if _at_function_level(o, _Reshape)]:
@@ -414,36 +419,57 @@ def _expanded_shape(amap: AffineMap, shape: Sequence[int], splits: dict[int, lis
 
 
 def _expandable(op: linalg.GenericOp, splits: dict[int, list[int]]) -> bool:
+    """Expanding `op` by `splits` removes a view between generics and adds none."""
     if any(isinstance(o, linalg.IndexOp) for o in op.body.walk()):
         return False
+    inputs = _expandable_operands(op, splits)
+    results = _expandable_results(op, splits)
+    return inputs is not None and results is not None and (inputs or results)
+
+
+def _is_argument(value: SSAValue) -> bool:
+    return isinstance(value.owner, Block) and isinstance(value.owner.parent_op(), func.FuncOp)
+
+
+def _expandable_operands(op: linalg.GenericOp, splits: dict[int, list[int]]) -> bool | None:
+    """Whether an operand on a split loop is a collapse of a generic's result (a
+    view removed); None when one is neither such a collapse (of the same split),
+    nor a creation, nor a function argument."""
     removes = False
-    maps = _maps(op)
-    n_in = len(op.inputs)
-    for value, amap in zip(op.operands, maps, strict=True):
+    for value, amap in zip(op.operands, _maps(op), strict=True):
         groups = _operand_groups(amap, splits)
         if groups is None:
-            return False
+            return None
         if all(len(g) == 1 for g in groups):
             continue
         owner = value.owner
         if isinstance(owner, tensor.CollapseShapeOp):
-            if groups_of(owner) != groups or list(owner.src.type.get_shape()) != _expanded_shape(  # pyright: ignore
-                    amap, value.type.get_shape(), splits):  # pyright: ignore  # fmt: skip
-                return False
+            shape = _expanded_shape(amap, value.type.get_shape(), splits)  # pyright: ignore
+            if groups_of(owner) != groups or list(owner.src.type.get_shape()) != shape:  # pyright: ignore
+                return None
             removes |= _generic_of(owner.src) is not None
-        elif not isinstance(owner, tensor.EmptyOp | linalg.FillOp) and not _is_fill(owner) and not (
-                isinstance(value.owner, Block) and isinstance(value.owner.parent_op(), func.FuncOp)):  # fmt: skip
-            return False
-    for result, amap in zip(op.results, maps[n_in:], strict=True):
+        elif not (isinstance(owner, tensor.EmptyOp | linalg.FillOp) or _is_fill(owner) or _is_argument(value)):
+            return None
+    return removes
+
+
+def _expandable_results(op: linalg.GenericOp, splits: dict[int, list[int]]) -> bool | None:
+    """Whether a result on a split loop is expanded back for a generic (a view
+    removed); None when one has another reader than that expansion or a return."""
+    removes = False
+    maps = _maps(op)
+    for result, amap in zip(op.results, maps[len(op.inputs):], strict=True):
         groups = _operand_groups(amap, splits)
         if groups is None or all(len(g) == 1 for g in groups):
             continue
+        shape = _expanded_shape(amap, result.type.get_shape(), splits)  # pyright: ignore
         for use in result.uses:
             user = use.operation
-            if isinstance(user, tensor.ExpandShapeOp) and groups_of(user) == groups:
+            if isinstance(user, tensor.ExpandShapeOp) and groups_of(user) == groups \
+                    and list(user.result.type.get_shape()) == shape:  # fmt: skip
                 removes |= any(_at_function_level(u.operation, linalg.GenericOp) for u in user.result.uses)
             elif not isinstance(user, func.ReturnOp):
-                return False
+                return None
     return removes
 
 
@@ -495,9 +521,9 @@ def _expand_generic(op: linalg.GenericOp, splits: dict[int, list[int]]) -> None:
             value = view.result
         old.replace_all_uses_with(value)
     rewriter.erase_op(op)
-    for value in set(maps and [v for v in op.operands if _is_fill(v.owner)]):
+    for value in {v for v in op.operands if _is_fill(v.owner)}:
         if not value.uses:
-            rewriter.erase_op(value.owner)  # pyright: ignore
+            rewriter.erase_op(value.owner)  # pyright: ignore  (a fill only this op read)
 
 
 def _is_fill(op: Operation | Block) -> bool:
