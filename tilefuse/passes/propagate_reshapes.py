@@ -111,8 +111,10 @@ def _merge_equal_views(module: ModuleOp) -> None:
 
 
 def _fold_inverses(module: ModuleOp) -> None:
-    PatternRewriteWalker(GreedyRewritePatternApplier(
-        [FoldInverseReshapes(), FoldInverseReshapes2()])).rewrite_module(module)  # fmt: skip
+    # (no DCE: an unused op in a payload is the printer's to refuse, not ours to drop)
+    patterns = GreedyRewritePatternApplier([FoldInverseReshapes(), FoldInverseReshapes2()],
+                                           dce_enabled=False)  # fmt: skip
+    PatternRewriteWalker(patterns).rewrite_module(module)
     erase_dead_views(module)
 
 
