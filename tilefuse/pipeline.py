@@ -4,8 +4,8 @@ The default pipeline: the one ordered list of stages, and the one way to run it.
 ```
 inline-calls -> drop-unused-results -> fold-host-scalars -> fold-asserts -> fold-reshape-of-creation
     -> decompose-softmax -> fold-unit-dims -> linalg-generalize -> scalar-operands -> fold-transposes
-    -> fold-operand-extf -> fold-windows -> split-reduction{target} -> flash-attention
-    -> fusion-groups{target} -> tile-and-fuse{target} -> horizontal-fusion{target}
+    -> propagate-reshapes -> fold-operand-extf -> fold-windows -> split-reduction{target}
+    -> flash-attention -> fusion-groups{target} -> tile-and-fuse{target} -> horizontal-fusion{target}
     -> (emit triton)
 ```
 
@@ -46,6 +46,7 @@ from tilefuse.passes.fusion_groups import FusionGroupsPass
 from tilefuse.passes.horizontal_fusion import HorizontalFusionPass
 from tilefuse.passes.inline_calls import InlineCallsPass
 from tilefuse.passes.linalg_generalize import LinalgGeneralizePass
+from tilefuse.passes.propagate_reshapes import PropagateReshapesPass
 from tilefuse.passes.scalar_operands import ScalarOperandsPass
 from tilefuse.passes.split_reduction import SplitReductionPass
 from tilefuse.passes.tile_and_fuse import TileAndFusePass
@@ -101,6 +102,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("linalg-generalize", LinalgGeneralizePass, done=_generalized),
     Stage("scalar-operands", ScalarOperandsPass),
     Stage("fold-transposes", FoldTransposesPass),
+    Stage("propagate-reshapes", PropagateReshapesPass),
     Stage("fold-operand-extf", FoldOperandExtfPass),
     Stage("fold-windows", FoldWindowsPass),
     Stage("split-reduction", SplitReductionPass, targeted=True),

@@ -27,6 +27,7 @@ PASSES = {
     "linalg-generalize": "tilefuse.passes.linalg_generalize:LinalgGeneralizePass",
     "scalar-operands": "tilefuse.passes.scalar_operands:ScalarOperandsPass",
     "fold-transposes": "tilefuse.passes.fold_transposes:FoldTransposesPass",
+    "propagate-reshapes": "tilefuse.passes.propagate_reshapes:PropagateReshapesPass",
     "fold-operand-extf": "tilefuse.passes.fold_operand_extf:FoldOperandExtfPass",
     "fold-windows": "tilefuse.passes.fold_windows:FoldWindowsPass",
     "split-reduction": "tilefuse.passes.split_reduction:SplitReductionPass",

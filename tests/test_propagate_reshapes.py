@@ -1,0 +1,74 @@
+"""`propagate-reshapes`: the cluster it plans (decided before any rewrite), and
+the meaning it keeps on the golden file's functions (reference evaluator before
+and after the pass)."""
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from xdsl.dialects import func, tensor
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.linalg import ops as linalg
+
+from tilefuse.frontend.parse import parse_module
+from tilefuse.ir.context import make_context
+from tilefuse.oracle.reference import evaluate
+from tilefuse.passes.propagate_reshapes import PropagateReshapesPass, plan_cluster
+
+GOLDEN = Path(__file__).parent / "filecheck" / "passes" / "propagate_reshapes.mlir"
+
+
+def _chunks() -> dict[str, str]:
+    out = {}
+    for chunk in GOLDEN.read_text().split("// -----"):
+        text = "\n".join(line for line in chunk.splitlines() if not line.startswith("// RUN"))
+        match = re.search(r"^func\.func @(\w+)\(", text, re.MULTILINE)
+        assert match is not None
+        name = match[1]
+        out[name] = text
+    return out
+
+
+def _module(name: str) -> ModuleOp:
+    return parse_module(make_context(), _chunks()[name])
+
+
+def _first(module: ModuleOp, kind):
+    return next(o for o in module.walk() if isinstance(o, kind))
+
+
+def test_a_keepdim_cluster_is_the_division_alone():
+    module = _module("keepdim")
+    expand = _first(module, tensor.ExpandShapeOp)
+    reader = next(iter(expand.result.uses)).operation
+    members = plan_cluster(reader, {(0, 1)})
+    assert members == {reader: {(0, 1)}}
+
+
+def test_a_linear_cluster_reaches_back_to_the_bias_add_and_on_to_the_residual():
+    module = _module("linear")
+    expand = _first(module, tensor.ExpandShapeOp)
+    gelu = next(iter(expand.result.uses)).operation
+    members = plan_cluster(gelu, {(0, 1)})
+    assert members is not None and len(members) == 2  # the tanh and the residual add
+    assert all(runs == {(0, 1)} for runs in members.values())
+
+
+def test_a_run_the_producer_reads_apart_plans_no_cluster():
+    module = _module("split_run")
+    transpose = _first(module, linalg.GenericOp)
+    assert plan_cluster(transpose, {(0, 1)}) is None
+
+
+@pytest.mark.parametrize("name", sorted(_chunks()))
+def test_the_pass_keeps_the_meaning(name):
+    module = _module(name)
+    f = _first(module, func.FuncOp)
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(t.get_shape()).astype(np.float32) for t in f.function_type.inputs]
+    before = evaluate(module, args)
+    PropagateReshapesPass().apply(make_context(), module)
+    after = evaluate(module, args)
+    for b, a in zip(before, after, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)

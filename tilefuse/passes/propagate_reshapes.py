@@ -1,0 +1,553 @@
+"""
+`propagate-reshapes`: no reshape stands between two generics that could fuse.
+
+torch-mlir writes a Linear on `[B, T, C]` as a collapse to `[B*T, C]`, a matmul and a
+bias add, and an expansion back for the GELU or the residual add; a keep-dim
+LayerNorm statistic as an expansion to `[B, T, 1]`, elementwise ops there and a
+collapse back. A reshape is a host view, so each one splits the kernels on either
+side. As upstream's fusion by collapsing (`ElementwiseOpFusion.cpp`,
+`collapseOpIterationDims`) does, the generics next to a reshape run in the
+collapsed iteration space instead: each run of loops a reshape merges becomes one
+loop, the maps and operands follow, and the reshape meets its inverse and folds.
+
+The generics collapsed together form a *cluster*, closed under the producer and
+consumer edges a collapse touches: collapsing a generic collapses the generics it
+reads and the generics reading it the same way, so no new reshape ever lands
+between two generics. What leaves the cluster is a view of a function argument, of
+an empty or a fill (folded into one of the new shape), of another view, or of a
+returned value: all host views, free at a kernel boundary. A cluster with one
+generic that cannot be collapsed (loops of one run with different iterator types,
+a run read split or out of order by some map, `linalg.index` in its payload) is
+left as it was, and so is its reshape: correct, just not fused.
+
+```mlir
+%s = linalg.generic {maps = [(d0, d1, d2) -> (d0, d1, d2), (d0, d1, d2) -> (d0, d1)],
+                     iterator_types = ["parallel", "parallel", "reduction"]}
+       ins(%x : tensor<2x16x64xf32>) outs(%f : tensor<2x16xf32>)
+%e = tensor.expand_shape %s [[0], [1, 2]] : tensor<2x16xf32> into tensor<2x16x1xf32>
+%m = linalg.generic {maps = [(d0, d1, d2) -> (d0, d1, d2), (d0, d1, d2) -> (d0, d1, d2)]}
+       ins(%e : tensor<2x16x1xf32>) outs(%o : tensor<2x16x1xf32>) { divf }
+%c = tensor.collapse_shape %m [[0], [1, 2]] : tensor<2x16x1xf32> into tensor<2x16xf32>
+// becomes
+%m = linalg.generic {maps = [(d0, d1) -> (d0, d1), (d0, d1) -> (d0, d1)]}
+       ins(%s : tensor<2x16xf32>) outs(%o2 : tensor<2x16xf32>) { divf }
+// (and %m's readers read %m itself)
+```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func, tensor
+from xdsl.dialects.builtin import AffineMapAttr, ArrayAttr, ModuleOp, TensorType
+from xdsl.dialects.linalg import ops as linalg
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir.affine import AffineDimExpr, AffineMap
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from tilefuse.ir.structured import reassociation
+from tilefuse.passes.cleanup import erase_dead_views, fold_reshapes_of_creations
+
+Run = tuple[int, ...]
+"""Consecutive loops (or tensor dims) merged into one, in order."""
+
+_Reshape = tensor.ExpandShapeOp | tensor.CollapseShapeOp
+
+MAX_ROUNDS = 64
+"""A bound on the rounds (each removes a view between generics, so real programs
+stop after a few); every round leaves a correct program."""
+
+
+@dataclass(frozen=True)
+class PropagateReshapesPass(ModulePass):
+    """Collapse the generics on both sides of a reshape so the reshape folds away."""
+
+    name = "propagate-reshapes"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        changed, rounds = True, 0
+        while changed and rounds < MAX_ROUNDS:
+            rounds += 1
+            changed = _expand_readers_of_collapses(op)
+            _fold_inverses(op)
+            for reshape in [o for o in op.walk() if _at_function_level(o, _Reshape)]:
+                if reshape.parent is None or not reshape.result.uses:
+                    continue  # folded away by an earlier cluster this round
+                for seed in _seeds(reshape):
+                    members = plan_cluster(*seed)
+                    if members:
+                        _collapse_cluster(members)
+                        changed = True
+                        break
+            _fold_inverses(op)
+        fold_reshapes_of_creations(op)
+        _merge_equal_views(op)
+        erase_dead_views(op)
+
+
+def _merge_equal_views(module: ModuleOp) -> None:
+    """One view per (source, reshape): readers of the same argument viewed the same
+    way read one value, so fusion sees one tensor (a LayerNorm's statistics and
+    its normalisation read the same rows)."""
+    for f in [o for o in module.walk() if isinstance(o, func.FuncOp)]:
+        seen: dict[tuple, SSAValue] = {}
+        for view in [o for o in f.body.ops if isinstance(o, _Reshape)]:
+            key = (view.src, type(view), str(view.reassociation), view.result.type)
+            if key in seen:
+                view.result.replace_all_uses_with(seen[key])
+            else:
+                seen[key] = view.result
+
+
+def _fold_inverses(module: ModuleOp) -> None:
+    # (no DCE: an unused op in a payload is the printer's to refuse, not ours to drop)
+    patterns = GreedyRewritePatternApplier([FoldInverseReshapes(), FoldInverseReshapes2()],
+                                           dce_enabled=False)  # fmt: skip
+    PatternRewriteWalker(patterns).rewrite_module(module)
+    erase_dead_views(module)
+
+
+class FoldInverseReshapes(RewritePattern):
+    """`collapse(expand(x))` with one reassociation is `x`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tensor.CollapseShapeOp, rewriter: PatternRewriter) -> None:
+        inner = op.src.owner
+        if isinstance(inner, tensor.ExpandShapeOp) and _same_groups(op, inner) \
+                and inner.src.type == op.result.type:  # fmt: skip
+            rewriter.replace_all_uses_with(op.result, inner.src)
+            rewriter.erase(op)
+
+
+class FoldInverseReshapes2(RewritePattern):
+    """`expand(collapse(x))` with one reassociation is `x`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tensor.ExpandShapeOp, rewriter: PatternRewriter) -> None:
+        inner = op.src.owner
+        if isinstance(inner, tensor.CollapseShapeOp) and _same_groups(op, inner) \
+                and inner.src.type == op.result.type:  # fmt: skip
+            rewriter.replace_all_uses_with(op.result, inner.src)
+            rewriter.erase(op)
+
+
+def _at_function_level(op: Operation, kind) -> bool:
+    return isinstance(op, kind) and isinstance(op.parent_op(), func.FuncOp)
+
+
+def groups_of(op: _Reshape) -> list[list[int]]:
+    """The reassociation groups of a reshape (dims of its larger shape)."""
+    return [[i.value.data for i in g] for g in op.reassociation]  # pyright: ignore
+
+
+def _same_groups(a: _Reshape, b: _Reshape) -> bool:
+    return groups_of(a) == groups_of(b)
+
+
+def _runs(groups: Iterable[Sequence[int]]) -> set[Run]:
+    return {tuple(g) for g in groups if len(g) > 1}
+
+
+def _generic_of(value: SSAValue) -> linalg.GenericOp | None:
+    owner = value.owner
+    return owner if _at_function_level(owner, linalg.GenericOp) else None  # pyright: ignore
+
+
+def _maps(op: linalg.GenericOp) -> list[AffineMap]:
+    return [m.data for m in op.indexing_maps.data]
+
+
+def _loop_runs(amap: AffineMap, dim_runs: Iterable[Run]) -> set[Run] | None:
+    """The loops of `amap` that index each run of tensor dims, when they are
+    consecutive loops in order; else None."""
+    loops = set()
+    for run in dim_runs:
+        exprs = [amap.results[d] for d in run]
+        if not all(isinstance(e, AffineDimExpr) for e in exprs):
+            return None
+        pos = tuple(e.position for e in exprs)  # pyright: ignore
+        if list(pos) != list(range(pos[0], pos[0] + len(pos))):
+            return None
+        loops.add(pos)
+    return loops
+
+
+def _dim_runs(amap: AffineMap, loop_runs: set[Run]) -> set[Run] | None:
+    """The runs of an operand's dims that `amap` reads along each loop run (the
+    whole run at consecutive results, in order, or none of it); else None."""
+    positions = [e.position if isinstance(e, AffineDimExpr) else None for e in amap.results]
+    if None in positions or len(set(positions)) != len(positions):
+        return None
+    runs = set()
+    for run in loop_runs:
+        present = [p for p in run if p in positions]
+        if not present:
+            continue
+        if len(present) != len(run):
+            return None
+        at = positions.index(run[0])
+        if tuple(positions[at : at + len(run)]) != run:
+            return None
+        runs.add(tuple(range(at, at + len(run))))
+    return runs
+
+
+def _collapsible(op: linalg.GenericOp, runs: set[Run]) -> bool:
+    """The loops of each run share an iterator type, every map reads each run
+    whole and in order or not at all, and the payload reads no loop index."""
+    iters = [str(i.data) for i in op.iterator_types]
+    if any(len({iters[d] for d in run}) != 1 for run in runs):
+        return False
+    if any(isinstance(o, linalg.IndexOp) for o in op.body.walk()):
+        return False
+    covered = [d for run in runs for d in run]
+    if len(covered) != len(set(covered)):
+        return False  # overlapping runs
+    return all(_dim_runs(m, runs) is not None for m in _maps(op))
+
+
+def _seeds(reshape: _Reshape) -> list[tuple[linalg.GenericOp, set[Run]]]:
+    """The generics whose collapse folds `reshape`: the readers of an expansion,
+    the producer of a collapse; each with the loop runs the reshape merges."""
+    runs = _runs(groups_of(reshape))
+    if isinstance(reshape, tensor.CollapseShapeOp):
+        producer = _generic_of(reshape.src)
+        if producer is None:
+            return []
+        out_map = _maps(producer)[len(producer.inputs) + reshape.src.index]  # pyright: ignore
+        loops = _loop_runs(out_map, runs)
+        return [] if loops is None else [(producer, loops)]
+    seeds = []
+    for use in reshape.result.uses:
+        reader = use.operation
+        if _at_function_level(reader, linalg.GenericOp):
+            loops = _loop_runs(_maps(reader)[use.index], runs)  # pyright: ignore
+            if loops is not None:
+                seeds.append((reader, loops))
+    return seeds  # pyright: ignore
+
+
+def _folds(view: Operation, runs: set[Run], expand: bool) -> bool:
+    kind = tensor.ExpandShapeOp if expand else tensor.CollapseShapeOp
+    return isinstance(view, kind) and _runs(groups_of(view)) == runs
+
+
+def plan_cluster(seed: linalg.GenericOp, loop_runs: set[Run]) -> dict[linalg.GenericOp, set[Run]] | None:
+    """The generics to collapse together, each with its loop runs, starting from
+    `seed`; None when one of them cannot be collapsed."""
+    members: dict[linalg.GenericOp, set[Run]] = {}
+    work = [(seed, loop_runs)]
+    while work:
+        op, new = work.pop()
+        runs = members.get(op, set()) | new
+        if op in members and runs == members[op]:
+            continue
+        if not _collapsible(op, runs):
+            return None
+        members[op] = runs
+        neighbours = _neighbours(op, runs)
+        if neighbours is None:
+            return None
+        work.extend(neighbours)
+    return members
+
+
+def _neighbours(op: linalg.GenericOp, runs: set[Run]) -> list[tuple[linalg.GenericOp, set[Run]]] | None:
+    """The generics next to `op` that collapsing `op` by `runs` collapses too
+    (None: one of them would have to be collapsed along loops it cannot merge)."""
+    found = []
+    maps = _maps(op)
+    n_in = len(op.inputs)
+    for value, amap in zip(op.operands, maps, strict=True):
+        dims = _dim_runs(amap, runs)
+        producer = _generic_of(value)
+        if not dims or producer is None:
+            continue  # untouched, or a host view of an argument, creation or view
+        loops = _loop_runs(_maps(producer)[len(producer.inputs) + value.index], dims)  # pyright: ignore
+        if loops is None:
+            return None
+        found.append((producer, loops))
+    for result, amap in zip(op.results, maps[n_in:], strict=True):
+        dims = _dim_runs(amap, runs)
+        if not dims:
+            continue
+        for use in result.uses:
+            reader = use.operation
+            if _folds(reader, dims, expand=False) or not _at_function_level(reader, linalg.GenericOp):
+                continue
+            loops = _loop_runs(_maps(reader)[use.index], dims)  # pyright: ignore
+            if loops is None:
+                return None
+            found.append((reader, loops))  # pyright: ignore
+    return found
+
+
+def _collapse_cluster(members: dict[linalg.GenericOp, set[Run]]) -> None:
+    rewriter = Rewriter()
+    block = next(iter(members)).parent_block()
+    assert block is not None
+    order = {o: i for i, o in enumerate(block.ops)}
+    for op in sorted(members, key=order.__getitem__):
+        _collapse_generic(op, members[op], rewriter)
+
+
+def _partition(num_dims: int, runs: set[Run]) -> list[list[int]]:
+    starts = {run[0]: run for run in runs}
+    inside = {d for run in runs for d in run[1:]}
+    return [list(starts.get(d, (d,))) for d in range(num_dims) if d not in inside]
+
+
+def _reshaped(value: SSAValue, dims: set[Run], before: Operation, rewriter: Rewriter) -> SSAValue:
+    """`value` collapsed along `dims` (the source of an expansion that does just that)."""
+    t = value.type
+    assert isinstance(t, TensorType)
+    groups = _partition(len(t.get_shape()), dims)
+    shape = [_product(t.get_shape(), g) for g in groups]
+    owner = value.owner
+    if _folds(owner, dims, expand=True) and list(owner.src.type.get_shape()) == shape:  # pyright: ignore
+        return owner.src  # pyright: ignore
+    view = tensor.CollapseShapeOp(operands=[value],
+                                  result_types=[TensorType(t.get_element_type(), shape)],
+                                  properties={"reassociation": reassociation(groups)})  # fmt: skip
+    rewriter.insert_op(view, InsertPoint.before(before))
+    return view.result
+
+
+def _product(shape: Sequence[int], group: Sequence[int]) -> int:
+    n = 1
+    for d in group:
+        n *= shape[d]
+    return n
+
+
+def _collapse_generic(op: linalg.GenericOp, runs: set[Run], rewriter: Rewriter) -> None:
+    maps = _maps(op)
+    loops = _partition(maps[0].num_dims, runs)
+    new_dim = {g[0]: i for i, g in enumerate(loops)}
+    inside = {d for run in runs for d in run[1:]}
+    new_maps, operands, dims_of = [], [], []
+    for value, amap in zip(op.operands, maps, strict=True):
+        dims = _dim_runs(amap, runs)
+        assert dims is not None
+        results = [AffineDimExpr(new_dim[e.position]) for e in amap.results  # pyright: ignore
+                   if e.position not in inside]  # pyright: ignore  # fmt: skip
+        new_maps.append(AffineMapAttr(AffineMap(len(loops), 0, tuple(results))))
+        operands.append(_reshaped(value, dims, op, rewriter) if dims else value)
+        dims_of.append(dims)
+    iterators = ArrayAttr([op.iterator_types.data[g[0]] for g in loops])
+    n_in = len(op.inputs)
+    outs = operands[n_in:]
+    new = linalg.GenericOp(operands[:n_in], outs, op.body.clone(), new_maps, iterators,
+                           [v.type for v in outs])  # fmt: skip
+    new.location = op.location
+    for name, attr in op.attributes.items():
+        new.attributes[name] = attr
+    rewriter.insert_op(new, InsertPoint.before(op))
+    for old, res, dims in zip(op.results, new.results, dims_of[n_in:], strict=True):
+        res.name_hint = old.name_hint
+        value = res
+        if dims:
+            t = old.type
+            assert isinstance(t, TensorType)
+            groups = reassociation(_partition(len(t.get_shape()), dims))
+            expand = tensor.ExpandShapeOp(res, [], groups, list(t.get_shape()), t)
+            rewriter.insert_op(expand, InsertPoint.before(op))
+            value = expand.result
+        old.replace_all_uses_with(value)
+    rewriter.erase_op(op)
+
+
+def _expand_readers_of_collapses(module: ModuleOp) -> bool:
+    """Fusion by expansion, where it removes views and adds none: a generic reading
+    collapses (a batch matmul reading heads `[B, H] -> B*H`) runs in the expanded
+    space when every operand on a split loop is such a collapse, a creation or a
+    function argument, and every result on one is only expanded back or returned."""
+    changed = False
+    for collapse in [o for o in module.walk() if _at_function_level(o, tensor.CollapseShapeOp)]:
+        if collapse.parent is None:
+            continue
+        for use in list(collapse.result.uses):
+            reader = use.operation
+            if not _at_function_level(reader, linalg.GenericOp):
+                continue
+            splits = _splits(reader, use.index, collapse)  # pyright: ignore
+            if splits and _expandable(reader, splits):  # pyright: ignore
+                _expand_generic(reader, splits)  # pyright: ignore
+                changed = True
+                break
+    return changed
+
+
+def _splits(op: linalg.GenericOp, index: int, collapse: tensor.CollapseShapeOp) -> dict[int, list[int]] | None:
+    """Loop -> the sizes it splits into, for the collapsed dims operand `index` reads."""
+    amap = _maps(op)[index]
+    shape = collapse.src.type.get_shape()  # pyright: ignore
+    splits = {}
+    for t, group in enumerate(groups_of(collapse)):
+        if len(group) > 1:
+            e = amap.results[t]
+            if not isinstance(e, AffineDimExpr) or e.position in splits:
+                return None
+            splits[e.position] = [shape[i] for i in group]
+    return splits
+
+
+def _operand_groups(amap: AffineMap, splits: dict[int, list[int]]) -> list[list[int]] | None:
+    """The reassociation of an operand's expanded view (None: a map we cannot split)."""
+    groups, at = [], 0
+    for e in amap.results:
+        if not isinstance(e, AffineDimExpr):
+            return None
+        n = len(splits.get(e.position, [0]))
+        groups.append(list(range(at, at + n)))
+        at += n
+    return groups
+
+
+def _expanded_shape(amap: AffineMap, shape: Sequence[int], splits: dict[int, list[int]]) -> list[int]:
+    return [n for e, d in zip(amap.results, shape, strict=True)
+            for n in splits.get(e.position, [d])]  # pyright: ignore  # fmt: skip
+
+
+def _expandable(op: linalg.GenericOp, splits: dict[int, list[int]]) -> bool:
+    """Expanding `op` by `splits` removes a view between generics and adds none."""
+    if any(isinstance(o, linalg.IndexOp) for o in op.body.walk()):
+        return False
+    inputs = _expandable_operands(op, splits)
+    results = _expandable_results(op, splits)
+    return inputs is not None and results is not None and (inputs or results)
+
+
+def _is_argument(value: SSAValue) -> bool:
+    return isinstance(value.owner, Block) and isinstance(value.owner.parent_op(), func.FuncOp)
+
+
+def _expandable_operands(op: linalg.GenericOp, splits: dict[int, list[int]]) -> bool | None:
+    """Whether an operand on a split loop is a collapse of a generic's result (a
+    view removed); None when one is neither such a collapse (of the same split),
+    nor a creation, nor a function argument."""
+    removes = False
+    for value, amap in zip(op.operands, _maps(op), strict=True):
+        groups = _operand_groups(amap, splits)
+        if groups is None:
+            return None
+        if all(len(g) == 1 for g in groups):
+            continue
+        owner = value.owner
+        if isinstance(owner, tensor.CollapseShapeOp):
+            shape = _expanded_shape(amap, value.type.get_shape(), splits)  # pyright: ignore
+            if groups_of(owner) != groups or list(owner.src.type.get_shape()) != shape:  # pyright: ignore
+                return None
+            removes |= _generic_of(owner.src) is not None
+        elif not (isinstance(owner, tensor.EmptyOp | linalg.FillOp) or _is_fill(owner) or _is_argument(value)):
+            return None
+    return removes
+
+
+def _expandable_results(op: linalg.GenericOp, splits: dict[int, list[int]]) -> bool | None:
+    """Whether a result on a split loop is expanded back for a generic (a view
+    removed); None when one has another reader than that expansion or a return."""
+    removes = False
+    maps = _maps(op)
+    for result, amap in zip(op.results, maps[len(op.inputs):], strict=True):
+        groups = _operand_groups(amap, splits)
+        if groups is None or all(len(g) == 1 for g in groups):
+            continue
+        shape = _expanded_shape(amap, result.type.get_shape(), splits)  # pyright: ignore
+        for use in result.uses:
+            user = use.operation
+            if isinstance(user, tensor.ExpandShapeOp) and groups_of(user) == groups \
+                    and list(user.result.type.get_shape()) == shape:  # fmt: skip
+                removes |= any(_at_function_level(u.operation, linalg.GenericOp) for u in user.result.uses)
+            elif not isinstance(user, func.ReturnOp):
+                return None
+    return removes
+
+
+def _expand_generic(op: linalg.GenericOp, splits: dict[int, list[int]]) -> None:
+    rewriter = Rewriter()
+    maps = _maps(op)
+    new_dims, at = {}, 0
+    for d in range(maps[0].num_dims):
+        new_dims[d] = list(range(at, at + len(splits.get(d, [0]))))
+        at += len(new_dims[d])
+    new_maps, operands = [], []
+    for value, amap in zip(op.operands, maps, strict=True):
+        results = tuple(AffineDimExpr(n) for e in amap.results for n in new_dims[e.position])  # pyright: ignore
+        new_maps.append(AffineMapAttr(AffineMap(at, 0, results)))
+        groups = _operand_groups(amap, splits)
+        assert groups is not None
+        if all(len(g) == 1 for g in groups):
+            operands.append(value)
+            continue
+        t = value.type
+        assert isinstance(t, TensorType)
+        shape = _expanded_shape(amap, t.get_shape(), splits)
+        if isinstance(value.owner, tensor.CollapseShapeOp):
+            operands.append(value.owner.src)
+            continue
+        new_t = TensorType(t.get_element_type(), shape)
+        if _is_fill(value.owner):
+            operands.append(_refill(value.owner, new_t, op, rewriter))  # pyright: ignore
+            continue
+        view = tensor.ExpandShapeOp(value, [], reassociation(groups), shape, new_t)
+        rewriter.insert_op(view, InsertPoint.before(op))
+        operands.append(view.result)
+    iterators = ArrayAttr([op.iterator_types.data[d] for d in new_dims for _ in new_dims[d]])
+    n_in = len(op.inputs)
+    outs = operands[n_in:]
+    new = linalg.GenericOp(operands[:n_in], outs, op.body.clone(), new_maps, iterators,
+                           [v.type for v in outs])  # fmt: skip
+    new.location = op.location
+    rewriter.insert_op(new, InsertPoint.before(op))
+    for old, res, amap in zip(op.results, new.results, maps[n_in:], strict=True):
+        res.name_hint = old.name_hint
+        value = res
+        groups = _operand_groups(amap, splits)
+        assert groups is not None
+        if not all(len(g) == 1 for g in groups):
+            view = tensor.CollapseShapeOp(operands=[res], result_types=[old.type],
+                                          properties={"reassociation": reassociation(groups)})  # fmt: skip
+            rewriter.insert_op(view, InsertPoint.before(op))
+            value = view.result
+        old.replace_all_uses_with(value)
+    rewriter.erase_op(op)
+    for value in {v for v in op.operands if _is_fill(v.owner)}:
+        if not value.uses:
+            rewriter.erase_op(value.owner)  # pyright: ignore  (a fill only this op read)
+
+
+def _is_fill(op: Operation | Block) -> bool:
+    """A generalised `linalg.fill`: a generic of scalars (or 0-d tensors) only,
+    written at every point of an identity-mapped output."""
+    if not _at_function_level(op, linalg.GenericOp):  # pyright: ignore
+        return False
+    assert isinstance(op, linalg.GenericOp)
+    maps = _maps(op)
+    return (len(op.outputs) == 1 and all(not m.results for m in maps[:-1])
+            and maps[-1] == AffineMap.identity(maps[-1].num_dims)
+            and all(str(i.data) == "parallel" for i in op.iterator_types))  # fmt: skip
+
+
+def _refill(fill: linalg.GenericOp, new_type: TensorType, before: Operation, rewriter: Rewriter) -> SSAValue:
+    """The same fill, of another shape."""
+    rank = len(new_type.get_shape())
+    empty = tensor.EmptyOp([], new_type)
+    maps = [AffineMapAttr(AffineMap(rank, 0, ())) for _ in fill.inputs]
+    new = linalg.GenericOp(list(fill.inputs), [empty.tensor], fill.body.clone(),
+                           [*maps, AffineMapAttr(AffineMap.identity(rank))],
+                           ArrayAttr([linalg.IteratorTypeAttr.parallel()] * rank), [new_type])  # fmt: skip
+    new.location = fill.location
+    rewriter.insert_op([empty, new], InsertPoint.before(before))
+    return new.results[0]
