@@ -93,3 +93,59 @@ def fit(
     fits = (working_set <= budget and regs <= target.max_regs_per_thread
             and occ >= MIN_OCCUPANCY)  # fmt: skip
     return Fit(fits, warps, regs, occ)
+
+
+# ---------------------------------------------------------------------------
+# Shared memory of a pipelined contraction, as Triton allocates it
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OperandTile:
+    """One `tl.dot` operand's tile and how it reaches the dot.
+
+    `elements`: the tile's elements (BM x BK or BK x BN); `loads`: (elements, bytes)
+    of each tile the kernel loads inside the K loop to make it (the operand
+    itself when it is a tensor read as is; a fused producer's inputs otherwise);
+    `direct`: the operand is loaded in the dot's dtype and fed to `tl.dot`
+    unchanged, so Triton's pipeliner copies it straight into the shared-memory
+    layout the MMA reads."""
+
+    elements: int
+    loads: tuple[tuple[int, int], ...]
+    direct: bool
+
+
+def contraction_smem(a: OperandTile, b: OperandTile, dot_bytes: int, stages: int,
+                     pipelined: bool, epilogue_bytes: int) -> int:  # fmt: skip
+    """Shared memory Triton (3.6 and 3.9, sm_90) allocates for a K loop feeding
+    `tl.dot(a, b)` with `stages` pipeline stages: the largest of
+
+    - the operand buffers. Not `pipelined` (one trip of the loop: K whole):
+      one tile of each operand in the dot's dtype. Pipelined: a `direct`
+      operand takes `stages` buffers of its tile; any other (converted from
+      another dtype, or computed by a fused producer) is loaded through
+      registers: `stages - 1` buffers of each tile it loads, plus, for B (and
+      for A when the dot has no wgmma, an f32 dot), one tile in the dot's
+      dtype that the MMA reads;
+    - the epilogue's layout conversion of the accumulator (`epilogue_bytes`,
+      its tile in the stored dtype: an upper bound, Triton converts it in
+      pieces), which reuses the pipeline's buffers.
+
+    Measured against ptxas on 3.9 and 3.6 (tools/experiments/smem_model.py):
+    exact for bf16 operands direct, converted or computed; f32 operands are
+    counted as TF32's direct path (`stages` buffers), which the IEEE path
+    (`stages - 1`) stays under. Horizontal fusion adds the branches
+    (`horizontal_plan`)."""
+    if not pipelined:
+        operands = (a.elements + b.elements) * dot_bytes
+    else:
+        operands = 0
+        for tile, second in ((a, False), (b, True)):
+            if tile.direct:
+                operands += stages * tile.elements * dot_bytes
+                continue
+            operands += sum((stages - 1) * e * n for e, n in tile.loads)
+            if second or dot_bytes >= COMPUTE_BYTES:
+                operands += tile.elements * dot_bytes
+    return max(operands, epilogue_bytes)

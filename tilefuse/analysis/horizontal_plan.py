@@ -18,6 +18,13 @@ The rule, per candidate joining a bundle (kernels in program order, greedy):
 - **one launch configuration**: equal `num_stages` (they size the pipelined
   loops' shared memory); branches of different programs run at the largest
   member's `num_warps`, which changes no result;
+- **shared memory of all branches**: every member is a branch with buffers of
+  its own, and Triton's allocator does not reliably overlay the branches'
+  pipeline buffers (sm_90, triton 3.9: LLaMA's Q, K and V projections, 192 +
+  144 + 144 KB, took 288 KB; BERT's, 3 x 192 KB, took 576 KB, both over the
+  227 KB limit). So the contractions' buffers are added, plus the largest
+  scratch of the other members (one op's, never live across a branch), and the
+  sum must fit the budget;
 - **worth it**: members running the same tile program (equal `body_key`) are
   always merged: the kernel is compiled once and its launch saved. Different
   programs become branches of one kernel (more code to compile, registers and
@@ -67,6 +74,11 @@ class KernelInfo:
     """False for kernels that only constrain the order (untiled groups)."""
     dot_dtype: str | None = None
     """Operand type of the kernel's tl.dot, if any: one kernel has one."""
+    smem: int = 0
+    """Shared memory of its tile program (the plan's working set: a contraction's
+    pipeline buffers; an upper bound of a memory-bound program's scratch)."""
+    smem_budget: int = 0
+    """The budget its plan was made for (0: the target's)."""
 
 
 @dataclass(frozen=True)
@@ -154,6 +166,12 @@ def _accept(joining: list[KernelInfo], bundle: list[KernelInfo], target: Target)
             f"horizontal: pipeline depths differ ({joining[0].num_stages} stages vs "
             f"{bundle[0].num_stages})"
         )
+    smem, budget = _bundle_smem(everyone, target)
+    if smem > budget:
+        return False, (
+            f"horizontal: the branches' shared memory ({smem / 1024:.0f} KB, each "
+            f"contraction's buffers its own) exceeds the budget ({budget / 1024:.0f} KB)"
+        )
     saved = format_seconds(target.launch_overhead)
     programs = sum(m.programs for m in everyone)
     keys = {m.body_key for m in everyone}
@@ -175,6 +193,14 @@ def _accept(joining: list[KernelInfo], bundle: list[KernelInfo], target: Target)
         f"independent, {len(keys)} tile programs as branches of one launch of "
         f"{programs} programs at {warps} warps, {saved} launch saved"
     )
+
+
+def _bundle_smem(members: list[KernelInfo], target: Target) -> tuple[int, int]:
+    """(shared memory of one kernel running `members` as branches, its budget)."""
+    buffers = sum(m.smem for m in members if m.dot_dtype is not None)
+    scratch = max((m.smem for m in members if m.dot_dtype is None), default=0)
+    budgets = [m.smem_budget for m in members if m.smem_budget]
+    return buffers + scratch, min(budgets, default=target.smem_per_block)
 
 
 def kernel_infos(groups: list[GroupOp], target: Target) -> list[KernelInfo]:
@@ -203,5 +229,7 @@ def kernel_infos(groups: list[GroupOp], target: Target) -> list[KernelInfo]:
             g.sym_name.data, deps, grid.num_warps.value.data, grid.num_stages.value.data,
             math.prod(grid.grid_shape), predicted_time(g.cost, target), key,
             dot_dtype=",".join(contraction_dtypes(grid)) or None,
+            smem=plan.working_set.data if (plan := grid.plan) is not None else 0,
+            smem_budget=plan.smem_budget.data if plan is not None else 0,
         ))  # fmt: skip
     return out
