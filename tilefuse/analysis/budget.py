@@ -116,36 +116,48 @@ class OperandTile:
     direct: bool
 
 
+WGMMA, MMA, FMA = "wgmma", "mma", "fma"
+"""How Triton runs a `tl.dot` on sm_90: Hopper's warpgroup MMA (16-bit operands,
+BM >= 64), Ampere's warp MMA (16-bit operands, smaller BM), or an f32 dot
+(FMA for IEEE, TF32 tensor cores when allowed)."""
+
+
 def contraction_smem(a: OperandTile, b: OperandTile, dot_bytes: int, stages: int,
-                     pipelined: bool, epilogue_bytes: int) -> int:  # fmt: skip
+                     pipelined: bool, epilogue_bytes: int, mma: str = WGMMA,
+                     k_partial: bool = False) -> int:  # fmt: skip
     """Shared memory Triton (3.6 and 3.9, sm_90) allocates for a K loop feeding
     `tl.dot(a, b)` with `stages` pipeline stages: the largest of
 
     - the operand buffers. Not `pipelined` (one trip of the loop: K whole):
-      one tile of each operand in the dot's dtype. Pipelined: a `direct`
-      operand takes `stages` buffers of its tile; any other (converted from
-      another dtype, or computed by a fused producer) is loaded through
-      registers: `stages - 1` buffers of each tile it loads, plus, for B (and
-      for A when the dot has no wgmma, an f32 dot), one tile in the dot's
-      dtype that the MMA reads;
-    - the epilogue's layout conversion of the accumulator (`epilogue_bytes`,
-      its tile in the stored dtype: an upper bound, Triton converts it in
-      pieces), which reuses the pipeline's buffers.
+      one tile of each operand in the dot's dtype. Pipelined, with wgmma: a
+      `direct` operand takes `stages` buffers of its tile; any other (converted
+      from another dtype, or computed by a fused producer) is loaded through
+      registers: `stages - 1` buffers of each tile it loads, plus, for B (which
+      wgmma reads from shared memory), one tile in the dot's dtype. With warp
+      MMA every operand takes `stages - 1` buffers of what it loads. When the
+      last K tile is partial (`k_partial`, a masked load along K), wgmma's A is
+      not pipelined: one tile in the dot's dtype, made in registers. An f32 dot
+      is counted as TF32's path (direct: `stages` buffers; else `stages - 1`
+      of its loads and a tile of each operand), which IEEE's FMA path stays
+      under;
+    - the epilogue's layout conversion of the accumulator (`epilogue_bytes`),
+      which reuses the pipeline's buffers.
 
     Measured against ptxas on 3.9 and 3.6 (tools/experiments/smem_model.py):
-    exact for bf16 operands direct, converted or computed; f32 operands are
-    counted as TF32's direct path (`stages` buffers), which the IEEE path
-    (`stages - 1`) stays under. Horizontal fusion adds the branches
-    (`horizontal_plan`)."""
+    exact for bf16 operands direct, converted or computed. Horizontal fusion
+    adds the branches (`horizontal_plan.branches_smem`)."""
     if not pipelined:
-        operands = (a.elements + b.elements) * dot_bytes
-    else:
-        operands = 0
-        for tile, second in ((a, False), (b, True)):
-            if tile.direct:
-                operands += stages * tile.elements * dot_bytes
-                continue
-            operands += sum((stages - 1) * e * n for e, n in tile.loads)
-            if second or dot_bytes >= COMPUTE_BYTES:
-                operands += tile.elements * dot_bytes
+        return max((a.elements + b.elements) * dot_bytes, epilogue_bytes)
+    operands = 0
+    for tile, second in ((a, False), (b, True)):
+        loaded = sum((stages - 1) * e * n for e, n in tile.loads)
+        if mma == MMA:
+            operands += loaded
+        elif k_partial and not second and mma == WGMMA:
+            operands += tile.elements * dot_bytes
+        elif tile.direct:
+            operands += stages * tile.elements * dot_bytes
+        else:
+            extra = second or mma == FMA
+            operands += loaded + (tile.elements * dot_bytes if extra else 0)
     return max(operands, epilogue_bytes)

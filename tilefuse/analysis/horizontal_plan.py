@@ -39,7 +39,7 @@ fusion log's style (`Decision`).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from tilefuse.analysis.cost.roofline import format_seconds, predicted_time
@@ -195,12 +195,21 @@ def _accept(joining: list[KernelInfo], bundle: list[KernelInfo], target: Target)
     )
 
 
+def branches_smem(branches: Iterable[tuple[int, bool]]) -> int:
+    """Shared memory of one kernel whose branches use (bytes, has a contraction)
+    each: the contractions' pipeline buffers added (Triton's allocator may give
+    every branch its own), plus the largest scratch of the others (live for one
+    op, so shared)."""
+    branches = list(branches)
+    return (sum(b for b, dot in branches if dot)
+            + max((b for b, dot in branches if not dot), default=0))  # fmt: skip
+
+
 def _bundle_smem(members: list[KernelInfo], target: Target) -> tuple[int, int]:
     """(shared memory of one kernel running `members` as branches, its budget)."""
-    buffers = sum(m.smem for m in members if m.dot_dtype is not None)
-    scratch = max((m.smem for m in members if m.dot_dtype is None), default=0)
+    smem = branches_smem((m.smem, m.dot_dtype is not None) for m in members)
     budgets = [m.smem_budget for m in members if m.smem_budget]
-    return buffers + scratch, min(budgets, default=target.smem_per_block)
+    return smem, min(budgets, default=target.smem_per_block)
 
 
 def kernel_infos(groups: list[GroupOp], target: Target) -> list[KernelInfo]:

@@ -30,8 +30,11 @@ from xdsl.dialects.builtin import TensorType
 from tilefuse.analysis.budget import (
     BYTES_PER_THREAD,
     COMPUTE_BYTES,
+    FMA,
     MAX_WARPS,
+    MMA,
     REG_OVERHEAD,
+    WGMMA,
     OperandTile,
     contraction_smem,
     fit,
@@ -373,8 +376,8 @@ class _Roles:
     b: _Operand
     dot_bytes: int
     """Bytes of an element of the dot's operand type (`analysis.dot.operand_dtype`)."""
-    out_bytes: int
-    """Bytes of an element of the widest tensor the group stores (its epilogue)."""
+    acc_bytes: int
+    """Bytes of an element of the accumulator the epilogue converts (`_accumulator_bytes`)."""
 
     @property
     def operand_bytes(self) -> int:
@@ -404,10 +407,12 @@ def _operand(graph: Graph, dims: SharedDims, node, i: int, dot: str) -> _Operand
     return _Operand(own, tuple((ds, b) for (_, ds), b in loads.items()), False)
 
 
-def _stored_bytes(graph: Graph) -> int:
-    """The widest element of the tensors the group writes (read outside it, or its last op's)."""
+def _accumulator_bytes(graph: Graph) -> int:
+    """Bytes of an element of the accumulator the epilogue converts: f32, or the
+    widest tensor the group writes (an f64 accumulator). Triton converts the
+    accumulator or the stored value; the wider is counted."""
     out = [r for n in graph.nodes if n.external_uses or n is graph.nodes[-1] for r in n.op.results]
-    return max((dtype_bytes(r.type) for r in out), default=COMPUTE_BYTES)
+    return max([COMPUTE_BYTES, *(dtype_bytes(r.type) for r in out)])
 
 
 def _roles(graph: Graph, dims: SharedDims) -> _Roles:
@@ -431,7 +436,7 @@ def _roles(graph: Graph, dims: SharedDims) -> _Roles:
     dot = operand_dtype(node.s)
     a, b = (_operand(graph, dims, node, i, dot) for i in range(2))
     dot_bytes = DTYPES[dot].bytes if dot in DTYPES else COMPUTE_BYTES
-    return _Roles(m, n, k, other_k, a_bytes, b_bytes, a, b, dot_bytes, _stored_bytes(graph))
+    return _Roles(m, n, k, other_k, a_bytes, b_bytes, a, b, dot_bytes, _accumulator_bytes(graph))
 
 
 def _epilogue_library_calls(graph: Graph) -> int:
@@ -593,10 +598,11 @@ def _contraction_smem(roles: _Roles, ext, blocks: dict[int, int], warps: int,
     trips = math.ceil(ext[roles.k] / blocks[roles.k]) * math.prod(ext[d] for d in roles.other_k)
     bm = blocks.get(roles.m, 1) if roles.m is not None else 1
     bn = blocks.get(roles.n, 1) if roles.n is not None else 1
-    wgmma = roles.dot_bytes <= 2 and bm >= 64
-    rows = min(bm, WGMMA_ROWS_PER_WARP * warps) if wgmma else bm
+    mma = FMA if roles.dot_bytes > 2 else WGMMA if bm >= 64 else MMA
+    rows = min(bm, WGMMA_ROWS_PER_WARP * warps) if mma == WGMMA else bm
     return contraction_smem(roles.a.tile(blocks), roles.b.tile(blocks), roles.dot_bytes,
-                            stages, trips > 1, rows * bn * roles.out_bytes)  # fmt: skip
+                            stages, trips > 1, rows * bn * roles.acc_bytes, mma,
+                            ext[roles.k] % blocks[roles.k] != 0)  # fmt: skip
 
 
 FLASH_MIN_BLOCK, FLASH_MAX_BLOCK = 16, 128
@@ -657,13 +663,30 @@ def _plan_attention(graph: Graph, dims: SharedDims, target: Target, budget: int,
     # The score tile and the output accumulator live in registers: 8 warps keep
     # a 128x128 tile (bf16) or a 64x64 one (fp32, FMA dot) free of spills.
     warps = 8 if br * bc >= 64 * 64 else 4
-    ws = (br * head + bc * head + bc * out_width) * ebytes  # q, k and v tiles
+    # Three stages pipeline the K/V tile loads (the sweep: 0.72x -> 0.77x SDPA at d=128).
+    stages = 3 if ebytes <= 2 else 2
+    outs = [r for r in sm.linear if r.kind == CONTRACTION]
+    p_dtype = operand_dtype(outs[0].s) if outs else "f32"
+    ws = _attention_smem(br, bc, head, out_width, ebytes,
+                         DTYPES[p_dtype].bytes if p_dtype in DTYPES else COMPUTE_BYTES, stages)  # fmt: skip
     regs = min(target.max_regs_per_thread,
                math.ceil((br * bc + br * out_width) / (warps * target.warp_size)) + REG_OVERHEAD + 16)  # fmt: skip
     occ = occupancy(target, regs, warps * target.warp_size, ws).occupancy
-    # Three stages pipeline the K/V tile loads (the sweep: 0.72x -> 0.77x SDPA at d=128).
-    stages = 3 if ebytes <= 2 else 2
-    return TilePlan(tuple(tiles), warps, stages, ws * stages // 2, budget, regs, occ, True)
+    return TilePlan(tuple(tiles), warps, stages, ws, budget, regs, occ, True)
+
+
+def _attention_smem(br: int, bc: int, head: int, width: int, ebytes: int, p_bytes: int,
+                    stages: int) -> int:  # fmt: skip
+    """Shared memory of a FlashAttention tile as Triton allocates it (sm_90, 3.6
+    and 3.9, `tests/test_gpu_compile.py`): the Q tile once, `stages - 1` buffers
+    of the K and V tiles, the probabilities (`B_r x B_c` in the second dot's
+    dtype, `p_bytes`) on their way to it, and V once more in that dtype when it
+    is stored in another (f32 probabilities times bf16 values), and the row
+    statistics' reduction scratch."""
+    q, kv = br * head * ebytes, bc * (head + width) * ebytes
+    p = br * bc * p_bytes
+    v_again = bc * width * p_bytes if p_bytes != ebytes else 0
+    return q + max(1, stages - 1) * kv + p + v_again + br * COMPUTE_BYTES
 
 
 # ---------------------------------------------------------------------------

@@ -41,6 +41,8 @@ from typing import Any
 
 from tilefuse.analysis.cost.target import get_target
 from tilefuse.analysis.dataflow import is_contraction
+from tilefuse.analysis.dot import contraction_dtypes
+from tilefuse.analysis.horizontal_plan import branches_smem
 from tilefuse.backend.triton.emit import emit_module
 from tilefuse.backend.triton.signature import POINTER, STRIDE, KernelSignature
 from tilefuse.gpu import aot as cubin
@@ -64,6 +66,7 @@ __all__ = [
     "compile_batch",
     "compile_kernels",
     "format_reports",
+    "group_summary",
     "kernel_only_source",
     "kernel_specs",
     "tile_summary",
@@ -93,6 +96,17 @@ def tile_summary(plan: Any) -> TileSummary:
     if plan is None:
         return TileSummary(None, None)
     return TileSummary(plan.regs.data, plan.working_set.data)
+
+
+def group_summary(group: GroupOp) -> TileSummary:
+    """The plan's numbers for a whole kernel: with several grids (horizontal
+    fusion's branches), the most registers and the branches' shared memory
+    (`horizontal_plan.branches_smem`)."""
+    plans = [(g.plan, bool(contraction_dtypes(g))) for g in group.grids if g.plan is not None]
+    if not plans:
+        return TileSummary(None, None)
+    return TileSummary(max(p.regs.data for p, _ in plans),
+                       branches_smem((p.working_set.data, dot) for p, dot in plans))  # fmt: skip
 
 
 # --------------------------------------------------------------------------
@@ -173,7 +187,7 @@ def kernel_specs(module: Any, emitted: Any) -> list[KernelSpec]:
             divisible_by_16=tuple(div),
             num_warps=kernel.num_warps,
             num_stages=kernel.num_stages,
-            predicted=tile_summary(g.grids[0].plan if g.grids else None),
+            predicted=group_summary(g),
             contraction=_is_contraction_group(g),
         ))  # fmt: skip
     return specs
@@ -185,10 +199,12 @@ def kernel_specs(module: Any, emitted: Any) -> list[KernelSpec]:
 
 
 def kernel_only_source(source_text: str) -> str:
-    """`source_text` without `import torch` (the printer's own line): the kernels
-    never use it, and importing torch costs a child process a second or two."""
+    """`source_text` without `import torch` (the printer's own line) and the
+    `CONSTANTS = (... torch.float32 ...)` table the host reads: the kernels never
+    use them, and importing torch costs a child process a second or two."""
     lines = source_text.splitlines(keepends=True)
-    return "".join("\n" if line == "import torch\n" else line for line in lines)
+    return "".join("\n" if line == "import torch\n" or line.startswith("CONSTANTS = ") else line
+                   for line in lines)  # fmt: skip
 
 
 def _compile_one(source_text: str, spec: KernelSpec, arch: int) -> CompiledKernel:
