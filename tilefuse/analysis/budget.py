@@ -93,3 +93,71 @@ def fit(
     fits = (working_set <= budget and regs <= target.max_regs_per_thread
             and occ >= MIN_OCCUPANCY)  # fmt: skip
     return Fit(fits, warps, regs, occ)
+
+
+# ---------------------------------------------------------------------------
+# Shared memory of a pipelined contraction, as Triton allocates it
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OperandTile:
+    """One `tl.dot` operand's tile and how it reaches the dot.
+
+    `elements`: the tile's elements (BM x BK or BK x BN); `loads`: (elements, bytes)
+    of each tile the kernel loads inside the K loop to make it (the operand
+    itself when it is a tensor read as is; a fused producer's inputs otherwise);
+    `direct`: the operand is loaded in the dot's dtype and fed to `tl.dot`
+    unchanged, so Triton's pipeliner copies it straight into the shared-memory
+    layout the MMA reads."""
+
+    elements: int
+    loads: tuple[tuple[int, int], ...]
+    direct: bool
+
+
+WGMMA, MMA, FMA = "wgmma", "mma", "fma"
+"""How Triton runs a `tl.dot` on sm_90: Hopper's warpgroup MMA (16-bit operands,
+BM >= 64), Ampere's warp MMA (16-bit operands, smaller BM), or an f32 dot
+(FMA for IEEE, TF32 tensor cores when allowed)."""
+
+
+def contraction_smem(a: OperandTile, b: OperandTile, dot_bytes: int, stages: int,
+                     pipelined: bool, epilogue_bytes: int, mma: str = WGMMA,
+                     k_partial: bool = False) -> int:  # fmt: skip
+    """Shared memory Triton (3.6 and 3.9, sm_90) allocates for a K loop feeding
+    `tl.dot(a, b)` with `stages` pipeline stages: the largest of
+
+    - the operand buffers. Not `pipelined` (one trip of the loop: K whole):
+      one tile of each operand in the dot's dtype. Pipelined, with wgmma: a
+      `direct` operand takes `stages` buffers of its tile; any other (converted
+      from another dtype, or computed by a fused producer) is loaded through
+      registers: `stages - 1` buffers of each tile it loads, plus, for B (which
+      wgmma reads from shared memory), one tile in the dot's dtype. With warp
+      MMA every operand takes `stages - 1` buffers of what it loads. When the
+      last K tile is partial (`k_partial`, a masked load along K), wgmma's A is
+      not pipelined: one tile in the dot's dtype, made in registers. An f32 dot
+      is counted as TF32's path (direct: `stages` buffers; else `stages - 1`
+      of its loads and a tile of each operand), which IEEE's FMA path stays
+      under;
+    - the epilogue's layout conversion of the accumulator (`epilogue_bytes`),
+      which reuses the pipeline's buffers.
+
+    Measured against ptxas on 3.9 and 3.6 (tools/experiments/smem_model.py):
+    exact for bf16 operands direct, converted or computed. Horizontal fusion
+    adds the branches (`horizontal_plan.branches_smem`)."""
+    if not pipelined:
+        return max((a.elements + b.elements) * dot_bytes, epilogue_bytes)
+    operands = 0
+    for tile, second in ((a, False), (b, True)):
+        loaded = sum((stages - 1) * e * n for e, n in tile.loads)
+        if mma == MMA:
+            operands += loaded
+        elif k_partial and not second and mma == WGMMA:
+            operands += tile.elements * dot_bytes
+        elif tile.direct:
+            operands += stages * tile.elements * dot_bytes
+        else:
+            extra = second or mma == FMA
+            operands += loaded + (tile.elements * dot_bytes if extra else 0)
+    return max(operands, epilogue_bytes)

@@ -18,6 +18,13 @@ The rule, per candidate joining a bundle (kernels in program order, greedy):
 - **one launch configuration**: equal `num_stages` (they size the pipelined
   loops' shared memory); branches of different programs run at the largest
   member's `num_warps`, which changes no result;
+- **shared memory of all branches**: every member is a branch with buffers of
+  its own, and Triton's allocator does not reliably overlay the branches'
+  pipeline buffers (sm_90, triton 3.9: LLaMA's Q, K and V projections, 192 +
+  144 + 144 KB, took 288 KB; BERT's, 3 x 192 KB, took 576 KB, both over the
+  227 KB limit). So the contractions' buffers are added, plus the largest
+  scratch of the other members (one op's, never live across a branch), and the
+  sum must fit the budget;
 - **worth it**: members running the same tile program (equal `body_key`) are
   always merged: the kernel is compiled once and its launch saved. Different
   programs become branches of one kernel (more code to compile, registers and
@@ -32,7 +39,7 @@ fusion log's style (`Decision`).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from tilefuse.analysis.cost.roofline import format_seconds, predicted_time
@@ -67,6 +74,11 @@ class KernelInfo:
     """False for kernels that only constrain the order (untiled groups)."""
     dot_dtype: str | None = None
     """Operand type of the kernel's tl.dot, if any: one kernel has one."""
+    smem: int = 0
+    """Shared memory of its tile program (the plan's working set: a contraction's
+    pipeline buffers; an upper bound of a memory-bound program's scratch)."""
+    smem_budget: int = 0
+    """The budget its plan was made for (0: the target's)."""
 
 
 @dataclass(frozen=True)
@@ -154,6 +166,12 @@ def _accept(joining: list[KernelInfo], bundle: list[KernelInfo], target: Target)
             f"horizontal: pipeline depths differ ({joining[0].num_stages} stages vs "
             f"{bundle[0].num_stages})"
         )
+    smem, budget = _bundle_smem(everyone, target)
+    if smem > budget:
+        return False, (
+            f"horizontal: the branches' shared memory ({smem / 1024:.0f} KB, each "
+            f"contraction's buffers its own) exceeds the budget ({budget / 1024:.0f} KB)"
+        )
     saved = format_seconds(target.launch_overhead)
     programs = sum(m.programs for m in everyone)
     keys = {m.body_key for m in everyone}
@@ -175,6 +193,23 @@ def _accept(joining: list[KernelInfo], bundle: list[KernelInfo], target: Target)
         f"independent, {len(keys)} tile programs as branches of one launch of "
         f"{programs} programs at {warps} warps, {saved} launch saved"
     )
+
+
+def branches_smem(branches: Iterable[tuple[int, bool]]) -> int:
+    """Shared memory of one kernel whose branches use (bytes, has a contraction)
+    each: the contractions' pipeline buffers added (Triton's allocator may give
+    every branch its own), plus the largest scratch of the others (live for one
+    op, so shared)."""
+    branches = list(branches)
+    return (sum(b for b, dot in branches if dot)
+            + max((b for b, dot in branches if not dot), default=0))  # fmt: skip
+
+
+def _bundle_smem(members: list[KernelInfo], target: Target) -> tuple[int, int]:
+    """(shared memory of one kernel running `members` as branches, its budget)."""
+    smem = branches_smem((m.smem, m.dot_dtype is not None) for m in members)
+    budgets = [m.smem_budget for m in members if m.smem_budget]
+    return smem, min(budgets, default=target.smem_per_block)
 
 
 def kernel_infos(groups: list[GroupOp], target: Target) -> list[KernelInfo]:
@@ -203,5 +238,7 @@ def kernel_infos(groups: list[GroupOp], target: Target) -> list[KernelInfo]:
             g.sym_name.data, deps, grid.num_warps.value.data, grid.num_stages.value.data,
             math.prod(grid.grid_shape), predicted_time(g.cost, target), key,
             dot_dtype=",".join(contraction_dtypes(grid)) or None,
+            smem=plan.working_set.data if (plan := grid.plan) is not None else 0,
+            smem_budget=plan.smem_budget.data if plan is not None else 0,
         ))  # fmt: skip
     return out

@@ -30,8 +30,13 @@ from xdsl.dialects.builtin import TensorType
 from tilefuse.analysis.budget import (
     BYTES_PER_THREAD,
     COMPUTE_BYTES,
+    FMA,
     MAX_WARPS,
+    MMA,
     REG_OVERHEAD,
+    WGMMA,
+    OperandTile,
+    contraction_smem,
     fit,
     pow2,
     regs_per_thread,
@@ -41,10 +46,10 @@ from tilefuse.analysis.cost.opcost import payload_library_calls
 from tilefuse.analysis.cost.schedule import matmul_programs, simulate
 from tilefuse.analysis.cost.target import Target
 from tilefuse.analysis.dataflow import CONTRACTION, FILL, REDUCE, Graph, SharedDims
-from tilefuse.analysis.dot import MIN_DOT
+from tilefuse.analysis.dot import MIN_DOT, operand_dtype
 from tilefuse.analysis.patterns import find_online_softmax
 from tilefuse.ir.diagnostics import CompileError, op_location
-from tilefuse.ir.dtypes import dtype_bytes
+from tilefuse.ir.dtypes import DTYPES, dtype_bytes, dtype_name
 from tilefuse.ir.tilefuse import GRID, LOOP, WHOLE, TilePlanAttr
 
 TARGET_TILE_ELEMS = 4096  # per program, for memory-bound groups
@@ -337,6 +342,24 @@ MAX_ACC_REGS = 128
 
 
 @dataclass(frozen=True)
+class _Operand:
+    """How one `tl.dot` operand's tile is made (`budget.OperandTile`, in shared
+    dims): the dims of its tile, the (dims, element bytes) of each tensor loaded
+    to make it, and whether it is loaded as is in the dot's dtype."""
+
+    dims: tuple[int, ...]
+    loads: tuple[tuple[tuple[int, ...], int], ...]
+    direct: bool
+
+    def tile(self, blocks: dict[int, int]) -> OperandTile:
+        def elems(ds: tuple[int, ...]) -> int:
+            return math.prod(blocks[d] for d in ds)
+
+        return OperandTile(elems(self.dims), tuple((elems(d), b) for d, b in self.loads),
+                           self.direct)  # fmt: skip
+
+
+@dataclass(frozen=True)
 class _Roles:
     """The dims of a contraction: the primary M, N, K get MMA blocks."""
 
@@ -349,10 +372,47 @@ class _Roles:
     loaded in (its storage type: a bf16 factor of an f32 dot is 2)."""
     b_bytes: int
     """The same for the N-side operand."""
+    a: _Operand
+    b: _Operand
+    dot_bytes: int
+    """Bytes of an element of the dot's operand type (`analysis.dot.operand_dtype`)."""
+    acc_bytes: int
+    """Bytes of an element of the accumulator the epilogue converts (`_accumulator_bytes`)."""
 
     @property
     def operand_bytes(self) -> int:
         return max(self.a_bytes, self.b_bytes)
+
+
+def _operand(graph: Graph, dims: SharedDims, node, i: int, dot: str) -> _Operand:
+    """Operand `i` of the contraction `node`: read as is, or made by the fused
+    producers in `graph` from the tensors they load (their leaves)."""
+    own = tuple(dims.of[(node.index, d)] for d in node.s.operand_dims(i))
+    value = node.s.inputs[i]
+    if graph.producer_of(value) is None:
+        return _Operand(own, ((own, dtype_bytes(value.type)),), dtype_name(value.type) == dot)
+    loads: dict[tuple[object, tuple[int, ...]], int] = {}
+    stack, seen = [graph.producer_of(value)], set()
+    while stack:
+        p = stack.pop()
+        if p is None or p.index in seen:
+            continue
+        seen.add(p.index)
+        for j, v in enumerate(p.s.inputs):
+            if graph.producer_of(v) is not None:
+                stack.append(graph.producer_of(v))
+            elif p.s.input_maps[j].results:
+                ds = tuple(dims.of[(p.index, d)] for d in p.s.operand_dims(j))
+                loads[(v, ds)] = dtype_bytes(v.type)
+    return _Operand(own, tuple((ds, b) for (_, ds), b in loads.items()), False)
+
+
+def _accumulator_bytes(graph: Graph) -> int:
+    """Bytes of an element of the accumulator the epilogue converts: f32, or the
+    widest tensor the group writes (an f64 accumulator). Triton converts the
+    accumulator or the stored value; the wider is counted."""
+    out = [r for n in graph.nodes if n.external_uses or n is graph.nodes[-1] for r in n.op.results]
+    return max([COMPUTE_BYTES, *(dtype_bytes(r.type) for r in out)])
 
 
 def _roles(graph: Graph, dims: SharedDims) -> _Roles:
@@ -373,7 +433,10 @@ def _roles(graph: Graph, dims: SharedDims) -> _Roles:
     k, other_k = primary(node.s.reduction_dims)
     assert k is not None
     a_bytes, b_bytes = (dtype_bytes(node.s.inputs[i].type) for i in range(2))
-    return _Roles(m, n, k, other_k, a_bytes, b_bytes)
+    dot = operand_dtype(node.s)
+    a, b = (_operand(graph, dims, node, i, dot) for i in range(2))
+    dot_bytes = DTYPES[dot].bytes if dot in DTYPES else COMPUTE_BYTES
+    return _Roles(m, n, k, other_k, a_bytes, b_bytes, a, b, dot_bytes, _accumulator_bytes(graph))
 
 
 def _epilogue_library_calls(graph: Graph) -> int:
@@ -498,8 +561,14 @@ def _contraction_candidate(target, budget, roles: _Roles, ext, bm: int, bn: int,
     acc_regs = math.ceil(bm * bn / threads)
     if acc_regs > MAX_ACC_REGS:
         return None
+    blocks = dict.fromkeys(ext, 1)  # batch dims and secondary K dims (looped one by one)
+    if roles.m is not None:
+        blocks[roles.m] = bm
+    if roles.n is not None:
+        blocks[roles.n] = bn
+    blocks[k] = bk
     for stages in (4, 3, 2, 1):
-        ws = stages * (bm * bk * roles.a_bytes + bk * bn * roles.b_bytes)
+        ws = _contraction_smem(roles, ext, blocks, warps, stages)
         if ws <= budget:
             break
     else:
@@ -508,12 +577,6 @@ def _contraction_candidate(target, budget, roles: _Roles, ext, bm: int, bn: int,
     occ = occupancy(target, regs, threads, ws).occupancy
     if occ <= 0:
         return None
-    blocks = dict.fromkeys(ext, 1)  # batch dims and secondary K dims (looped one by one)
-    if roles.m is not None:
-        blocks[roles.m] = bm
-    if roles.n is not None:
-        blocks[roles.n] = bn
-    blocks[k] = bk
     programs = math.prod(
         math.ceil(ext[d] / blocks[d]) for d in ext if d != k and d not in roles.other_k
     )
@@ -521,6 +584,25 @@ def _contraction_candidate(target, budget, roles: _Roles, ext, bm: int, bn: int,
     score = (min(programs, target.sm_count), bm * bn, stages)
     return score, blocks, warps, stages, ws, regs, occ
 
+
+
+WGMMA_ROWS_PER_WARP = 16
+"""Rows of a wgmma accumulator per warp: the epilogue converts the accumulator
+`min(BM, 16 x warps)` rows at a time."""
+
+
+def _contraction_smem(roles: _Roles, ext, blocks: dict[int, int], warps: int,
+                      stages: int = 1) -> int:  # fmt: skip
+    """Shared memory of one contraction tile (`budget.contraction_smem`): pipelined
+    when the K loop has more than one trip."""
+    trips = math.ceil(ext[roles.k] / blocks[roles.k]) * math.prod(ext[d] for d in roles.other_k)
+    bm = blocks.get(roles.m, 1) if roles.m is not None else 1
+    bn = blocks.get(roles.n, 1) if roles.n is not None else 1
+    mma = FMA if roles.dot_bytes > 2 else WGMMA if bm >= 64 else MMA
+    rows = min(bm, WGMMA_ROWS_PER_WARP * warps) if mma == WGMMA else bm
+    return contraction_smem(roles.a.tile(blocks), roles.b.tile(blocks), roles.dot_bytes,
+                            stages, trips > 1, rows * bn * roles.acc_bytes, mma,
+                            ext[roles.k] % blocks[roles.k] != 0)  # fmt: skip
 
 
 FLASH_MIN_BLOCK, FLASH_MAX_BLOCK = 16, 128
@@ -581,13 +663,30 @@ def _plan_attention(graph: Graph, dims: SharedDims, target: Target, budget: int,
     # The score tile and the output accumulator live in registers: 8 warps keep
     # a 128x128 tile (bf16) or a 64x64 one (fp32, FMA dot) free of spills.
     warps = 8 if br * bc >= 64 * 64 else 4
-    ws = (br * head + bc * head + bc * out_width) * ebytes  # q, k and v tiles
+    # Three stages pipeline the K/V tile loads (the sweep: 0.72x -> 0.77x SDPA at d=128).
+    stages = 3 if ebytes <= 2 else 2
+    outs = [r for r in sm.linear if r.kind == CONTRACTION]
+    p_dtype = operand_dtype(outs[0].s) if outs else "f32"
+    ws = _attention_smem(br, bc, head, out_width, ebytes,
+                         DTYPES[p_dtype].bytes if p_dtype in DTYPES else COMPUTE_BYTES, stages)  # fmt: skip
     regs = min(target.max_regs_per_thread,
                math.ceil((br * bc + br * out_width) / (warps * target.warp_size)) + REG_OVERHEAD + 16)  # fmt: skip
     occ = occupancy(target, regs, warps * target.warp_size, ws).occupancy
-    # Three stages pipeline the K/V tile loads (the sweep: 0.72x -> 0.77x SDPA at d=128).
-    stages = 3 if ebytes <= 2 else 2
-    return TilePlan(tuple(tiles), warps, stages, ws * stages // 2, budget, regs, occ, True)
+    return TilePlan(tuple(tiles), warps, stages, ws, budget, regs, occ, True)
+
+
+def _attention_smem(br: int, bc: int, head: int, width: int, ebytes: int, p_bytes: int,
+                    stages: int) -> int:  # fmt: skip
+    """Shared memory of a FlashAttention tile as Triton allocates it (sm_90, 3.6
+    and 3.9, `tests/test_gpu_compile.py`): the Q tile once, `stages - 1` buffers
+    of the K and V tiles, the probabilities (`B_r x B_c` in the second dot's
+    dtype, `p_bytes`) on their way to it, and V once more in that dtype when it
+    is stored in another (f32 probabilities times bf16 values), and the row
+    statistics' reduction scratch."""
+    q, kv = br * head * ebytes, bc * (head + width) * ebytes
+    p = br * bc * p_bytes
+    v_again = bc * width * p_bytes if p_bytes != ebytes else 0
+    return q + max(1, stages - 1) * kv + p + v_again + br * COMPUTE_BYTES
 
 
 # ---------------------------------------------------------------------------

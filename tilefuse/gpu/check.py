@@ -32,6 +32,7 @@ of one call are then compiled in a single child process.
 from __future__ import annotations
 
 import math
+import os
 import pickle
 import sys
 from collections.abc import Iterable, Sequence
@@ -41,6 +42,8 @@ from typing import Any
 
 from tilefuse.analysis.cost.target import get_target
 from tilefuse.analysis.dataflow import is_contraction
+from tilefuse.analysis.dot import contraction_dtypes
+from tilefuse.analysis.horizontal_plan import branches_smem
 from tilefuse.backend.triton.emit import emit_module
 from tilefuse.backend.triton.signature import POINTER, STRIDE, KernelSignature
 from tilefuse.gpu import aot as cubin
@@ -64,6 +67,7 @@ __all__ = [
     "compile_batch",
     "compile_kernels",
     "format_reports",
+    "group_summary",
     "kernel_only_source",
     "kernel_specs",
     "tile_summary",
@@ -95,6 +99,17 @@ def tile_summary(plan: Any) -> TileSummary:
     return TileSummary(plan.regs.data, plan.working_set.data)
 
 
+def group_summary(group: GroupOp) -> TileSummary:
+    """The plan's numbers for a whole kernel: with several grids (horizontal
+    fusion's branches), the most registers and the branches' shared memory
+    (`horizontal_plan.branches_smem`)."""
+    plans = [(g.plan, bool(contraction_dtypes(g))) for g in group.grids if g.plan is not None]
+    if not plans:
+        return TileSummary(None, None)
+    return TileSummary(max(p.regs.data for p, _ in plans),
+                       branches_smem((p.working_set.data, dot) for p, dot in plans))  # fmt: skip
+
+
 # --------------------------------------------------------------------------
 # What to compile
 # --------------------------------------------------------------------------
@@ -112,6 +127,10 @@ class KernelSpec:
     num_stages: int
     predicted: TileSummary
     contraction: bool
+    dot: str | None = None
+    """The plan's `tl.dot` operand type (`"bf16"`), None without one."""
+    branches: int = 1
+    """Tile grids in the kernel (horizontal fusion's branches)."""
 
 
 def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
@@ -173,8 +192,11 @@ def kernel_specs(module: Any, emitted: Any) -> list[KernelSpec]:
             divisible_by_16=tuple(div),
             num_warps=kernel.num_warps,
             num_stages=kernel.num_stages,
-            predicted=tile_summary(g.grids[0].plan if g.grids else None),
+            predicted=group_summary(g),
             contraction=_is_contraction_group(g),
+            dot=next((p.dot_dtype for gr in g.grids if (p := gr.plan) is not None and p.dot_dtype),
+                     None),
+            branches=len(g.grids),
         ))  # fmt: skip
     return specs
 
@@ -185,10 +207,12 @@ def kernel_specs(module: Any, emitted: Any) -> list[KernelSpec]:
 
 
 def kernel_only_source(source_text: str) -> str:
-    """`source_text` without `import torch` (the printer's own line): the kernels
-    never use it, and importing torch costs a child process a second or two."""
+    """`source_text` without `import torch` (the printer's own line) and the
+    `CONSTANTS = (... torch.float32 ...)` table the host reads: the kernels never
+    use them, and importing torch costs a child process a second or two."""
     lines = source_text.splitlines(keepends=True)
-    return "".join("\n" if line == "import torch\n" else line for line in lines)
+    return "".join("\n" if line == "import torch\n" or line.startswith("CONSTANTS = ") else line
+                   for line in lines)  # fmt: skip
 
 
 def _compile_one(source_text: str, spec: KernelSpec, arch: int) -> CompiledKernel:
@@ -217,18 +241,74 @@ Batch = Sequence[tuple[str, Sequence[KernelSpec]]]
 """Programs to compile: (kernel source text, the specs of its kernels)."""
 
 
+def kernel_key(source_text: str, spec: KernelSpec, arch: int) -> str:
+    """What decides a kernel's cubin: the module text before the first kernel
+    (imports and helpers), the kernel's own text with its name left out, and its
+    launch (signature, constexprs, warps, stages, target). Two programs with one
+    kernel in common (a zoo's copies, one GEMM shape) compile it once."""
+    import hashlib
+
+    start = source_text.find(f"def {spec.name}(")
+    end = source_text.find("\n@triton.jit", start)
+    end = source_text.find("\ndef ", start + 1) if end < 0 else end
+    body = source_text[start:end if end > 0 else None].replace(spec.name, "KERNEL")
+    prelude = source_text[: source_text.find("@triton.jit\ndef fused_kernel")]
+    launch = (spec.signature, spec.constexprs, spec.divisible_by_16, spec.num_warps,
+              spec.num_stages, arch)  # fmt: skip
+    return hashlib.sha256(f"{prelude}\0{body}\0{launch!r}".encode()).hexdigest()
+
+
+def _result_cache() -> Path:
+    import triton
+
+    path = cubin.kernel_cache_dir() / f"aot-{triton.__version__}"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _compile_cached(source_text: str, spec: KernelSpec, arch: int) -> CompiledKernel | str:
+    """`_compile_one` through an on-disk cache of results (per triton version);
+    an error message in place of a kernel that does not compile."""
+    path = _result_cache() / f"{kernel_key(source_text, spec, arch)}.pkl"
+    if path.exists():
+        kernel = pickle.loads(path.read_bytes())
+        return replace(kernel, name=spec.name)
+    try:
+        kernel = _compile_one(source_text, spec, arch)
+    except Exception as e:
+        return f"{spec.name}: {type(e).__name__}: {e}"
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_bytes(pickle.dumps(kernel))
+    os.replace(tmp, path)
+    return kernel
+
+
+COMPILE_THREADS = 4
+"""Kernels compiled at once: Triton's MLIR passes and ptxas run without the GIL."""
+
+
 def _compile_batch(batch: Batch, arch: int) -> list[list[CompiledKernel | str]]:
-    """Compiled kernels, or error messages, per program of `batch`."""
-    results: list[list[CompiledKernel | str]] = []
-    for source_text, specs in batch:
-        row: list[CompiledKernel | str] = []
-        for spec in specs:
-            try:
-                row.append(_compile_one(source_text, spec, arch))
-            except Exception as e:
-                row.append(f"{spec.name}: {type(e).__name__}: {e}")
-        results.append(row)
-    return results
+    """Compiled kernels, or error messages, per program of `batch`: each distinct
+    kernel (`kernel_key`) once, on threads."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    unique: dict[str, tuple[str, KernelSpec]] = {}
+    keys = [[kernel_key(src, spec, arch) for spec in specs] for src, specs in batch]
+    for (src, specs), row in zip(batch, keys, strict=True):
+        for spec, key in zip(specs, row, strict=True):
+            unique.setdefault(key, (src, spec))
+    workers = max(1, min(COMPILE_THREADS, os.cpu_count() or 1, len(unique)))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        done = dict(zip(unique, pool.map(lambda job: _compile_cached(*job, arch),
+                                         unique.values()), strict=True))  # fmt: skip
+    return [[_named(done[key], spec.name) for key, spec in zip(row, specs, strict=True)]
+            for (_, specs), row in zip(batch, keys, strict=True)]  # fmt: skip
+
+
+def _named(result: CompiledKernel | str, name: str) -> CompiledKernel | str:
+    if isinstance(result, str):
+        return f"{name}: {result.split(': ', 1)[1]}" if ": " in result else result
+    return replace(result, name=name)
 
 
 def _language_is_interpreted() -> bool:
@@ -300,6 +380,8 @@ class KernelReport:
     contraction: bool = False  # the group has a tl.dot
     max_registers: int = 255  # target.max_regs_per_thread
     ptx_has: frozenset[str] = frozenset()  # cubin.PTX_FEATURES found in the PTX
+    dot: str | None = None  # the plan's tl.dot operand type
+    branches: int = 1  # tile grids in the kernel
 
 
 def target_arch(target: Any) -> int:
@@ -364,6 +446,8 @@ def _report(spec: KernelSpec, kernel: CompiledKernel, target: Any) -> KernelRepo
         contraction=spec.contraction,
         max_registers=target.max_regs_per_thread,
         ptx_has=kernel.ptx_has,
+        dot=spec.dot,
+        branches=spec.branches,
     )
 
 

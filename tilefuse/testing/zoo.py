@@ -532,6 +532,25 @@ _add("all_any", "elementwise", lambda: _Lambda(lambda x: ((x > 0).all(-1), (x > 
      _normal(4, 9))  # fmt: skip
 
 
+BENCH: dict[str, ZooModel] = {
+    name: ZooModel(name, family, make, inputs, frozenset({"bench"}))
+    for name, family, make, inputs in (
+        ("gpt2_1024", "gpt2", lambda: GPT2Block(1024, 16, 1024), _normal(8, 1024, 1024)),
+        ("llama_eager_1024", "llama", lambda: LlamaBlock(1024, 16, 4, 2816, 1024),
+         _normal(8, 1024, 1024)),
+        ("bert_base", "bert", lambda: BertLayer(768, 12, 3072),
+         lambda g: (torch.randn(16, 512, 768, generator=g),
+                    torch.ones(16, 512, dtype=torch.int64))),
+        ("vit_b16", "vit", lambda: ViT(224, 16, 768, 12), _normal(64, 3, 224, 224)),
+    )
+}  # fmt: skip
+"""Zoo models at the sizes issue 16's benchmark runs them (in bf16:
+`model.to(torch.bfloat16)`, float inputs too): GPT-2 width 1024 B8 T1024, the
+LLaMA block dim 1024 (16 heads, 4 KV heads, SwiGLU 2816) B8 T1024, BERT-base
+B16 T512, ViT-B/16 B64 (197 tokens). Too big for the interpreter; the sm_90
+compile check (`tests/test_gpu_compile.py`) compiles every kernel of them."""
+
+
 class _Lambda(nn.Module):
     def __init__(self, fn: Callable[..., Any]):
         super().__init__()
