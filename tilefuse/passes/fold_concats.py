@@ -108,7 +108,7 @@ class ConcatToSelect(RewritePattern):
                                ArrayAttr([linalg.IteratorTypeAttr.parallel()] * rank), [t])  # fmt: skip
         new.location = op.location  # pyright: ignore
         new.results[0].name_hint = op.result.name_hint
-        rewriter.replace_matched_op([empty, new], [new.results[0]])
+        rewriter.replace(op, [empty, new], [new.results[0]])
 
 
 class _SelectBuilder:
