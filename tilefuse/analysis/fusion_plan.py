@@ -524,10 +524,10 @@ def _sink_casts(st: _State) -> None:
         if not is_cast(node) or node.index not in st.members.get(st.group_of[node.index], []):
             continue
         home = st.group_of[node.index]
-        readers = _cast_readers(st, node, home)
-        if readers is None or not readers:
-            continue
-        why = _cast_stays(st, node, home, readers)
+        readers, why = _cast_readers(st, node, home)
+        if not readers:
+            continue  # no other kernel reads it
+        why = why or _cast_stays(st, node, home, readers)
         if why is not None:
             st.decisions.append(Decision(False, "cast", (node.label,), why))
             continue
@@ -553,19 +553,23 @@ def _in_group(st: _State, gid: int) -> set[int]:
     return set(st.members.get(gid, [])) | set(st.recompute.get(gid, []))
 
 
-def _cast_readers(st: _State, node: Node, home: int) -> list[int] | None:
-    """The groups other than `home` that read `node`, or None when it is read in
-    `home` itself or where no group can recompute it (returned, read through a
-    view or a gather)."""
-    if node.external_uses or node.view_consumers:
-        return None
+def _cast_readers(st: _State, node: Node, home: int) -> tuple[list[int], str | None]:
+    """The groups other than `home` that read `node`, and why `home` must still
+    store it (None when it need not): it is returned, read through a host view or
+    a gather, or read in `home` itself."""
     readers: list[int] = []
+    at_home = False
     for c in node.consumers:
         holders = [g for g in st.members if c.index in _in_group(st, g)]
-        if home in holders:
-            return None
-        readers += [g for g in holders if g not in readers]
-    return readers
+        at_home |= home in holders
+        readers += [g for g in holders if g != home and g not in readers]
+    if node.external_uses:
+        return readers, "kept as an output of its group: the function returns it"
+    if node.view_consumers:
+        return readers, "kept as an output of its group: a kernel reads it through a host view"
+    if at_home and readers:
+        return readers, "kept as an output of its group: read there too"
+    return readers, None
 
 
 def _cast_stays(st: _State, node: Node, home: int, readers: list[int]) -> str | None:
