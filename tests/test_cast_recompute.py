@@ -9,7 +9,9 @@ and the kernels still match eager."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("torch_mlir")
@@ -19,14 +21,22 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import Float64Type, TensorType
 
 import tilefuse.torch as tt
+from tests.device import on_device
 from tests.eager import eager64, flat, rel_error
 from tilefuse.analysis.dataflow import CONTRACTION, build_graph, is_cast
+from tilefuse.backend.triton.module import emit_module
 from tilefuse.frontend.parse import parse_module
+from tilefuse.frontend.program import random_inputs
 from tilefuse.ir.context import make_context
 from tilefuse.ir.dtypes import dtype_bytes
 from tilefuse.ir.tilefuse import GroupOp
+from tilefuse.oracle.compare import relative_error, tolerance
+from tilefuse.oracle.reference import evaluate
 from tilefuse.pipeline import run_pipeline
+from tilefuse.runtime.compiled import load
 from tilefuse.testing import zoo
+
+PROGRAMS = Path(__file__).parent / "programs"
 
 MODELS = {
     "bert_layer": lambda: (zoo.BertLayer(64, 4, 256),
@@ -93,3 +103,23 @@ def test_dot_kernels_have_no_f64_and_match_eager(name):
     assert with_dot and not [k for k in with_dot if "tl.float64" in k]
     for out, ref in zip(flat(compiled(*inputs)), flat(eager64(model, inputs)), strict=True):
         assert rel_error(out, ref) < 2e-2
+
+
+def test_a_cast_alone_in_its_group_moves_to_its_reader():
+    """One op per group (`max_group_ops=1`): the extf's own group empties into the
+    row sum's, which reads the f32 sum; the kernels compute what the IR says."""
+    text = (PROGRAMS / "matmul_residual_f64_row_sum.mlir").read_text()
+    module = parse_module(make_context(), text)
+    arrays = random_inputs(module, 3)
+    refs = evaluate(module, arrays)
+    run_pipeline(module, options={"fusion-groups": {"max_group_ops": 1}})
+    groups = [op for op in module.walk() if isinstance(op, GroupOp)]
+    assert [g.reason.data for g in groups] == [
+        "epilogue: matmul (2 ops)", "pointwise: add (1 ops)",
+        "reduction: ext + reduce_add (3 ops)", "pointwise: trunc (1 ops)"]  # fmt: skip
+    assert [str(t) for g in groups for t in g.result_types if t.get_shape() == (32, 64)] == [
+        "tensor<32x64xf32>"] * 2  # fmt: skip
+    program = load(module, emit_module(module, "cast_alone"))
+    outs = program(*[on_device(np.asarray(a)) for a in arrays])
+    for out, ref in zip(outs, refs, strict=True):
+        assert relative_error(out.cpu().numpy(), ref) <= tolerance("f32")

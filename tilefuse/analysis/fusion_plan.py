@@ -626,7 +626,7 @@ def _finish(st: _State) -> FusionPlan:
         for d in st.decisions
     ]  # fmt: skip
     for g in groups:
-        if len(g.nodes) == 1:
+        if len(g.nodes) == 1 and all(st.graph.nodes[i].kind == FILL for i in g.recomputed):
             label = st.graph.nodes[g.root].label
             decisions.append(Decision(True, "single op", (label,), "1 node", g.name))
     return FusionPlan(tuple(groups), tuple(decisions))
