@@ -22,7 +22,7 @@ KERNELS = {
     "integer_arguments_and_results": 1, "integer_casts": 1, "integer_semantics": 1,
     "keepdim_over_all_dims": 1, "keepdim_softmax": 1, "layernorm_3d_generic": 1,
     "map_region_with_attributes": 1, "mask_counts": 1, "math_edges": 1, "math_functions": 1,
-    "matmul_f32_into_f64": 1, "matmul_indexing_maps": 1, "mixed_precision_matmul": 1,
+    "matmul_f32_into_f64": 1, "matmul_residual_f64_row_sum": 2, "matmul_indexing_maps": 1, "mixed_precision_matmul": 1,
     "multi_result_generic": 1, "named_contractions": 1, "no_arguments": 1,
     "one_tensor_along_two_loops": 1, "pooling_with_an_integer_window": 1, "python_names": 1,
     "qkv_slices": 2,

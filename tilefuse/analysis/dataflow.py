@@ -107,6 +107,32 @@ def is_contraction(s: StructuredOp) -> bool:
     return a in ins and b in ins and a is not b and not checked
 
 
+CASTS = (arith.ExtFOp, arith.TruncFOp, arith.SIToFPOp, arith.UIToFPOp, arith.FPToSIOp,
+         arith.FPToUIOp, arith.ExtSIOp, arith.ExtUIOp, arith.TruncIOp)
+"""Conversions that only change a value's element type."""
+
+
+def is_cast(node: Node) -> bool:
+    """A pointwise op that only changes the element type of its one tensor input:
+    its payload is a chain of conversions (`CASTS`) of that input, read along the
+    same loops as the result is written (no broadcast, no transpose)."""
+    s = node.s
+    if node.kind != POINTWISE or len(s.inputs) != 1 or len(s.outputs) != 1:
+        return False
+    if s.input_maps[0] != s.output_maps[0]:
+        return False
+    yield_op = s.payload.last_op
+    if yield_op is None or len(yield_op.operands) != 1:
+        return False
+    ops = [op for op in s.payload.ops if op is not yield_op]
+    value = yield_op.operands[0]
+    for op in reversed(ops):
+        if not isinstance(op, CASTS) or value is not op.results[0]:
+            return False
+        value = op.operands[0]
+    return bool(ops) and value is s.payload.args[0]
+
+
 def op_label(node: Node) -> str:
     if node.kind == CONTRACTION:
         return "matmul"

@@ -41,6 +41,7 @@ from tilefuse.analysis.dataflow import (
     Graph,
     Node,
     SharedDims,
+    is_cast,
     recompute_cone,
     recompute_refusal,
     shared_dims,
@@ -129,6 +130,7 @@ def plan_fusion(graph: Graph, target: Target, max_group_ops: int = 24) -> Fusion
             if not is_free_fill(p):
                 _try_merge(st, p, node)
     _attach_fills(st)
+    _sink_casts(st)
     _decide_multi_use(st)
     return _finish(st)
 
@@ -459,9 +461,9 @@ def _attach_fills(st: _State) -> None:
 def _decide_multi_use(st: _State) -> None:
     """A producer read by other groups: export it once, or recompute it there."""
     for node in st.graph.nodes:
-        if is_free_fill(node):
-            continue
-        home = st.group_of[node.index]
+        home = st.group_of.get(node.index)
+        if is_free_fill(node) or node.index not in st.members.get(home, []):
+            continue  # a fill, or a cast its readers recompute (_sink_casts)
         readers = []
         for c in node.consumers:
             other = st.group_of[c.index]
@@ -503,6 +505,108 @@ def _recompute_in(st: _State, node: Node, other: int) -> bool:
     return True
 
 
+def _sink_casts(st: _State) -> None:
+    """
+    A cast (`is_cast`: extf, truncf, sitofp, ... of one tensor) whose result leaves
+    its group is recomputed by the groups that read it, from the value it casts:
+    no group stores a value and that value in another dtype. torch-mlir's
+    LayerNorm widens its f32 input to f64 for `var_mean`; fused into a matmul's
+    epilogue, the `extf` would make the GEMM kernel compute in f64 and store the
+    residual sum twice (f32 and f64). Casts are visited last first, so a chain of
+    them (bf16 -> f32 -> f64) moves whole. A cast stays where it is when it is read
+    in its own group, returned or read through a host view, read as a
+    contraction's operand, by a FlashAttention kernel, or when the reader's
+    group would need more passes over its rows; a narrowing cast also stays
+    unless the wider value leaves its group anyway (storing the narrow value is
+    cheaper).
+    """
+    for node in reversed(st.graph.nodes):
+        if not is_cast(node) or node.index not in st.members.get(st.group_of[node.index], []):
+            continue
+        home = st.group_of[node.index]
+        readers, why = _cast_readers(st, node, home)
+        if not readers:
+            continue  # no other kernel reads it
+        why = why or _cast_stays(st, node, home, readers)
+        if why is not None:
+            st.decisions.append(Decision(False, "cast", (node.label,), why))
+            continue
+        st.members[home].remove(node.index)
+        st.group_of[node.index] = readers[0]  # computed there (and in any other reader)
+        src, dst = node.s.inputs[0].type, node.op.results[0].type
+        for gid in readers:
+            st.recompute.setdefault(gid, []).append(node.index)
+            reader = next(c for c in node.consumers if c.index in _in_group(st, gid))
+            st.decisions.append(Decision(
+                True, "recompute", (node.label, reader.label),
+                f"a cast {_elt(src)} -> {_elt(dst)} leaving its group is recomputed by its "
+                f"reader from the {_elt(src)} value: its group stores no second copy in "
+                f"{_elt(dst)} ({_kb(tensor_bytes(node.op.results[0]))} not written)",
+                group=f"@{gid}"))  # fmt: skip
+        if not st.members[home]:
+            del st.members[home]
+            st.merged_into[home] = readers[0]
+
+
+def _in_group(st: _State, gid: int) -> set[int]:
+    """The ops group `gid` computes: its members and the ops it recomputes."""
+    return set(st.members.get(gid, [])) | set(st.recompute.get(gid, []))
+
+
+def _cast_readers(st: _State, node: Node, home: int) -> tuple[list[int], str | None]:
+    """The groups other than `home` that read `node`, and why `home` must still
+    store it (None when it need not): it is returned, read through a host view or
+    a gather, or read in `home` itself."""
+    readers: list[int] = []
+    at_home = False
+    for c in node.consumers:
+        holders = [g for g in st.members if c.index in _in_group(st, g)]
+        at_home |= home in holders
+        readers += [g for g in holders if g != home and g not in readers]
+    if node.external_uses:
+        return readers, "kept as an output of its group: the function returns it"
+    if node.view_consumers:
+        return readers, "kept as an output of its group: a kernel reads it through a host view"
+    if at_home and readers:
+        return readers, "kept as an output of its group: read there too"
+    return readers, None
+
+
+def _cast_stays(st: _State, node: Node, home: int, readers: list[int]) -> str | None:
+    """Why the cast `node` must stay an output of its group `home`, or None."""
+    for gid in readers:
+        group = [st.graph.nodes[i] for i in sorted(_in_group(st, gid))]
+        users = [c for c in node.consumers if c in group]
+        if any(c.kind == CONTRACTION for c in users):
+            return ("kept as an output of its group: a contraction reads it as an operand, "
+                    "tile by tile")  # fmt: skip
+        if any(ATTENTION_TAG in n.op.attributes for n in group):
+            return "kept as an output of its group: a FlashAttention kernel reads it"
+        merged = sorted([*group, node], key=lambda n: n.index)
+        if _gathers_within(merged) is not None:
+            return "kept as an output of its group: its reader gathers from it"
+        dims = shared_dims(st.graph, merged)
+        if recompute_refusal(st.graph, merged, dims) is not None:
+            return "kept as an output of its group: its reader reads it along two loops"
+        if reduction_passes(st.graph, merged, st.target) > reduction_passes(st.graph, group, st.target):
+            return ("kept as an output of its group: recomputing it would add a pass "
+                    "over its reader's rows")  # fmt: skip
+    src, dst = node.s.inputs[0], node.op.results[0]
+    if tensor_bytes(src) > tensor_bytes(dst):
+        producer = st.graph.producer_of(src)
+        leaves = producer is not None and (producer.external_uses or producer.view_consumers or any(
+            c is not node and st.group_of[c.index] != home for c in producer.consumers))
+        if not leaves:
+            return (f"kept as an output of its group: the {_elt(dst.type)} value is narrower "
+                    f"than the {_elt(src.type)} one it casts, which no other kernel reads")  # fmt: skip
+    return None
+
+
+def _elt(t) -> str:
+    """The element type of a tensor type, for logs (`f32`)."""
+    return str(getattr(t, "element_type", t))
+
+
 def _finish(st: _State) -> FusionPlan:
     groups = []
     renames: dict[str, str] = {}
@@ -522,7 +626,7 @@ def _finish(st: _State) -> FusionPlan:
         for d in st.decisions
     ]  # fmt: skip
     for g in groups:
-        if len(g.nodes) == 1:
+        if len(g.nodes) == 1 and all(st.graph.nodes[i].kind == FILL for i in g.recomputed):
             label = st.graph.nodes[g.root].label
             decisions.append(Decision(True, "single op", (label,), "1 node", g.name))
     return FusionPlan(tuple(groups), tuple(decisions))

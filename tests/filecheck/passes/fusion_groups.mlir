@@ -107,3 +107,150 @@ func.func @exp_read_twice(%x: tensor<45xf32>) -> tensor<45x45xf32> {
   } -> tensor<45x45xf32>
   func.return %d : tensor<45x45xf32>
 }
+
+// -----
+
+// A cast leaving its group is recomputed by its reader (torch-mlir's LayerNorm
+// widens the residual sum to f64 for var_mean): the matmul epilogue stays f32
+// and stores the f32 sum once (32 x 64 x 4 B), and the row sum reads it and
+// widens it itself; no f64 copy is written.
+// CHECK-LABEL: func.func @matmul_add_extf_f64_sum
+// CHECK:      %[[S:.*]] = tilefuse.group "fused_kernel_0" ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<32x64xf32>, tensor<64x64xf32>, tensor<32x64xf32>) reason "epilogue: matmul + add (3 ops)" attributes {cost = #tilefuse.cost<flops = 264192, fused_bytes = 40960,
+// CHECK-NOT:    arith.extf
+// CHECK:        tilefuse.yield %{{.*}} : tensor<32x64xf32>
+// CHECK-NEXT: } -> (tensor<32x64xf32>)
+// CHECK:      %[[R:.*]] = tilefuse.group "fused_kernel_1" ins(%[[S]] : tensor<32x64xf32>) reason "reduction: ext + reduce_add (3 ops)" attributes {cost = #tilefuse.cost<flops = 2048, fused_bytes = 8448,
+// CHECK:        arith.extf %{{.*}} : f32 to f64
+// CHECK:        arith.addf %{{.*}}, %{{.*}} : f64
+// CHECK:      func.return %[[R]]
+func.func @matmul_add_extf_f64_sum(%x: tensor<32x64xf32>, %w: tensor<64x64xf32>, %r: tensor<32x64xf32>) -> tensor<32xf64> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %em = tensor.empty() : tensor<32x64xf32>
+  %f = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%zero : f32) outs(%em : tensor<32x64xf32>) {
+  ^bb0(%0: f32, %1: f32):
+    linalg.yield %0 : f32
+  } -> tensor<32x64xf32>
+  %m = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%x, %w : tensor<32x64xf32>, tensor<64x64xf32>) outs(%f : tensor<32x64xf32>) {
+  ^bb0(%2: f32, %3: f32, %4: f32):
+    %5 = arith.mulf %2, %3 : f32
+    %6 = arith.addf %4, %5 : f32
+    linalg.yield %6 : f32
+  } -> tensor<32x64xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%m, %r : tensor<32x64xf32>, tensor<32x64xf32>) outs(%em : tensor<32x64xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %7 = arith.addf %a, %b : f32
+    linalg.yield %7 : f32
+  } -> tensor<32x64xf32>
+  %e64 = tensor.empty() : tensor<32x64xf64>
+  %w64 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%s : tensor<32x64xf32>) outs(%e64 : tensor<32x64xf64>) {
+  ^bb0(%c: f32, %o2: f64):
+    %8 = arith.extf %c : f32 to f64
+    linalg.yield %8 : f64
+  } -> tensor<32x64xf64>
+  %zero64 = arith.constant 0.000000e+00 : f64
+  %er = tensor.empty() : tensor<32xf64>
+  %fr = linalg.generic {indexing_maps = [affine_map<(d0) -> ()>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%zero64 : f64) outs(%er : tensor<32xf64>) {
+  ^bb0(%9: f64, %10: f64):
+    linalg.yield %9 : f64
+  } -> tensor<32xf64>
+  %sum = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]} ins(%w64 : tensor<32x64xf64>) outs(%fr : tensor<32xf64>) {
+  ^bb0(%in: f64, %acc: f64):
+    %11 = arith.addf %in, %acc : f64
+    linalg.yield %11 : f64
+  } -> tensor<32xf64>
+  func.return %sum : tensor<32xf64>
+}
+
+// -----
+
+// The f64 value is also returned: it is stored anyway, and the row sum reads it.
+// CHECK-LABEL: func.func @returned_cast_stays
+// CHECK:      %[[W:.*]] = tilefuse.group "fused_kernel_0" {{.*}} reason "epilogue: matmul + add + ext (4 ops)"
+// CHECK:        tilefuse.yield %{{.*}} : tensor<32x64xf64>
+// CHECK:      %[[R:.*]] = tilefuse.group "fused_kernel_1" ins(%[[W]] : tensor<32x64xf64>) reason "reduction: reduce_add (2 ops)"
+// CHECK:      func.return %[[W]], %[[R]]
+func.func @returned_cast_stays(%x: tensor<32x64xf32>, %w: tensor<64x64xf32>, %r: tensor<32x64xf32>) -> (tensor<32x64xf64>, tensor<32xf64>) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %em = tensor.empty() : tensor<32x64xf32>
+  %f = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%zero : f32) outs(%em : tensor<32x64xf32>) {
+  ^bb0(%0: f32, %1: f32):
+    linalg.yield %0 : f32
+  } -> tensor<32x64xf32>
+  %m = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%x, %w : tensor<32x64xf32>, tensor<64x64xf32>) outs(%f : tensor<32x64xf32>) {
+  ^bb0(%2: f32, %3: f32, %4: f32):
+    %5 = arith.mulf %2, %3 : f32
+    %6 = arith.addf %4, %5 : f32
+    linalg.yield %6 : f32
+  } -> tensor<32x64xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%m, %r : tensor<32x64xf32>, tensor<32x64xf32>) outs(%em : tensor<32x64xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %7 = arith.addf %a, %b : f32
+    linalg.yield %7 : f32
+  } -> tensor<32x64xf32>
+  %e64 = tensor.empty() : tensor<32x64xf64>
+  %w64 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%s : tensor<32x64xf32>) outs(%e64 : tensor<32x64xf64>) {
+  ^bb0(%c: f32, %o2: f64):
+    %8 = arith.extf %c : f32 to f64
+    linalg.yield %8 : f64
+  } -> tensor<32x64xf64>
+  %zero64 = arith.constant 0.000000e+00 : f64
+  %er = tensor.empty() : tensor<32xf64>
+  %fr = linalg.generic {indexing_maps = [affine_map<(d0) -> ()>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%zero64 : f64) outs(%er : tensor<32xf64>) {
+  ^bb0(%9: f64, %10: f64):
+    linalg.yield %9 : f64
+  } -> tensor<32xf64>
+  %sum = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]} ins(%w64 : tensor<32x64xf64>) outs(%fr : tensor<32xf64>) {
+  ^bb0(%in: f64, %acc: f64):
+    %11 = arith.addf %in, %acc : f64
+    linalg.yield %11 : f64
+  } -> tensor<32xf64>
+  func.return %w64, %sum : tensor<32x64xf64>, tensor<32xf64>
+}
+
+// -----
+
+// A narrowing cast stays in its producer's group: storing the bf16 value is
+// cheaper than storing the f32 one it casts, which no other kernel reads.
+// CHECK-LABEL: func.func @narrowing_cast_stays
+// CHECK:      %[[T:.*]] = tilefuse.group "fused_kernel_0" {{.*}} reason "epilogue: matmul + add + trunc (4 ops)"
+// CHECK:        arith.truncf %{{.*}} : f32 to bf16
+// CHECK:        tilefuse.yield %{{.*}} : tensor<32x64xbf16>
+// CHECK:      tilefuse.group "fused_kernel_1" ins(%[[T]] : tensor<32x64xbf16>) reason "reduction: reduce_add (2 ops)"
+func.func @narrowing_cast_stays(%x: tensor<32x64xf32>, %w: tensor<64x64xf32>, %r: tensor<32x64xf32>) -> tensor<32xf64> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %em = tensor.empty() : tensor<32x64xf32>
+  %f = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%zero : f32) outs(%em : tensor<32x64xf32>) {
+  ^bb0(%0: f32, %1: f32):
+    linalg.yield %0 : f32
+  } -> tensor<32x64xf32>
+  %m = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%x, %w : tensor<32x64xf32>, tensor<64x64xf32>) outs(%f : tensor<32x64xf32>) {
+  ^bb0(%2: f32, %3: f32, %4: f32):
+    %5 = arith.mulf %2, %3 : f32
+    %6 = arith.addf %4, %5 : f32
+    linalg.yield %6 : f32
+  } -> tensor<32x64xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%m, %r : tensor<32x64xf32>, tensor<32x64xf32>) outs(%em : tensor<32x64xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %7 = arith.addf %a, %b : f32
+    linalg.yield %7 : f32
+  } -> tensor<32x64xf32>
+  %e64 = tensor.empty() : tensor<32x64xbf16>
+  %w64 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%s : tensor<32x64xf32>) outs(%e64 : tensor<32x64xbf16>) {
+  ^bb0(%c: f32, %o2: bf16):
+    %8 = arith.truncf %c : f32 to bf16
+    linalg.yield %8 : bf16
+  } -> tensor<32x64xbf16>
+  %zero64 = arith.constant 0.000000e+00 : f64
+  %er = tensor.empty() : tensor<32xf64>
+  %fr = linalg.generic {indexing_maps = [affine_map<(d0) -> ()>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%zero64 : f64) outs(%er : tensor<32xf64>) {
+  ^bb0(%9: f64, %10: f64):
+    linalg.yield %9 : f64
+  } -> tensor<32xf64>
+  %sum = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]} ins(%w64 : tensor<32x64xbf16>) outs(%fr : tensor<32xf64>) {
+  ^bb0(%in: bf16, %acc: f64):
+    %12 = arith.extf %in : bf16 to f64
+    %11 = arith.addf %12, %acc : f64
+    linalg.yield %11 : f64
+  } -> tensor<32xf64>
+  func.return %sum : tensor<32xf64>
+}
