@@ -574,15 +574,40 @@ def _contraction_candidate(target, budget, roles: _Roles, ext, bm: int, bn: int,
     else:
         return None
     regs = min(target.max_regs_per_thread, acc_regs + GEMM_REG_BASE)
-    occ = occupancy(target, regs, threads, ws).occupancy
+    resident = occupancy(target, regs, threads, ws)
+    occ = resident.occupancy
     if occ <= 0:
         return None
     programs = math.prod(
         math.ceil(ext[d] / blocks[d]) for d in ext if d != k and d not in roles.other_k
     )
-    # Prefer big tiles (reuse), but not fewer programs than SMs when avoidable.
-    score = (min(programs, target.sm_count), bm * bn, stages)
+    slots = target.sm_count * resident.blocks_per_sm
+    score = (round(wave_efficiency(programs, slots) * tile_efficiency(bm * bn), 3),
+             bm * bn, stages)  # fmt: skip
     return score, blocks, warps, stages, ws, regs, occ
+
+
+TILE_EFFICIENCY = ((256 * 128, 1.0), (128 * 128, 0.92), (64 * 128, 0.82), (64 * 64, 0.7))
+"""Mainloop throughput of a contraction tile by its area, relative to 256 x 128 (H200,
+bf16 Linear GEMMs at transformer shapes, all waves full: 128 x 128 runs at 0.90-0.99 of
+256 x 128, 64 x 128 at 0.78-0.85; tools/experiments/gemm_tiles.py, docs/PERF.md)."""
+
+
+def tile_efficiency(area: int) -> float:
+    """`TILE_EFFICIENCY` of a BM x BN tile (smaller than the table: halved per step)."""
+    for at_least, eff in TILE_EFFICIENCY:
+        if area >= at_least:
+            return eff
+    return TILE_EFFICIENCY[-1][1] * area / TILE_EFFICIENCY[-1][0]
+
+
+def wave_efficiency(programs: int, slots: int) -> float:
+    """The fraction of program slots (SMs x resident programs per SM) busy over the
+    waves `programs` take. 192 tiles on 132 SMs, one per SM, run in two waves, the
+    second 45% full: 0.73. The H200 measured it: at
+    8192 x 768 x 768, 256 x 128 tiles (192 programs) ran at 329 TF/s and 128 x 128
+    tiles (384 programs, 0.97) at 362."""
+    return programs / (math.ceil(programs / slots) * slots)
 
 
 
