@@ -12,9 +12,10 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.linalg import ops as linalg
 
 from tilefuse.frontend.parse import parse_module
+from tilefuse.ir import log
 from tilefuse.ir.context import make_context
 from tilefuse.oracle.reference import evaluate
-from tilefuse.passes.propagate_reshapes import PropagateReshapesPass, plan_cluster
+from tilefuse.passes.propagate_reshapes import PropagateReshapesPass, plan, plan_cluster
 
 GOLDEN = Path(__file__).parent / "filecheck" / "passes" / "propagate_reshapes.mlir"
 
@@ -59,6 +60,27 @@ def test_a_run_the_producer_reads_apart_plans_no_cluster():
     module = _module("split_run")
     transpose = _first(module, linalg.GenericOp)
     assert plan_cluster(transpose, {(0, 1)}) is None
+
+
+def test_a_refused_plan_says_which_generic_and_why():
+    module = _module("split_run")
+    transpose = _first(module, linalg.GenericOp)
+    members, why = plan(transpose, {(0, 1)})
+    assert members is None and "reads a run split or out of order" in why, why
+
+
+def test_the_views_log_gives_every_decision_with_its_reason(capsys):
+    log.configure("views")
+    try:
+        for name in ("linear", "split_run"):
+            PropagateReshapesPass().apply(make_context(), _module(name))
+    finally:
+        log.configure("")
+    lines = capsys.readouterr().err.splitlines()
+    assert any(line.startswith("[tilefuse.views] @linear: folded ") and "collapsed 2 generic(s)" in line
+               for line in lines), lines  # fmt: skip
+    assert any(line.startswith("[tilefuse.views] @split_run: kept ") and "split or out of order" in line
+               for line in lines), lines  # fmt: skip
 
 
 @pytest.mark.parametrize("name", sorted(_chunks()))

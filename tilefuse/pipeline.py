@@ -4,7 +4,8 @@ The default pipeline: the one ordered list of stages, and the one way to run it.
 ```
 inline-calls -> drop-unused-results -> fold-host-scalars -> fold-asserts -> fold-reshape-of-creation
     -> decompose-softmax -> fold-unit-dims -> linalg-generalize -> scalar-operands -> fold-transposes
-    -> propagate-reshapes -> fold-operand-extf -> fold-windows -> split-reduction{target}
+    -> propagate-reshapes -> fold-concats -> fold-operand-extf -> fold-windows
+    -> split-reduction{target}
     -> flash-attention -> fusion-groups{target} -> tile-and-fuse{target} -> horizontal-fusion{target}
     -> (emit triton)
 ```
@@ -36,6 +37,7 @@ from tilefuse.passes.decompose_softmax import DecomposeSoftmaxPass
 from tilefuse.passes.drop_unused_results import DropUnusedResultsPass
 from tilefuse.passes.flash_attention import FlashAttentionPass
 from tilefuse.passes.fold_asserts import FoldAssertsPass
+from tilefuse.passes.fold_concats import FoldConcatsPass
 from tilefuse.passes.fold_host_scalars import FoldHostScalarsPass
 from tilefuse.passes.fold_operand_extf import FoldOperandExtfPass
 from tilefuse.passes.fold_reshape_of_creation import FoldReshapeOfCreationPass
@@ -103,6 +105,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("scalar-operands", ScalarOperandsPass),
     Stage("fold-transposes", FoldTransposesPass),
     Stage("propagate-reshapes", PropagateReshapesPass),
+    Stage("fold-concats", FoldConcatsPass),
     Stage("fold-operand-extf", FoldOperandExtfPass),
     Stage("fold-windows", FoldWindowsPass),
     Stage("split-reduction", SplitReductionPass, targeted=True),

@@ -1,7 +1,8 @@
 // torch.cat as tensor.concat (of kernel results and argument views) and as torch-mlir's
 // older insert_slice chain into a tensor.empty; an insert into a filled buffer (padding)
-// and a strided, rank-reducing insert. The host builds them (torch.cat, slice
-// assignment) between the kernels that make their operands and those that read them.
+// and a strided, rank-reducing insert. The host builds the inserts (slice assignment)
+// between the kernels that make their operands and those that read them; the concat,
+// read only by a generic, is computed inside its reader (fold-concats).
 #m = affine_map<(d0, d1) -> (d0, d1)>
 func.func @cats(%x: tensor<8x64xf32>, %c: tensor<8x64xf32>, %r: tensor<64xf32>) -> (tensor<8x64xf32>, tensor<16x64xf32>, tensor<10x64xf32>, tensor<8x64xf32>) {
   %x1 = tensor.extract_slice %x[0, 0] [8, 32] [1, 1] : tensor<8x64xf32> to tensor<8x32xf32>

@@ -1,10 +1,11 @@
 """
-Log channels, in the spirit of `TORCH_LOGS`: `TILEFUSE_LOG=fusion,kernels,fallback`
+Log channels, in the spirit of `TORCH_LOGS`: `TILEFUSE_LOG=fusion,views,kernels,fallback`
 (or `all`) prints what the compiler decides to stderr, one line per event.
 
 | channel | logger | what it says |
 | --- | --- | --- |
 | `fusion` | `tilefuse.fusion` | every fusion decision of `fusion-groups`, taken or refused, with its reason |
+| `views` | `tilefuse.views` | every decision of `propagate-reshapes`: each reshape folded (the generics collapsed or expanded, along which loops) or kept, with the reason |
 | `kernels` | `tilefuse.kernels` | the kernels a program became: how many, their names, where the source lies |
 | `fallback` | `tilefuse.fallback` | each graph the `torch.compile` backend leaves to eager: the op, its location, the reason |
 
@@ -20,7 +21,7 @@ import os
 import sys
 
 ENV = "TILEFUSE_LOG"
-CHANNELS = ("fusion", "kernels", "fallback")
+CHANNELS = ("fusion", "views", "kernels", "fallback")
 
 
 def channel(name: str) -> logging.Logger:

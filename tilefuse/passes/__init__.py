@@ -28,6 +28,7 @@ PASSES = {
     "scalar-operands": "tilefuse.passes.scalar_operands:ScalarOperandsPass",
     "fold-transposes": "tilefuse.passes.fold_transposes:FoldTransposesPass",
     "propagate-reshapes": "tilefuse.passes.propagate_reshapes:PropagateReshapesPass",
+    "fold-concats": "tilefuse.passes.fold_concats:FoldConcatsPass",
     "fold-operand-extf": "tilefuse.passes.fold_operand_extf:FoldOperandExtfPass",
     "fold-windows": "tilefuse.passes.fold_windows:FoldWindowsPass",
     "split-reduction": "tilefuse.passes.split_reduction:SplitReductionPass",

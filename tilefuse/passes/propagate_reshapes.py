@@ -37,6 +37,7 @@ left as it was, and so is its reshape: correct, just not fused.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -56,6 +57,7 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from tilefuse.ir import log
 from tilefuse.ir.structured import reassociation
 from tilefuse.passes.cleanup import erase_dead_views, fold_reshapes_of_creations
 
@@ -76,6 +78,7 @@ class PropagateReshapesPass(ModulePass):
     name = "propagate-reshapes"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        kept: dict[Operation, str] = {}
         changed, rounds = True, 0
         while changed and rounds < MAX_ROUNDS:
             rounds += 1
@@ -84,16 +87,76 @@ class PropagateReshapesPass(ModulePass):
             for reshape in [o for o in op.walk() if _at_function_level(o, _Reshape)]:
                 if reshape.parent is None or not reshape.result.uses:
                     continue  # folded away by an earlier cluster this round
-                for seed in _seeds(reshape):
-                    members = plan_cluster(*seed)
-                    if members:
-                        _collapse_cluster(members)
-                        changed = True
-                        break
+                changed |= _try_to_fold(reshape, kept)
             _fold_inverses(op)
+        for reshape, why in kept.items():
+            if reshape.parent is not None and reshape.result.uses:
+                _log(reshape, f"kept {_describe(reshape)}: {why}")
         fold_reshapes_of_creations(op)
         _merge_equal_views(op)
         erase_dead_views(op)
+
+
+def _try_to_fold(reshape: _Reshape, kept: dict[Operation, str]) -> bool:
+    """Collapse the first cluster that folds `reshape`; else note why none does."""
+    reasons = []
+    for seed in _seeds(reshape):
+        members, why = plan(*seed)
+        if members:
+            if LOG.isEnabledFor(logging.INFO):
+                names = ", ".join(_label(m) for m in members)
+                _log(reshape, f"folded {_describe(reshape)}: collapsed {len(members)} generic(s) "
+                              f"({names}) along loops {sorted(seed[1])}")  # fmt: skip
+            _collapse_cluster(members)
+            kept.pop(reshape, None)
+            return True
+        reasons.append(why)
+    why = "; ".join(dict.fromkeys(reasons)) or _no_seed_reason(reshape)
+    if why and not isinstance(reshape.src.owner, linalg.GenericOp):
+        why += " (a view of an argument or a view: free at a kernel boundary)"
+    if why:
+        kept[reshape] = why
+    return False
+
+
+def _no_seed_reason(reshape: _Reshape) -> str:
+    """Why no generic's collapse folds `reshape` ('' for a view that stands between
+    no generics: a host view, free at a kernel boundary)."""
+    if isinstance(reshape, tensor.CollapseShapeOp):
+        if _generic_of(reshape.src) is None:
+            return ""
+        return "its producer's output map does not index each merged run of dims by consecutive loops in order"
+    if not any(_at_function_level(u.operation, linalg.GenericOp) for u in reshape.result.uses):
+        return ""
+    return "no generic reading it indexes each split run of dims by consecutive loops in order"
+
+
+LOG = log.channel("views")
+
+
+def _log(op: Operation, message: str) -> None:
+    f = op.parent_op()
+    name = f.sym_name.data if isinstance(f, func.FuncOp) else "?"
+    LOG.info("@%s: %s", name, message)
+
+
+def _describe(reshape: _Reshape) -> str:
+    src, res = reshape.src.type, reshape.result.type
+    kind = "collapse_shape" if isinstance(reshape, tensor.CollapseShapeOp) else "expand_shape"
+    return f"{kind} {_shape(src)} -> {_shape(res)}"
+
+
+def _shape(t) -> str:
+    return "x".join(str(n) for n in t.get_shape()) or "scalar"
+
+
+def _label(op: linalg.GenericOp) -> str:
+    """A generic by its result's name, else by its payload's ops."""
+    hint = op.results[0].name_hint if op.results else None
+    if hint:
+        return f"%{hint}"
+    kinds = [o.name.split(".")[-1] for o in op.body.block.ops if not isinstance(o, linalg.YieldOp)]
+    return "+".join(kinds[:3]) or "copy"
 
 
 def _merge_equal_views(module: ModuleOp) -> None:
@@ -203,18 +266,21 @@ def _dim_runs(amap: AffineMap, loop_runs: set[Run]) -> set[Run] | None:
     return runs
 
 
-def _collapsible(op: linalg.GenericOp, runs: set[Run]) -> bool:
-    """The loops of each run share an iterator type, every map reads each run
-    whole and in order or not at all, and the payload reads no loop index."""
+def _not_collapsible(op: linalg.GenericOp, runs: set[Run]) -> str | None:
+    """Why `op` cannot run with each run of loops merged (None: it can): the loops
+    of a run must share an iterator type, every map read each run whole and in
+    order or not at all, and the payload read no loop index."""
     iters = [str(i.data) for i in op.iterator_types]
     if any(len({iters[d] for d in run}) != 1 for run in runs):
-        return False
+        return "mixes parallel and reduction loops in a run"
     if any(isinstance(o, linalg.IndexOp) for o in op.body.walk()):
-        return False
+        return "reads a loop index (linalg.index)"
     covered = [d for run in runs for d in run]
     if len(covered) != len(set(covered)):
-        return False  # overlapping runs
-    return all(_dim_runs(m, runs) is not None for m in _maps(op))
+        return "would merge overlapping runs"
+    if any(_dim_runs(m, runs) is None for m in _maps(op)):
+        return "reads a run split or out of order through one of its maps"
+    return None
 
 
 def _seeds(reshape: _Reshape) -> list[tuple[linalg.GenericOp, set[Run]]]:
@@ -246,6 +312,11 @@ def _folds(view: Operation, runs: set[Run], expand: bool) -> bool:
 def plan_cluster(seed: linalg.GenericOp, loop_runs: set[Run]) -> dict[linalg.GenericOp, set[Run]] | None:
     """The generics to collapse together, each with its loop runs, starting from
     `seed`; None when one of them cannot be collapsed."""
+    return plan(seed, loop_runs)[0]
+
+
+def plan(seed: linalg.GenericOp, loop_runs: set[Run]) -> tuple[dict[linalg.GenericOp, set[Run]] | None, str]:
+    """`plan_cluster`, with the reason when there is none."""
     members: dict[linalg.GenericOp, set[Run]] = {}
     work = [(seed, loop_runs)]
     while work:
@@ -253,14 +324,16 @@ def plan_cluster(seed: linalg.GenericOp, loop_runs: set[Run]) -> dict[linalg.Gen
         runs = members.get(op, set()) | new
         if op in members and runs == members[op]:
             continue
-        if not _collapsible(op, runs):
-            return None
+        why = _not_collapsible(op, runs)
+        if why:
+            return None, f"{_label(op)} {why} (loops {sorted(runs)})"
         members[op] = runs
         neighbours = _neighbours(op, runs)
         if neighbours is None:
-            return None
+            return None, (f"a producer or reader of {_label(op)} does not index loops "
+                          f"{sorted(runs)} as one consecutive run")  # fmt: skip
         work.extend(neighbours)
-    return members
+    return members, ""
 
 
 def _neighbours(op: linalg.GenericOp, runs: set[Run]) -> list[tuple[linalg.GenericOp, set[Run]]] | None:
@@ -383,6 +456,8 @@ def _expand_readers_of_collapses(module: ModuleOp) -> bool:
                 continue
             splits = _splits(reader, use.index, collapse)  # pyright: ignore
             if splits and _expandable(reader, splits):  # pyright: ignore
+                _log(reader, f"folded {_describe(collapse)}: expanded {_label(reader)} "  # pyright: ignore
+                             f"(loop -> sizes {splits})")  # fmt: skip
                 _expand_generic(reader, splits)  # pyright: ignore
                 changed = True
                 break

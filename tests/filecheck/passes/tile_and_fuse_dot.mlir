@@ -4,10 +4,11 @@
 // The tl.dot dtype of a tile plan (analysis/dot.py): products of two bf16 values
 // (widened by extf in the payload, as fold-operand-extf leaves torch-mlir's bf16
 // Linear) are exact in f32, so the dot is bf16, and stays bf16 with allow_tf32.
-// The working set counts both operand tiles at 2 bytes: 4 stages x (16x64 + 64x16)
-// x 2 = 16384 bytes.
+// The working set counts both operand tiles at 2 bytes; K is whole (one trip of the
+// loop), so Triton does not pipeline it: one tile each, (16x64 + 64x16) x 2 = 4096
+// bytes (budget.contraction_smem).
 // CHECK-LABEL: func.func @bf16_factors
-// CHECK:       tilefuse.tile_grid {{.*}} blocks = [16, 16, 64], {{.*}} working_set = 16384, {{.*}} dot = "bf16"
+// CHECK:       tilefuse.tile_grid {{.*}} blocks = [16, 16, 64], {{.*}} working_set = 4096, {{.*}} dot = "bf16"
 // CHECK:         tilefuse.load %{{.*}} : tensor<32x48xbf16> -> tensor<16x64xbf16>
 // CHECK:         tilefuse.load %{{.*}} : tensor<40x48xbf16> -> tensor<16x64xbf16>
 // TF32-LABEL:  func.func @bf16_factors
@@ -38,10 +39,12 @@ func.func @bf16_factors(%x: tensor<32x48xbf16>, %w: tensor<40x48xbf16>) -> tenso
 
 // A bf16 factor times a genuine f32 one: not a product of two 16-bit values, so
 // the dot stays f32 (IEEE), TF32 only when asked for. The bf16 tile is loaded (and
-// counted) at 2 bytes, the f32 one at 4: 4 stages x (16x32 x 2 + 32x16 x 4) = 12288
-// (16384 for two f32 operands, below).
+// counted) at 2 bytes, the f32 one at 4. The bf16 tile is converted in registers:
+// 3 (stages - 1) buffers of it at 2 bytes, the f32 tile 4 stages at 4 bytes, and
+// one converted tile in the dot's f32: 3 x 1024 + 4 x 2048 + 2048 = 13312 (16384 for
+// two f32 operands, below: 4 x (2048 + 2048); budget.contraction_smem).
 // CHECK-LABEL: func.func @bf16_times_f32
-// CHECK:       tilefuse.tile_grid {{.*}} blocks = [16, 16, 32], {{.*}} working_set = 12288, {{.*}} dot = "f32"
+// CHECK:       tilefuse.tile_grid {{.*}} blocks = [16, 16, 32], {{.*}} working_set = 13312, {{.*}} dot = "f32"
 // CHECK:         tilefuse.load %{{.*}} : tensor<32x48xbf16> -> tensor<16x32xbf16>
 // CHECK:         tilefuse.load %{{.*}} : tensor<48x40xf32> -> tensor<32x16xf32>
 // TF32-LABEL:  func.func @bf16_times_f32
