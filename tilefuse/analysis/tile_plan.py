@@ -574,15 +574,51 @@ def _contraction_candidate(target, budget, roles: _Roles, ext, bm: int, bn: int,
     else:
         return None
     regs = min(target.max_regs_per_thread, acc_regs + GEMM_REG_BASE)
-    occ = occupancy(target, regs, threads, ws).occupancy
+    resident = occupancy(target, regs, threads, ws)
+    occ = resident.occupancy
     if occ <= 0:
         return None
     programs = math.prod(
         math.ceil(ext[d] / blocks[d]) for d in ext if d != k and d not in roles.other_k
     )
-    # Prefer big tiles (reuse), but not fewer programs than SMs when avoidable.
-    score = (min(programs, target.sm_count), bm * bn, stages)
+    busy = wave_efficiency(programs, target.sm_count, resident.blocks_per_sm)
+    score = (round(busy * tile_efficiency(bm, bn), 3),
+             bm * bn, stages)  # fmt: skip
     return score, blocks, warps, stages, ws, regs, occ
+
+
+TILE_EFFICIENCY = {(256, 128): 1.0, (128, 256): 0.9, (128, 128): 0.92, (64, 128): 0.82,
+                   (128, 64): 0.78}  # fmt: skip
+"""Mainloop throughput of a BM x BN contraction tile relative to 256 x 128 (H200, bf16
+Linear GEMMs at transformer shapes, all waves full: tools/experiments/gemm_tiles.py,
+docs/PERF.md)."""
+ELONGATED = 0.85
+"""Tiles with one side 4x the other or more (unmeasured; fewer operand reuses than a
+square tile of the same area)."""
+
+
+def tile_efficiency(bm: int, bn: int) -> float:
+    """`TILE_EFFICIENCY` of a BM x BN tile; other shapes by their area against the
+    measured ones (below 64 x 128: by the square root of the area, as operand reuse
+    goes with a tile's side), times `ELONGATED`."""
+    if (bm, bn) in TILE_EFFICIENCY:
+        return TILE_EFFICIENCY[(bm, bn)]
+    area = bm * bn
+    eff = 1.0 if area >= 256 * 128 else 0.92 if area >= 128 * 128 else 0.82 * min(1.0, (area / 8192) ** 0.5)
+    return eff * (ELONGATED if max(bm, bn) >= 4 * min(bm, bn) else 1.0)
+
+
+def wave_efficiency(programs: int, sms: int, per_sm: int = 1) -> float:
+    """The fraction of the GPU `programs` keep busy: over several waves of
+    `sms x per_sm` programs (`per_sm` resident on each SM), the slots filled; in one
+    wave, the SMs given a program. 192 tiles on 132 SMs, one per SM, run in two
+    waves, the second 45% full: 0.73. The H200 measured it: at 8192 x 768 x 768,
+    256 x 128 tiles (192 programs) ran at 329 TF/s and 128 x 128 tiles (384
+    programs, 0.97) at 362."""
+    slots = sms * max(1, per_sm)
+    if programs <= slots:
+        return min(programs, sms) / sms
+    return programs / (math.ceil(programs / slots) * slots)
 
 
 
