@@ -101,21 +101,27 @@ class FlashAttentionPass(ModulePass):
 def rewrite_attention(graph: Graph, att: Attention, tag: str) -> None:
     """Sink `att`'s normalisation and tag its ops."""
     o, p = att.output, att.normalize
-    probs = (att.zero_rows or p).op.results[0]
+    probs = (att.rounding or att.zero_rows or p).op.results[0]
     e = att.softmax.exp_node.op.results[0]
     row_sum = att.sum_node.op.results[0]
     row_max = att.softmax.max_node.op.results[0] if att.zero_rows is not None else None
     if row_max is not None:
         _guard_exp(att)
-    # 1. o2 = sum_j e * v: the same contraction reading e instead of p.
+    # 1. o2 = sum_j e * v: the same contraction reading e instead of p (a 16-bit
+    #    program's rounding of p before P V moved onto e: truncf(e)).
+    read, made = e, []
+    if att.rounding is not None:
+        made = _rounded(att.rounding, e)
+        read = made[-1].results[0]
+        made[-1].attributes[TAG] = StringAttr(tag)
     o2 = o.op.clone()
-    o2.operands = [e if v is probs else v for v in o2.operands]
-    Rewriter.insert_op(o2, InsertPoint.after(o.op))
+    o2.operands = [read if v is probs else v for v in o2.operands]
+    Rewriter.insert_op([*made, o2], InsertPoint.after(o.op))
     # 2. o = o2 / l, l broadcast over o's non-row dims (o2 itself where m = -inf).
     div = _divide(graph, att, o2.results[0], row_sum, row_max)
     Rewriter.insert_op([div[0], div[1]], InsertPoint.after(o2))
     o.op.results[0].replace_all_uses_with(div[1].results[0])
-    for dead in (o, att.zero_rows, p):
+    for dead in (o, att.rounding, att.zero_rows, p):
         if dead is not None and not any(r.uses for r in dead.op.results):
             dead.op.detach()
             dead.op.erase()
@@ -124,6 +130,16 @@ def rewrite_attention(graph: Graph, att: Attention, tag: str) -> None:
         node.op.attributes[TAG] = StringAttr(tag)
     o2.attributes[TAG] = StringAttr(tag)
     div[1].attributes[TAG] = StringAttr(tag)
+
+
+def _rounded(rounding: Node, e) -> list[Operation]:
+    """`truncf(e)`: the rounding the program applies to `p` (or `q`), on `e`, laid
+    out as `p` (identity maps, `p` laid out as `e`)."""
+    t = TensorType(element_type(rounding.op.results[0].type), shape_of(e))
+    empty = tensor.EmptyOp([], t)
+    new = rounding.op.clone()
+    new.operands = [e, empty.tensor]
+    return [empty, new]
 
 
 def _mask_producers(att: Attention) -> list[Node]:
@@ -172,8 +188,7 @@ def _divide(graph: Graph, att: Attention, num, row_sum, row_max=None):
     with `row_max`, `select(m == -inf, num, num / l)` (a fully masked row's
     `num` is its sum of `0 * v`, what the program's zeroed probabilities give)."""
     nodes = [att.softmax.max_node, att.softmax.exp_node, att.sum_node, att.normalize, att.output]
-    if att.zero_rows is not None:
-        nodes.insert(-1, att.zero_rows)
+    nodes[-1:-1] = [n for n in (att.zero_rows, att.rounding) if n is not None]
     dims = shared_dims(graph, nodes)
     o, s = att.output, att.sum_node
     out_loops = o.s.operand_dims(len(o.s.inputs))
@@ -391,6 +406,9 @@ def _is_probabilities(value) -> bool:
     """Is `value` (through a collapse_shape) `e / l` with `l` a sum of an `exp`?"""
     if isinstance(c := value.owner, tensor.CollapseShapeOp):
         value = c.src
+    if isinstance(r := value.owner, linalg.GenericOp) and len(r.inputs) == 1 and \
+            _single_op_payload(r, arith.TruncFOp) is not None:  # fmt: skip
+        value = r.inputs[0]  # a 16-bit program's truncf(p) before P V
     if _payload_has(sel := value.owner, arith.SelectOp) and len(sel.inputs) == 3:
         value = sel.inputs[2]  # SDPA's select(all masked, 0, p)
     div = value.owner
