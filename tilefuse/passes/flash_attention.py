@@ -291,7 +291,8 @@ def _expand_sandwich(g: linalg.GenericOp) -> bool:
     operand is viewed expanded."""
     if len(g.results) != 1 or len(g.outputs) != 1 or _uses_index(g):
         return False
-    uses = list(g.results[0].uses)
+    casts = _unary_chain(g.results[0])  # a 16-bit program's truncf of the f32 dot
+    uses = list((casts[-1] if casts else g).results[0].uses)
     if len(uses) != 1 or not isinstance(e := uses[0].operation, tensor.ExpandShapeOp):
         return False
     if not (_reaches_row_max(e.result) or any(_is_probabilities(v) for v in g.inputs)):
@@ -308,27 +309,64 @@ def _expand_sandwich(g: linalg.GenericOp) -> bool:
     for k, (value, dims) in enumerate(zip(g.inputs, all_dims, strict=False)):
         assert dims is not None
         src, made = _undone_collapse(value, [split.get(d) for d in dims])
+        if made and _is_probabilities(value):
+            for view in [*views, *made]:
+                view.erase()  # (never inserted: drops its use of the value)
+            return False  # a view between the softmax and P V: attention would not match
         if src is not value and (perm := _pure_permutation(src)) is not None:
             # The copy the collapse kept from fold-transposes: read its input permuted.
             src, new_dims[k] = src.owner.inputs[0], [new_dims[k][p] for p in perm]
         inputs.append(src)
         views += made
-    init = _expanded_init(g.outputs[0], e)
-    if init is None:
-        return False
+    t = TensorType(element_type(g.results[0].type), e.result.type.get_shape())
+    init = _expanded_init(g.outputs[0], e, t)
     new_maps = [AffineMapAttr(AffineMap(rank, 0, tuple(AffineDimExpr(i) for i in dims)))
                 for dims in new_dims]  # fmt: skip
     iterators = [it for d, it in enumerate(g.iterator_types.data) for _ in new_index[d]]
-    new = linalg.GenericOp(inputs, [init[0]], g.body.clone(), new_maps, iterators, [e.result.type])
+    new = linalg.GenericOp(inputs, [init[0]], g.body.clone(), new_maps, iterators, [t])
     new.location = g.location
     new.attributes.update(g.attributes)
-    Rewriter.insert_op([*views, *init[1], new], InsertPoint.before(g))
-    e.result.replace_all_uses_with(new.results[0])
     new.results[0].name_hint = g.results[0].name_hint
-    for dead in (e, g):
+    made = [*views, *init[1], new]
+    for cast in casts:  # each cast of the chain in the expanded shape
+        made += _expanded_unary(cast, made[-1].results[0])
+    Rewriter.insert_op(made, InsertPoint.before(g))
+    e.result.replace_all_uses_with(made[-1].results[0])
+    for dead in (e, *reversed(casts), g):
         dead.detach()
         dead.erase()
     return True
+
+
+def _unary_chain(value) -> list[linalg.GenericOp]:
+    """The elementwise generics of one input, identity maps, each the one reader of
+    the one before (`truncf` of a dot's f32 result), from `value` on."""
+    chain = []
+    while len(uses := list(value.uses)) == 1:
+        op = uses[0].operation
+        if not isinstance(op, linalg.GenericOp) or len(op.inputs) != 1 or len(op.results) != 1 or \
+                uses[0].index != 0 or _uses_index(op) or \
+                any(it.data != IteratorType.PARALLEL for it in op.iterator_types.data) or \
+                any(m.data != AffineMap.identity(m.data.num_dims) for m in op.indexing_maps.data):  # fmt: skip
+            break
+        chain.append(op)
+        value = op.results[0]
+    return chain
+
+
+def _expanded_unary(op: linalg.GenericOp, value) -> list[Operation]:
+    """`op` (elementwise, identity maps) applied to `value`, in `value`'s shape."""
+    t = TensorType(element_type(op.results[0].type), shape_of(value))
+    empty = tensor.EmptyOp([], t)
+    rank = len(shape_of(value))
+    new = linalg.GenericOp(
+        [value], [empty.tensor], op.body.clone(), [AffineMapAttr(AffineMap.identity(rank))] * 2,
+        [IteratorTypeAttr(IteratorType.PARALLEL)] * rank, [t],
+    )  # fmt: skip
+    new.location = op.location
+    new.attributes.update(op.attributes)
+    new.results[0].name_hint = op.results[0].name_hint
+    return [empty, new]
 
 
 def _split_loops(e: tensor.ExpandShapeOp, out_dims: list[int], loops: int):
@@ -423,10 +461,10 @@ def _is_probabilities(value) -> bool:
     return False
 
 
-def _expanded_init(init, e: tensor.ExpandShapeOp):
-    """The output's init in the expanded shape: a fill of it, or an expand_shape view."""
+def _expanded_init(init, e: tensor.ExpandShapeOp, t: TensorType):
+    """The output's init in the expanded shape (`t`): a fill of it, or an
+    expand_shape view."""
     fill = init.owner
-    t = e.result.type
     if isinstance(fill, linalg.GenericOp) and len(fill.inputs) == 1 and \
             not isinstance(fill.inputs[0].type, TensorType) and \
             isinstance(y := fill.body.block.last_op, linalg.YieldOp) and \
