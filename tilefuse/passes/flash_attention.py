@@ -139,6 +139,7 @@ def _rounded(rounding: Node, e) -> list[Operation]:
     empty = tensor.EmptyOp([], t)
     new = rounding.op.clone()
     new.operands = [e, empty.tensor]
+    new.results[0].name_hint = None  # not the program's rounded p
     return [empty, new]
 
 
