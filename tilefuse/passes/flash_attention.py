@@ -306,19 +306,10 @@ def _expand_sandwich(g: linalg.GenericOp) -> bool:
     split, new_index = _split_loops(e, out_dims, len(g.iterator_types.data))
     rank = sum(len(v) for v in new_index.values())
     new_dims = [[i for d in dims for i in new_index[d]] for dims in all_dims if dims is not None]
-    inputs, views = [], []
-    for k, (value, dims) in enumerate(zip(g.inputs, all_dims, strict=False)):
-        assert dims is not None
-        src, made = _undone_collapse(value, [split.get(d) for d in dims])
-        if made and _is_probabilities(value):
-            for view in [*views, *made]:
-                view.erase()  # (never inserted: drops its use of the value)
-            return False  # a view between the softmax and P V: attention would not match
-        if src is not value and (perm := _pure_permutation(src)) is not None:
-            # The copy the collapse kept from fold-transposes: read its input permuted.
-            src, new_dims[k] = src.owner.inputs[0], [new_dims[k][p] for p in perm]
-        inputs.append(src)
-        views += made
+    found = _expanded_operands(g, all_dims, new_dims, split)
+    if found is None:
+        return False
+    inputs, views = found
     t = TensorType(element_type(g.results[0].type), e.result.type.get_shape())
     init = _expanded_init(g.outputs[0], e, t)
     new_maps = [AffineMapAttr(AffineMap(rank, 0, tuple(AffineDimExpr(i) for i in dims)))
@@ -337,6 +328,26 @@ def _expand_sandwich(g: linalg.GenericOp) -> bool:
         dead.detach()
         dead.erase()
     return True
+
+
+def _expanded_operands(g: linalg.GenericOp, all_dims, new_dims, split):
+    """`g`'s inputs read in the expanded loop space (`new_dims` updated where a
+    permuting copy is folded) and the views that makes, or None when the
+    probabilities would be read through a view (the softmax and `P V` would then
+    be in different shapes: attention would not match)."""
+    inputs, views = [], []
+    for k, (value, dims) in enumerate(zip(g.inputs, all_dims, strict=False)):
+        src, made = _undone_collapse(value, [split.get(d) for d in dims])
+        if made and _is_probabilities(value):
+            for view in [*views, *made]:
+                view.erase()  # (never inserted: drops its use of the value)
+            return None
+        if src is not value and (perm := _pure_permutation(src)) is not None:
+            # The copy the collapse kept from fold-transposes: read its input permuted.
+            src, new_dims[k] = src.owner.inputs[0], [new_dims[k][p] for p in perm]
+        inputs.append(src)
+        views += made
+    return inputs, views
 
 
 def _unary_chain(value) -> list[linalg.GenericOp]:
