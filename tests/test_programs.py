@@ -41,6 +41,7 @@ KERNELS = {
     "bf16_times_f32_matmul": 1, "bf16_broadcast_batch_matmul": 1,
     "attention_bf16_qkv_f32_probs": 1,
     "attention_heads_through_views": 1, "attention_sdpa_masked_rows": 1,
+    "attention_bf16_rounded_scores_and_probs": 1,
 }  # fmt: skip
 """Kernels each program becomes (conv_of_a_fill: one; a dead fill of its input was a
 second until fold-windows stopped keeping it alive; reshape_between_kernels: one,

@@ -233,7 +233,7 @@ def _recomputed_reduction(dims: SharedDims, nodes: list[Node]) -> str | None:
     recomputed by every program along that dim (the model does not price that):
     refuse instead.
     """
-    grid = {d.id for d in dims.dims if d.is_grid and d.extent > 1}
+    grid = {d.id for d in dims.dims if d.is_grid and d.extent > 1} - _attention_whole_dims(dims, nodes)
     for n in nodes:
         if n.kind != REDUCE:
             continue
@@ -244,6 +244,20 @@ def _recomputed_reduction(dims: SharedDims, nodes: list[Node]) -> str | None:
             return (f"{n.label} would be recomputed for every tile along a dim of "
                     f"extent {extent} it does not have")  # fmt: skip
     return None
+
+
+def _attention_whole_dims(dims: SharedDims, nodes: list[Node]) -> set[int]:
+    """The dims a FlashAttention program holds whole: the output dims of its
+    contractions that are not rows of its reductions (`P V`'s head dim). An
+    epilogue read along them (the output's cast, its head-merging copy) is no
+    reason to recompute the softmax: every program has whole rows of `o`."""
+    tagged = [n for n in nodes if ATTENTION_TAG in n.op.attributes]
+
+    def out_dims(n: Node) -> set[int]:
+        return {dims.of[(n.index, d)] for d in n.s.operand_dims(len(n.s.inputs))}
+
+    rows = set().union(*(out_dims(n) for n in tagged if n.kind == REDUCE))
+    return set().union(*(out_dims(n) for n in tagged if n.kind == CONTRACTION)) - rows
 
 
 def _reduces_contraction_dim(dims: SharedDims, merged: list[Node]) -> bool:

@@ -13,6 +13,14 @@ max (seed 003):
 `find_attention(graph)` finds softmax(Q K^T * s) V: an online softmax whose
 normalisation `p = e / l` feeds a contraction over `j`, with `u` produced by a
 contraction over another dim (through any elementwise ops such as the scale).
+A 16-bit program rounds `p` before `P V` (`truncf`, a bf16 factor of a dot that
+accumulates in f32): the contraction reads `p` through that rounding.
+
+After flash-attention, the contraction `sum_j e * v` of a 16-bit program reads
+`e` through its rounding (`truncf(e)`, tagged `tilefuse.attention` by the pass,
+which states the rule: docs/ARCHITECTURE.md, "roundings a fused kernel moves"):
+`find_online_softmax` counts it as linear in `e`, so the kernel rounds
+`exp(u - m)` against the running max, as FlashAttention does.
 """
 
 from __future__ import annotations
@@ -32,10 +40,14 @@ from tilefuse.analysis.dataflow import (
     REDUCE,
     Graph,
     Node,
+    product_operand,
     shared_dims,
 )
 from tilefuse.ir.constants import constant_array, is_splat
 from tilefuse.ir.structured import cmpf_predicate, combiner_at
+
+ATTENTION_TAG = "tilefuse.attention"
+"""The attribute flash-attention tags an attention's ops with (one kernel)."""
 
 
 @dataclass(frozen=True)
@@ -59,8 +71,9 @@ class Attention:
     scores: tuple[Node, ...]  # the contraction producing u and the ops after it
     sum_node: Node  # l = sum_j e
     normalize: Node  # p = e / l
-    output: Node  # o = sum_j p * v (or sum_j q * v)
+    output: Node  # o = sum_j p * v (or sum_j q * v, or sum_j truncf(p) * v)
     zero_rows: Node | None = None  # q = select(all_j(u == -inf), 0, p): SDPA's masked rows
+    rounding: Node | None = None  # truncf(p) (or truncf(q)): a 16-bit program's P before P V
 
 
 def _combiner(node: Node) -> tuple[Operation, SSAValue] | None:
@@ -134,7 +147,41 @@ def _linear_in(graph: Graph, node: Node, e: SSAValue) -> bool:
     x = found[1]
     if node.kind == REDUCE:
         return x is e_arg
-    return node.kind == CONTRACTION and isinstance(x.owner, arith.MulfOp) and e_arg in x.owner.operands
+    return node.kind == CONTRACTION and isinstance(x.owner, arith.MulfOp) and \
+        e_arg in [product_operand(v) for v in x.owner.operands]  # fmt: skip
+
+
+def rounded_input(node: Node) -> SSAValue | None:
+    """For `r = truncf(x)` elementwise (one input, one output, identity maps, the
+    payload one `arith.truncf` of the input), `x`; else None."""
+    s = node.s
+    if node.kind != POINTWISE or len(s.inputs) != 1 or len(s.outputs) != 1 or \
+            any(m != AffineMap.identity(s.num_loops) for m in s.maps):  # fmt: skip
+        return None
+    ops = list(s.payload.ops)
+    if len(ops) != 2 or not isinstance(ops[0], arith.TruncFOp) or ops[0].input is not s.payload.args[0] \
+            or ops[1].operands[0] is not ops[0].result:  # fmt: skip
+        return None
+    return s.inputs[0]
+
+
+def _accumulates_in(node: Node, value: SSAValue) -> bool:
+    """Does the contraction `node` accumulate in `value`'s element type (a rounded
+    16-bit factor of a dot whose sum is kept in f32, as the unrounded one was)?"""
+    return node.s.outputs[0].type.get_element_type() == value.type.get_element_type()
+
+
+def _rounded_readers(node: Node, tagged: bool) -> list[tuple[Node, Node]]:
+    """`(r, c)` for each `r = truncf(node's result)` among `node`'s readers and each
+    contraction `c` reading `r` and accumulating in the unrounded type; with
+    `tagged`, only roundings flash-attention tagged."""
+    found = []
+    for r in node.consumers:
+        if rounded_input(r) is not node.op.results[0] or (tagged and ATTENTION_TAG not in r.op.attributes):
+            continue
+        found += [(r, c) for c in r.consumers
+                  if c.kind == CONTRACTION and _accumulates_in(c, node.op.results[0])]  # fmt: skip
+    return found
 
 
 def find_online_softmax(graph: Graph) -> list[OnlineSoftmax]:
@@ -150,6 +197,9 @@ def find_online_softmax(graph: Graph) -> list[OnlineSoftmax]:
             linear = tuple(
                 r for r in e.consumers
                 if _linear_in(graph, r, e.op.results[0]) and _same_reduced_dim(graph, a, [e], r)
+            ) + tuple(
+                c for r, c in _rounded_readers(e, tagged=True)
+                if _linear_in(graph, c, r.op.results[0]) and _same_reduced_dim(graph, a, [e, r], c)
             )  # fmt: skip
             if linear:
                 found.append(OnlineSoftmax(a, e, linear))
@@ -167,7 +217,12 @@ def _same_reduced_dim(graph: Graph, a: Node, chain: list[Node], r: Node) -> bool
 
 
 def _is_division_by(node: Node, e: SSAValue, row_sum: SSAValue) -> bool:
+    """`p = e / l`, `p` laid out as `e` (read through the map it is written with:
+    flash-attention reads `e` where the program reads `p`)."""
     if node.kind != POINTWISE or e not in node.s.inputs or row_sum not in node.s.inputs:
+        return False
+    if node.s.input_maps[node.s.inputs.index(e)] != node.s.output_maps[0] or \
+            node.s.outputs[0].type != e.type:  # fmt: skip
         return False
     block = node.s.payload
     div = block.last_op.operands[0].owner if block.last_op else None
@@ -208,11 +263,13 @@ def find_attention(graph: Graph) -> list[Attention]:
                     continue
                 reads = [(p, None)] + [(q, q) for q in p.consumers if _zeroes_masked_rows(graph, q, p, sm)]
                 for probs, q in reads:
-                    for o in probs.consumers:
-                        chain = [sm.exp_node, p] + ([q] if q is not None else [])
-                        if o.kind == CONTRACTION and _linear_in(graph, o, probs.op.results[0]) and \
-                                _same_reduced_dim(graph, sm.max_node, chain, o):  # fmt: skip
-                            found.append(Attention(sm, scores, l_node, p, o, q))
+                    chain = [sm.exp_node, p] + ([q] if q is not None else [])
+                    readers = [(None, o) for o in probs.consumers] + _rounded_readers(probs, tagged=False)
+                    for r, o in readers:
+                        read = (r or probs).op.results[0]
+                        if o.kind == CONTRACTION and _linear_in(graph, o, read) and \
+                                _same_reduced_dim(graph, sm.max_node, chain + ([r] if r else []), o):  # fmt: skip
+                            found.append(Attention(sm, scores, l_node, p, o, q, r))
     return found
 
 

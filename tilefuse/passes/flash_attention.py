@@ -101,21 +101,27 @@ class FlashAttentionPass(ModulePass):
 def rewrite_attention(graph: Graph, att: Attention, tag: str) -> None:
     """Sink `att`'s normalisation and tag its ops."""
     o, p = att.output, att.normalize
-    probs = (att.zero_rows or p).op.results[0]
+    probs = (att.rounding or att.zero_rows or p).op.results[0]
     e = att.softmax.exp_node.op.results[0]
     row_sum = att.sum_node.op.results[0]
     row_max = att.softmax.max_node.op.results[0] if att.zero_rows is not None else None
     if row_max is not None:
         _guard_exp(att)
-    # 1. o2 = sum_j e * v: the same contraction reading e instead of p.
+    # 1. o2 = sum_j e * v: the same contraction reading e instead of p (a 16-bit
+    #    program's rounding of p before P V moved onto e: truncf(e)).
+    read, made = e, []
+    if att.rounding is not None:
+        made = _rounded(att.rounding, e)
+        read = made[-1].results[0]
+        made[-1].attributes[TAG] = StringAttr(tag)
     o2 = o.op.clone()
-    o2.operands = [e if v is probs else v for v in o2.operands]
-    Rewriter.insert_op(o2, InsertPoint.after(o.op))
+    o2.operands = [read if v is probs else v for v in o2.operands]
+    Rewriter.insert_op([*made, o2], InsertPoint.after(o.op))
     # 2. o = o2 / l, l broadcast over o's non-row dims (o2 itself where m = -inf).
     div = _divide(graph, att, o2.results[0], row_sum, row_max)
     Rewriter.insert_op([div[0], div[1]], InsertPoint.after(o2))
     o.op.results[0].replace_all_uses_with(div[1].results[0])
-    for dead in (o, att.zero_rows, p):
+    for dead in (o, att.rounding, att.zero_rows, p):
         if dead is not None and not any(r.uses for r in dead.op.results):
             dead.op.detach()
             dead.op.erase()
@@ -124,6 +130,17 @@ def rewrite_attention(graph: Graph, att: Attention, tag: str) -> None:
         node.op.attributes[TAG] = StringAttr(tag)
     o2.attributes[TAG] = StringAttr(tag)
     div[1].attributes[TAG] = StringAttr(tag)
+
+
+def _rounded(rounding: Node, e) -> list[Operation]:
+    """`truncf(e)`: the rounding the program applies to `p` (or `q`), on `e`, laid
+    out as `p` (identity maps, `p` laid out as `e`)."""
+    t = TensorType(element_type(rounding.op.results[0].type), shape_of(e))
+    empty = tensor.EmptyOp([], t)
+    new = rounding.op.clone()
+    new.operands = [e, empty.tensor]
+    new.results[0].name_hint = None  # not the program's rounded p
+    return [empty, new]
 
 
 def _mask_producers(att: Attention) -> list[Node]:
@@ -172,8 +189,7 @@ def _divide(graph: Graph, att: Attention, num, row_sum, row_max=None):
     with `row_max`, `select(m == -inf, num, num / l)` (a fully masked row's
     `num` is its sum of `0 * v`, what the program's zeroed probabilities give)."""
     nodes = [att.softmax.max_node, att.softmax.exp_node, att.sum_node, att.normalize, att.output]
-    if att.zero_rows is not None:
-        nodes.insert(-1, att.zero_rows)
+    nodes[-1:-1] = [n for n in (att.zero_rows, att.rounding) if n is not None]
     dims = shared_dims(graph, nodes)
     o, s = att.output, att.sum_node
     out_loops = o.s.operand_dims(len(o.s.inputs))
@@ -276,7 +292,8 @@ def _expand_sandwich(g: linalg.GenericOp) -> bool:
     operand is viewed expanded."""
     if len(g.results) != 1 or len(g.outputs) != 1 or _uses_index(g):
         return False
-    uses = list(g.results[0].uses)
+    casts = _unary_chain(g.results[0])  # a 16-bit program's truncf of the f32 dot
+    uses = list((casts[-1] if casts else g).results[0].uses)
     if len(uses) != 1 or not isinstance(e := uses[0].operation, tensor.ExpandShapeOp):
         return False
     if not (_reaches_row_max(e.result) or any(_is_probabilities(v) for v in g.inputs)):
@@ -289,31 +306,79 @@ def _expand_sandwich(g: linalg.GenericOp) -> bool:
     split, new_index = _split_loops(e, out_dims, len(g.iterator_types.data))
     rank = sum(len(v) for v in new_index.values())
     new_dims = [[i for d in dims for i in new_index[d]] for dims in all_dims if dims is not None]
+    found = _expanded_operands(g, all_dims, new_dims, split)
+    if found is None:
+        return False
+    inputs, views = found
+    t = TensorType(element_type(g.results[0].type), e.result.type.get_shape())
+    init = _expanded_init(g.outputs[0], e, t)
+    new_maps = [AffineMapAttr(AffineMap(rank, 0, tuple(AffineDimExpr(i) for i in dims)))
+                for dims in new_dims]  # fmt: skip
+    iterators = [it for d, it in enumerate(g.iterator_types.data) for _ in new_index[d]]
+    new = linalg.GenericOp(inputs, [init[0]], g.body.clone(), new_maps, iterators, [t])
+    new.location = g.location
+    new.attributes.update(g.attributes)
+    new.results[0].name_hint = g.results[0].name_hint
+    made = [*views, *init[1], new]
+    for cast in casts:  # each cast of the chain in the expanded shape
+        made += _expanded_unary(cast, made[-1].results[0])
+    Rewriter.insert_op(made, InsertPoint.before(g))
+    e.result.replace_all_uses_with(made[-1].results[0])
+    for dead in (e, *reversed(casts), g):
+        dead.detach()
+        dead.erase()
+    return True
+
+
+def _expanded_operands(g: linalg.GenericOp, all_dims, new_dims, split):
+    """`g`'s inputs read in the expanded loop space (`new_dims` updated where a
+    permuting copy is folded) and the views that makes, or None when the
+    probabilities would be read through a view (the softmax and `P V` would then
+    be in different shapes: attention would not match)."""
     inputs, views = [], []
     for k, (value, dims) in enumerate(zip(g.inputs, all_dims, strict=False)):
-        assert dims is not None
         src, made = _undone_collapse(value, [split.get(d) for d in dims])
+        if made and _is_probabilities(value):
+            for view in [*views, *made]:
+                view.erase()  # (never inserted: drops its use of the value)
+            return None
         if src is not value and (perm := _pure_permutation(src)) is not None:
             # The copy the collapse kept from fold-transposes: read its input permuted.
             src, new_dims[k] = src.owner.inputs[0], [new_dims[k][p] for p in perm]
         inputs.append(src)
         views += made
-    init = _expanded_init(g.outputs[0], e)
-    if init is None:
-        return False
-    new_maps = [AffineMapAttr(AffineMap(rank, 0, tuple(AffineDimExpr(i) for i in dims)))
-                for dims in new_dims]  # fmt: skip
-    iterators = [it for d, it in enumerate(g.iterator_types.data) for _ in new_index[d]]
-    new = linalg.GenericOp(inputs, [init[0]], g.body.clone(), new_maps, iterators, [e.result.type])
-    new.location = g.location
-    new.attributes.update(g.attributes)
-    Rewriter.insert_op([*views, *init[1], new], InsertPoint.before(g))
-    e.result.replace_all_uses_with(new.results[0])
-    new.results[0].name_hint = g.results[0].name_hint
-    for dead in (e, g):
-        dead.detach()
-        dead.erase()
-    return True
+    return inputs, views
+
+
+def _unary_chain(value) -> list[linalg.GenericOp]:
+    """The elementwise generics of one input, identity maps, each the one reader of
+    the one before (`truncf` of a dot's f32 result), from `value` on."""
+    chain = []
+    while len(uses := list(value.uses)) == 1:
+        op = uses[0].operation
+        if not isinstance(op, linalg.GenericOp) or len(op.inputs) != 1 or len(op.results) != 1 or \
+                uses[0].index != 0 or _uses_index(op) or \
+                any(it.data != IteratorType.PARALLEL for it in op.iterator_types.data) or \
+                any(m.data != AffineMap.identity(m.data.num_dims) for m in op.indexing_maps.data):  # fmt: skip
+            break
+        chain.append(op)
+        value = op.results[0]
+    return chain
+
+
+def _expanded_unary(op: linalg.GenericOp, value) -> list[Operation]:
+    """`op` (elementwise, identity maps) applied to `value`, in `value`'s shape."""
+    t = TensorType(element_type(op.results[0].type), shape_of(value))
+    empty = tensor.EmptyOp([], t)
+    rank = len(shape_of(value))
+    new = linalg.GenericOp(
+        [value], [empty.tensor], op.body.clone(), [AffineMapAttr(AffineMap.identity(rank))] * 2,
+        [IteratorTypeAttr(IteratorType.PARALLEL)] * rank, [t],
+    )  # fmt: skip
+    new.location = op.location
+    new.attributes.update(op.attributes)
+    new.results[0].name_hint = op.results[0].name_hint
+    return [empty, new]
 
 
 def _split_loops(e: tensor.ExpandShapeOp, out_dims: list[int], loops: int):
@@ -391,6 +456,9 @@ def _is_probabilities(value) -> bool:
     """Is `value` (through a collapse_shape) `e / l` with `l` a sum of an `exp`?"""
     if isinstance(c := value.owner, tensor.CollapseShapeOp):
         value = c.src
+    if isinstance(r := value.owner, linalg.GenericOp) and len(r.inputs) == 1 and \
+            _single_op_payload(r, arith.TruncFOp) is not None:  # fmt: skip
+        value = r.inputs[0]  # a 16-bit program's truncf(p) before P V
     if _payload_has(sel := value.owner, arith.SelectOp) and len(sel.inputs) == 3:
         value = sel.inputs[2]  # SDPA's select(all masked, 0, p)
     div = value.owner
@@ -405,10 +473,10 @@ def _is_probabilities(value) -> bool:
     return False
 
 
-def _expanded_init(init, e: tensor.ExpandShapeOp):
-    """The output's init in the expanded shape: a fill of it, or an expand_shape view."""
+def _expanded_init(init, e: tensor.ExpandShapeOp, t: TensorType):
+    """The output's init in the expanded shape (`t`): a fill of it, or an
+    expand_shape view."""
     fill = init.owner
-    t = e.result.type
     if isinstance(fill, linalg.GenericOp) and len(fill.inputs) == 1 and \
             not isinstance(fill.inputs[0].type, TensorType) and \
             isinstance(y := fill.body.block.last_op, linalg.YieldOp) and \

@@ -737,3 +737,292 @@ func.func @sdpa_row_sums_returned(%q: tensor<1x2x8x4xf32>, %k: tensor<1x2x8x4xf3
   } -> tensor<1x2x8x4xf32>
   func.return %o_7, %l : tensor<1x2x8x4xf32>, tensor<1x2x8xf32>
 }
+
+// -----
+
+// A bf16 program as torch-mlir writes it: the scores rounded to bf16 (kept: per
+// tile in the kernel), the softmax in f32, p rounded to bf16 before P V (a bf16 dot
+// accumulating in f32). The rounding moves onto e (truncf(e), tagged; FlashAttention's
+// P~ against the running max) and P V reads it; o = (truncf(e) @ v) / l.
+// CHECK-LABEL: func.func @attention_bf16
+// CHECK:       %s16 = linalg.generic {{.*}} attrs = {tilefuse.attention = "attention_0"}
+// CHECK-NOT:   %p16 =
+// CHECK:       %[[R:.*]] = linalg.generic {{.*}} ins(%ex : tensor<1x2x8x8xf32>) outs({{.*}} : tensor<1x2x8x8xbf16>) attrs = {tilefuse.attention = "attention_0"}
+// CHECK-NEXT:  ^{{.*}}
+// CHECK-NEXT:    arith.truncf %{{.*}} : f32 to bf16
+// CHECK:       %[[O:.*]] = linalg.generic {{.*}} ins(%[[R]], %v : tensor<1x2x8x8xbf16>, tensor<1x2x8x4xbf16>) {{.*}} attrs = {tilefuse.attention = "attention_0"}
+// CHECK:       %[[Y:.*]] = linalg.generic {{.*}} ins(%[[O]], %l : {{.*}}) {{.*}} attrs = {tilefuse.attention = "attention_0"}
+// CHECK:         arith.divf
+// CHECK:       func.return %[[Y]] : tensor<1x2x8x4xf32>
+#qk = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d4)>
+#kk = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d3, d4)>
+#vv = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d4, d3)>
+#o5 = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>
+#id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#row = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+func.func @attention_bf16(%q: tensor<1x2x8x4xbf16>, %k: tensor<1x2x8x4xbf16>, %v: tensor<1x2x8x4xbf16>) -> tensor<1x2x8x4xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %ninf = arith.constant 0xff800000 : f32
+  %es = tensor.empty() : tensor<1x2x8x8xf32>
+  %es16 = tensor.empty() : tensor<1x2x8x8xbf16>
+  %is = linalg.fill ins(%zero : f32) outs(%es : tensor<1x2x8x8xf32>) -> tensor<1x2x8x8xf32>
+  %s = linalg.generic {indexing_maps = [#qk, #kk, #o5], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %k : tensor<1x2x8x4xbf16>, tensor<1x2x8x4xbf16>) outs(%is : tensor<1x2x8x8xf32>) {
+  ^bb0(%a: bf16, %b: bf16, %acc: f32):
+    %aw = arith.extf %a : bf16 to f32
+    %bw = arith.extf %b : bf16 to f32
+    %m = arith.mulf %aw, %bw : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8x8xf32>
+  %s16 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s : tensor<1x2x8x8xf32>) outs(%es16 : tensor<1x2x8x8xbf16>) {
+  ^bb0(%a: f32, %o: bf16):
+    %r = arith.truncf %a : f32 to bf16
+    linalg.yield %r : bf16
+  } -> tensor<1x2x8x8xbf16>
+  %u = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s16 : tensor<1x2x8x8xbf16>) outs(%es : tensor<1x2x8x8xf32>) {
+  ^bb0(%a: bf16, %o: f32):
+    %r = arith.extf %a : bf16 to f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8x8xf32>
+  %er = tensor.empty() : tensor<1x2x8xf32>
+  %im = linalg.fill ins(%ninf : f32) outs(%er : tensor<1x2x8xf32>) -> tensor<1x2x8xf32>
+  %mx = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%u : tensor<1x2x8x8xf32>) outs(%im : tensor<1x2x8xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.maximumf %a, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8xf32>
+  %ex = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%u, %mx : tensor<1x2x8x8xf32>, tensor<1x2x8xf32>) outs(%es : tensor<1x2x8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    %r = math.exp %d : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8x8xf32>
+  %iz = linalg.fill ins(%zero : f32) outs(%er : tensor<1x2x8xf32>) -> tensor<1x2x8xf32>
+  %l = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%ex : tensor<1x2x8x8xf32>) outs(%iz : tensor<1x2x8xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.addf %a, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8xf32>
+  %p = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%ex, %l : tensor<1x2x8x8xf32>, tensor<1x2x8xf32>) outs(%es : tensor<1x2x8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.divf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8x8xf32>
+  %p16 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%p : tensor<1x2x8x8xf32>) outs(%es16 : tensor<1x2x8x8xbf16>) {
+  ^bb0(%a: f32, %o: bf16):
+    %r = arith.truncf %a : f32 to bf16
+    linalg.yield %r : bf16
+  } -> tensor<1x2x8x8xbf16>
+  %eo = tensor.empty() : tensor<1x2x8x4xf32>
+  %io = linalg.fill ins(%zero : f32) outs(%eo : tensor<1x2x8x4xf32>) -> tensor<1x2x8x4xf32>
+  %o = linalg.generic {indexing_maps = [#qk, #vv, #o5], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p16, %v : tensor<1x2x8x8xbf16>, tensor<1x2x8x4xbf16>) outs(%io : tensor<1x2x8x4xf32>) {
+  ^bb0(%a: bf16, %b: bf16, %acc: f32):
+    %aw = arith.extf %a : bf16 to f32
+    %bw = arith.extf %b : bf16 to f32
+    %m = arith.mulf %aw, %bw : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8x4xf32>
+  func.return %o : tensor<1x2x8x4xf32>
+}
+
+// -----
+
+// Near miss: P V multiplies and accumulates in bf16 (a different program: its sum
+// is rounded at every step). Moving p's rounding onto e would also move the
+// division out of a bf16 sum: not rewritten.
+// CHECK-LABEL: func.func @pv_accumulates_in_bf16
+// CHECK-NOT:   tilefuse.attention
+// CHECK:       func.return
+#qk = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d4)>
+#kk = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d3, d4)>
+#vv = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d4, d3)>
+#o5 = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>
+#id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#row = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+func.func @pv_accumulates_in_bf16(%q: tensor<1x2x8x4xbf16>, %k: tensor<1x2x8x4xbf16>, %v: tensor<1x2x8x4xbf16>) -> tensor<1x2x8x4xbf16> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %zero16 = arith.constant 0.000000e+00 : bf16
+  %ninf = arith.constant 0xff800000 : f32
+  %es = tensor.empty() : tensor<1x2x8x8xf32>
+  %es16 = tensor.empty() : tensor<1x2x8x8xbf16>
+  %is = linalg.fill ins(%zero : f32) outs(%es : tensor<1x2x8x8xf32>) -> tensor<1x2x8x8xf32>
+  %s = linalg.generic {indexing_maps = [#qk, #kk, #o5], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %k : tensor<1x2x8x4xbf16>, tensor<1x2x8x4xbf16>) outs(%is : tensor<1x2x8x8xf32>) {
+  ^bb0(%a: bf16, %b: bf16, %acc: f32):
+    %aw = arith.extf %a : bf16 to f32
+    %bw = arith.extf %b : bf16 to f32
+    %m = arith.mulf %aw, %bw : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8x8xf32>
+  %s16 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s : tensor<1x2x8x8xf32>) outs(%es16 : tensor<1x2x8x8xbf16>) {
+  ^bb0(%a: f32, %o: bf16):
+    %r = arith.truncf %a : f32 to bf16
+    linalg.yield %r : bf16
+  } -> tensor<1x2x8x8xbf16>
+  %u = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s16 : tensor<1x2x8x8xbf16>) outs(%es : tensor<1x2x8x8xf32>) {
+  ^bb0(%a: bf16, %o: f32):
+    %r = arith.extf %a : bf16 to f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8x8xf32>
+  %er = tensor.empty() : tensor<1x2x8xf32>
+  %im = linalg.fill ins(%ninf : f32) outs(%er : tensor<1x2x8xf32>) -> tensor<1x2x8xf32>
+  %mx = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%u : tensor<1x2x8x8xf32>) outs(%im : tensor<1x2x8xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.maximumf %a, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8xf32>
+  %ex = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%u, %mx : tensor<1x2x8x8xf32>, tensor<1x2x8xf32>) outs(%es : tensor<1x2x8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    %r = math.exp %d : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8x8xf32>
+  %iz = linalg.fill ins(%zero : f32) outs(%er : tensor<1x2x8xf32>) -> tensor<1x2x8xf32>
+  %l = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%ex : tensor<1x2x8x8xf32>) outs(%iz : tensor<1x2x8xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.addf %a, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8xf32>
+  %p = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%ex, %l : tensor<1x2x8x8xf32>, tensor<1x2x8xf32>) outs(%es : tensor<1x2x8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.divf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8x8xf32>
+  %p16 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%p : tensor<1x2x8x8xf32>) outs(%es16 : tensor<1x2x8x8xbf16>) {
+  ^bb0(%a: f32, %o: bf16):
+    %r = arith.truncf %a : f32 to bf16
+    linalg.yield %r : bf16
+  } -> tensor<1x2x8x8xbf16>
+  %eo = tensor.empty() : tensor<1x2x8x4xbf16>
+  %io = linalg.fill ins(%zero16 : bf16) outs(%eo : tensor<1x2x8x4xbf16>) -> tensor<1x2x8x4xbf16>
+  %o = linalg.generic {indexing_maps = [#qk, #vv, #o5], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p16, %v : tensor<1x2x8x8xbf16>, tensor<1x2x8x4xbf16>) outs(%io : tensor<1x2x8x4xbf16>) {
+  ^bb0(%a: bf16, %b: bf16, %acc: bf16):
+    %m = arith.mulf %a, %b : bf16
+    %r = arith.addf %acc, %m : bf16
+    linalg.yield %r : bf16
+  } -> tensor<1x2x8x4xbf16>
+  func.return %o : tensor<1x2x8x4xbf16>
+}
+
+// -----
+
+// The same, heads through views as torch-mlir writes them in bf16 (ViT's scale a
+// mul after Q K^T): each batch matmul's result is read through its truncf (and the
+// scale) before the expand_shape. The contractions and those casts run over (b, h)
+// (fusion by expansion through elementwise ops of one input), no view is left, and
+// the attention matches.
+// CHECK-LABEL: func.func @heads_through_the_dots_truncf
+// CHECK-NOT:   tensor.collapse_shape
+// CHECK-NOT:   tensor.expand_shape
+// CHECK:       %s3 = linalg.generic {{.*}} ins(%q, %k : tensor<1x2x8x4xbf16>, tensor<1x2x8x4xbf16>) outs({{.*}} : tensor<1x2x8x8xf32>) attrs = {tilefuse.attention = "attention_0"}
+// CHECK:       %t3 = linalg.generic {{.*}} ins(%s3 : tensor<1x2x8x8xf32>) outs({{.*}} : tensor<1x2x8x8xbf16>) attrs = {tilefuse.attention = "attention_0"}
+// CHECK:       %sc3 = linalg.generic {{.*}} attrs = {tilefuse.attention = "attention_0"}
+// CHECK:       %[[O:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %v : tensor<1x2x8x8xbf16>, tensor<1x2x8x4xbf16>) {{.*}} attrs = {tilefuse.attention = "attention_0"}
+// CHECK:       %[[Y:.*]] = linalg.generic {{.*}} ins(%[[O]], %l : {{.*}}) {{.*}} attrs = {tilefuse.attention = "attention_0"}
+// CHECK:       %[[T:.*]] = linalg.generic {{.*}} ins(%[[Y]] : tensor<1x2x8x4xf32>) outs({{.*}} : tensor<1x2x8x4xbf16>)
+// CHECK:       func.return %[[T]] : tensor<1x2x8x4xbf16>
+#a3 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
+#b3 = affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>
+#v3 = affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>
+#c3 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+#i3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#row = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+func.func @heads_through_the_dots_truncf(%q: tensor<1x2x8x4xbf16>, %k: tensor<1x2x8x4xbf16>, %v: tensor<1x2x8x4xbf16>) -> tensor<1x2x8x4xbf16> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %ninf = arith.constant 0xff800000 : f32
+  %scale = arith.constant 5.000000e-01 : bf16
+  %qc = tensor.collapse_shape %q [[0, 1], [2], [3]] : tensor<1x2x8x4xbf16> into tensor<2x8x4xbf16>
+  %kc = tensor.collapse_shape %k [[0, 1], [2], [3]] : tensor<1x2x8x4xbf16> into tensor<2x8x4xbf16>
+  %es3 = tensor.empty() : tensor<2x8x8xf32>
+  %es316 = tensor.empty() : tensor<2x8x8xbf16>
+  %is3 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> ()>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%zero : f32) outs(%es3 : tensor<2x8x8xf32>) {
+  ^bb0(%fa: f32, %fb: f32):
+    linalg.yield %fa : f32
+  } -> tensor<2x8x8xf32>
+  %s3 = linalg.generic {indexing_maps = [#a3, #b3, #c3], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%qc, %kc : tensor<2x8x4xbf16>, tensor<2x8x4xbf16>) outs(%is3 : tensor<2x8x8xf32>) {
+  ^bb0(%a: bf16, %b: bf16, %acc: f32):
+    %aw = arith.extf %a : bf16 to f32
+    %bw = arith.extf %b : bf16 to f32
+    %m = arith.mulf %aw, %bw : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x8x8xf32>
+  %t3 = linalg.generic {indexing_maps = [#i3, #i3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%s3 : tensor<2x8x8xf32>) outs(%es316 : tensor<2x8x8xbf16>) {
+  ^bb0(%a: f32, %o: bf16):
+    %r = arith.truncf %a : f32 to bf16
+    linalg.yield %r : bf16
+  } -> tensor<2x8x8xbf16>
+  %sc3 = linalg.generic {indexing_maps = [#i3, #i3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%t3 : tensor<2x8x8xbf16>) outs(%es316 : tensor<2x8x8xbf16>) {
+  ^bb0(%a: bf16, %o: bf16):
+    %r = arith.mulf %a, %scale : bf16
+    linalg.yield %r : bf16
+  } -> tensor<2x8x8xbf16>
+  %s16 = tensor.expand_shape %sc3 [[0, 1], [2], [3]] output_shape [1, 2, 8, 8] : tensor<2x8x8xbf16> into tensor<1x2x8x8xbf16>
+  %es = tensor.empty() : tensor<1x2x8x8xf32>
+  %es16 = tensor.empty() : tensor<1x2x8x8xbf16>
+  %u = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s16 : tensor<1x2x8x8xbf16>) outs(%es : tensor<1x2x8x8xf32>) {
+  ^bb0(%a: bf16, %o: f32):
+    %r = arith.extf %a : bf16 to f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8x8xf32>
+  %er = tensor.empty() : tensor<1x2x8xf32>
+  %im = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> ()>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%ninf : f32) outs(%er : tensor<1x2x8xf32>) {
+  ^bb0(%fa: f32, %fb: f32):
+    linalg.yield %fa : f32
+  } -> tensor<1x2x8xf32>
+  %mx = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%u : tensor<1x2x8x8xf32>) outs(%im : tensor<1x2x8xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.maximumf %a, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8xf32>
+  %ex = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%u, %mx : tensor<1x2x8x8xf32>, tensor<1x2x8xf32>) outs(%es : tensor<1x2x8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    %r = math.exp %d : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8x8xf32>
+  %iz = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> ()>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%zero : f32) outs(%er : tensor<1x2x8xf32>) {
+  ^bb0(%fa: f32, %fb: f32):
+    linalg.yield %fa : f32
+  } -> tensor<1x2x8xf32>
+  %l = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%ex : tensor<1x2x8x8xf32>) outs(%iz : tensor<1x2x8xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.addf %a, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8xf32>
+  %p = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%ex, %l : tensor<1x2x8x8xf32>, tensor<1x2x8xf32>) outs(%es : tensor<1x2x8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.divf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8x8xf32>
+  %p16 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%p : tensor<1x2x8x8xf32>) outs(%es16 : tensor<1x2x8x8xbf16>) {
+  ^bb0(%a: f32, %o: bf16):
+    %r = arith.truncf %a : f32 to bf16
+    linalg.yield %r : bf16
+  } -> tensor<1x2x8x8xbf16>
+  %pc = tensor.collapse_shape %p16 [[0, 1], [2], [3]] : tensor<1x2x8x8xbf16> into tensor<2x8x8xbf16>
+  %vc = tensor.collapse_shape %v [[0, 1], [2], [3]] : tensor<1x2x8x4xbf16> into tensor<2x8x4xbf16>
+  %eo3 = tensor.empty() : tensor<2x8x4xf32>
+  %eo316 = tensor.empty() : tensor<2x8x4xbf16>
+  %io3 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> ()>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%zero : f32) outs(%eo3 : tensor<2x8x4xf32>) {
+  ^bb0(%fa: f32, %fb: f32):
+    linalg.yield %fa : f32
+  } -> tensor<2x8x4xf32>
+  %o3 = linalg.generic {indexing_maps = [#a3, #v3, #c3], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%pc, %vc : tensor<2x8x8xbf16>, tensor<2x8x4xbf16>) outs(%io3 : tensor<2x8x4xf32>) {
+  ^bb0(%a: bf16, %b: bf16, %acc: f32):
+    %aw = arith.extf %a : bf16 to f32
+    %bw = arith.extf %b : bf16 to f32
+    %m = arith.mulf %aw, %bw : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x8x4xf32>
+  %ot3 = linalg.generic {indexing_maps = [#i3, #i3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%o3 : tensor<2x8x4xf32>) outs(%eo316 : tensor<2x8x4xbf16>) {
+  ^bb0(%a: f32, %o: bf16):
+    %r = arith.truncf %a : f32 to bf16
+    linalg.yield %r : bf16
+  } -> tensor<2x8x4xbf16>
+  %out = tensor.expand_shape %ot3 [[0, 1], [2], [3]] output_shape [1, 2, 8, 4] : tensor<2x8x4xbf16> into tensor<1x2x8x4xbf16>
+  func.return %out : tensor<1x2x8x4xbf16>
+}
