@@ -21,7 +21,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import Float64Type, TensorType
 
 import tilefuse.torch as tt
-from tests.device import on_device
+from tests.device import DEVICE, on_device
 from tests.eager import eager64, flat, rel_error
 from tilefuse.analysis.dataflow import CONTRACTION, build_graph, is_cast
 from tilefuse.backend.triton.module import emit_module
@@ -48,8 +48,8 @@ MODELS = {
 def _bf16(name: str):
     torch.manual_seed(0)
     model, inputs = MODELS[name]()
-    model = model.eval().to(torch.bfloat16)
-    inputs = tuple(x.bfloat16() if x.is_floating_point() else x for x in inputs)
+    model = model.eval().to(DEVICE, torch.bfloat16)
+    inputs = tuple((x.bfloat16() if x.is_floating_point() else x).to(DEVICE) for x in inputs)
     return model, inputs, tt.compile(model, *inputs)
 
 
