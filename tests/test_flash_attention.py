@@ -4,14 +4,18 @@ import math
 
 import numpy as np
 import pytest
+import torch
 
+import tilefuse.torch as tt
 from tests.attention_programs import attention_mlir
-from tests.device import on_device
+from tests.device import DEVICE, on_device
+from tests.eager import eager64, rel_error
 from tilefuse.frontend.program import load_program, random_inputs
 from tilefuse.oracle.compare import relative_error
 from tilefuse.oracle.reference import evaluate
 from tilefuse.pipeline import run_pipeline
 from tilefuse.runtime.compiled import compile
+from tilefuse.testing import zoo
 
 
 def kernels_text(source: str) -> str:
@@ -102,3 +106,18 @@ def test_torch_mlir_style_attention_is_one_flash_kernel():
     prog = tf_compile("tests/programs/attention_torch_mlir_style.mlir")
     assert len(prog.kernels) == 1, prog.source
     assert "flash-attention" in prog.source
+
+
+def test_query_rows_are_the_query_dim_when_batch_times_heads_is_larger():
+    """ViT-B/16 at B64 has 768 batch x head rows and 197 queries: the flash plan's
+    row blocks go along the queries (a dim of Q that K lacks), never along B x H
+    (which made one program per query row, a broadcast product and no tl.dot:
+    35 ms where torch.compile takes 1.3 on the H200)."""
+    torch.manual_seed(0)
+    model = zoo.ViT(16, 8, 128, 2).eval().to(DEVICE)  # 5 tokens, 8 x 2 batch x heads
+    x = torch.randn(8, 3, 16, 16).to(DEVICE)
+    compiled = tt.compile(model, x)
+    kernels = compiled.source.split("\n# fused_kernel")
+    flash = [k for k in kernels if k.split("\n")[0].split(": ")[1].startswith("flash-attention")]
+    assert len(flash) == 1 and "tl.dot(" in flash[0], flash
+    assert rel_error(compiled(x), eager64(model, (x,))) < 1e-5

@@ -677,7 +677,7 @@ def _plan_attention(graph: Graph, dims: SharedDims, target: Target, budget: int,
         out_dims |= {dims.of[(out.index, d)] for d in out.s.operand_dims(len(out.s.inputs))
                      if dims.of[(out.index, d)] not in rows}  # fmt: skip
     ext = {d.id: d.extent for d in dims.dims}
-    row = max(reversed(rows), key=lambda d: ext[d])
+    row = max(reversed(_query_rows(scores, dims, j, rows)), key=lambda d: ext[d])
     head = math.prod(pow2(ext[d]) for d in head_dims)
     out_width = math.prod(pow2(ext[d]) for d in out_dims)
     ebytes = dtype_bytes(scores[0].s.inputs[0].type) if scores else COMPUTE_BYTES
@@ -709,6 +709,22 @@ def _plan_attention(graph: Graph, dims: SharedDims, target: Target, budget: int,
                math.ceil((br * bc + br * out_width) / (warps * target.warp_size)) + REG_OVERHEAD + 16)  # fmt: skip
     occ = occupancy(target, regs, warps * target.warp_size, ws).occupancy
     return TilePlan(tuple(tiles), warps, stages, ws, budget, regs, occ, True)
+
+
+def _query_rows(scores, dims: SharedDims, j: int, rows: list[int]) -> list[int]:
+    """The query-row dims among the scores' `rows`: those of the score contraction's
+    Q operand (the one without the key dim `j`) that its K operand lacks. Batch and
+    head dims are in both and are never the rows (ViT's B x H, 768, is larger than
+    its 197 queries: picking it made one program per query row, no `tl.dot`)."""
+    for n in scores:
+        operands = [{dims.of[(n.index, d)] for d in n.s.operand_dims(i)} for i in range(2)]
+        with_j = [i for i in range(2) if j in operands[i]]
+        if len(with_j) == 1:
+            q, k = operands[1 - with_j[0]], operands[with_j[0]]
+            found = [d for d in rows if d in q and d not in k]
+            if found:
+                return found
+    return rows
 
 
 def _attention_smem(br: int, bc: int, head: int, width: int, ebytes: int, p_bytes: int,
