@@ -703,12 +703,33 @@ def _plan_attention(graph: Graph, dims: SharedDims, target: Target, budget: int,
     stages = 3 if ebytes <= 2 else 2
     outs = [r for r in sm.linear if r.kind == CONTRACTION]
     p_dtype = operand_dtype(outs[0].s) if outs else "f32"
+    blocks = {t.dim: t.block for t in tiles}
+    # One trip of the key loop (all keys in one tile) is not pipelined: one buffer each.
+    buffered = stages if bc < ext[j] else 2
     ws = _attention_smem(br, bc, head, out_width, ebytes,
-                         DTYPES[p_dtype].bytes if p_dtype in DTYPES else COMPUTE_BYTES, stages)  # fmt: skip
+                         DTYPES[p_dtype].bytes if p_dtype in DTYPES else COMPUTE_BYTES, buffered)
+    ws += (buffered - 1) * _key_tile_loads(graph, dims, j, blocks, scores + outs)  # fmt: skip
     regs = min(target.max_regs_per_thread,
                math.ceil((br * bc + br * out_width) / (warps * target.warp_size)) + REG_OVERHEAD + 16)  # fmt: skip
     occ = occupancy(target, regs, warps * target.warp_size, ws).occupancy
     return TilePlan(tuple(tiles), warps, stages, ws, budget, regs, occ, True)
+
+
+def _key_tile_loads(graph: Graph, dims: SharedDims, j: int, blocks: dict[int, int],
+                    contractions: list) -> int:  # fmt: skip
+    """Bytes of one key step's tiles of the tensors the group reads along the key dim
+    `j` besides the contractions' operands (masks, biases): Triton pipelines them like
+    any other load of the loop (`stages - 1` buffers, the loaded dtype)."""
+    total, seen = 0, set()
+    for n in graph.nodes:
+        for i, v in enumerate(n.s.inputs):
+            if n in contractions or graph.producer_of(v) is not None or v in seen:
+                continue
+            ds = [dims.of[(n.index, d)] for d in n.s.operand_dims(i)]
+            if j in ds:
+                seen.add(v)
+                total += math.prod(blocks[d] for d in ds) * dtype_bytes(v.type)
+    return total
 
 
 def _query_rows(scores, dims: SharedDims, j: int, rows: list[int]) -> list[int]:
