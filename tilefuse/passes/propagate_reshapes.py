@@ -53,7 +53,6 @@ from xdsl.pattern_rewriter import (
     PatternRewriter,
     PatternRewriteWalker,
     RewritePattern,
-    op_type_rewrite_pattern,
 )
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -175,31 +174,24 @@ def _merge_equal_views(module: ModuleOp) -> None:
 
 def _fold_inverses(module: ModuleOp) -> None:
     # (no DCE: an unused op in a payload is the printer's to refuse, not ours to drop)
-    patterns = GreedyRewritePatternApplier([FoldInverseReshapes(), FoldInverseReshapes2()],
+    patterns = GreedyRewritePatternApplier([FoldInverseReshapes()],
                                            dce_enabled=False)  # fmt: skip
     PatternRewriteWalker(patterns).rewrite_module(module)
     erase_dead_views(module)
 
 
 class FoldInverseReshapes(RewritePattern):
-    """`collapse(expand(x))` with one reassociation is `x`."""
+    """`collapse(expand(x))` and `expand(collapse(x))` with one reassociation are `x`."""
 
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: tensor.CollapseShapeOp, rewriter: PatternRewriter) -> None:
+    INVERSE = {tensor.CollapseShapeOp: tensor.ExpandShapeOp,
+               tensor.ExpandShapeOp: tensor.CollapseShapeOp}  # fmt: skip
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        inverse = self.INVERSE.get(type(op))
+        if inverse is None:
+            return
         inner = op.src.owner
-        if isinstance(inner, tensor.ExpandShapeOp) and _same_groups(op, inner) \
-                and inner.src.type == op.result.type:  # fmt: skip
-            rewriter.replace_all_uses_with(op.result, inner.src)
-            rewriter.erase(op)
-
-
-class FoldInverseReshapes2(RewritePattern):
-    """`expand(collapse(x))` with one reassociation is `x`."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: tensor.ExpandShapeOp, rewriter: PatternRewriter) -> None:
-        inner = op.src.owner
-        if isinstance(inner, tensor.CollapseShapeOp) and _same_groups(op, inner) \
+        if isinstance(inner, inverse) and _same_groups(op, inner) \
                 and inner.src.type == op.result.type:  # fmt: skip
             rewriter.replace_all_uses_with(op.result, inner.src)
             rewriter.erase(op)
