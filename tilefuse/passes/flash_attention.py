@@ -230,18 +230,24 @@ def _divide(graph: Graph, att: Attention, num, row_sum, row_max=None):
 
 
 def _normalised(f: func.FuncOp) -> func.FuncOp:
-    """`f` normalised, where that makes more attention match; else `f` as it was
-    (the normalisations are exact, but a batch matmul expanded for nothing loses
-    the epilogue fusion it had)."""
+    """`f` normalised, where that makes more attention match, or as many with fewer
+    views (an attention left over `B*H` now over `(B, H)`); else `f` as it was (the
+    normalisations are exact, but a batch matmul expanded for nothing loses the
+    epilogue fusion it had)."""
     trial = f.clone()
     normalise(trial)
-    if len(find_attention(build_graph(trial))) <= len(find_attention(build_graph(f))):
+    before, after = len(find_attention(build_graph(f))), len(find_attention(build_graph(trial)))
+    if after < before or (after == before and (after == 0 or _views(trial) >= _views(f))):
         trial.erase()
         return f
     Rewriter.insert_op(trial, InsertPoint.before(f))
     f.detach()
     f.erase()
     return trial
+
+
+def _views(f: func.FuncOp) -> int:
+    return sum(isinstance(op, tensor.ExpandShapeOp | tensor.CollapseShapeOp) for op in f.walk())
 
 
 def normalise(f: func.FuncOp) -> None:
@@ -339,15 +345,126 @@ def _expanded_operands(g: linalg.GenericOp, all_dims, new_dims, split):
     for k, (value, dims) in enumerate(zip(g.inputs, all_dims, strict=False)):
         src, made = _undone_collapse(value, [split.get(d) for d in dims])
         if made and _is_probabilities(value):
-            for view in [*views, *made]:
+            for view in made:
                 view.erase()  # (never inserted: drops its use of the value)
-            return None
+            made = []
+            src = _expanded_softmax(value, [split.get(d) for d in dims], views, {})
+            if src is None:
+                for view in reversed(views):
+                    view.erase()  # (never inserted: users first)
+                return None
         if src is not value and (perm := _pure_permutation(src)) is not None:
             # The copy the collapse kept from fold-transposes: read its input permuted.
             src, new_dims[k] = src.owner.inputs[0], [new_dims[k][p] for p in perm]
         inputs.append(src)
         views += made
     return inputs, views
+
+
+def _expanded_softmax(value, sizes, made: list[Operation], memo: dict, depth: int = 16):
+    """`value` (the probabilities, left over `B*H` by torch-mlir: nanoGPT's
+    attention in bf16) computed in the expanded shape (`sizes`: each dim's split,
+    or None): its producer generics, back to the scores' contraction, each run
+    over the split loops (fusion by expansion, as `_expand_sandwich` for one op);
+    a contraction's operands are read through the collapses the expansion undoes
+    (a permuting copy behind one folded) or viewed expanded, as is any operand
+    that is not a generic's result. The new ops are appended to `made` (producers
+    first), each once (`memo`); None where a producer is not a generic of one
+    result with projection maps (then nothing is inserted: the caller erases
+    `made`). The old ops stay for any other reader."""
+    if all(sz is None or len(sz) == 1 for sz in sizes):
+        return value
+    key = (value, tuple(tuple(sz) if sz is not None else None for sz in sizes))
+    if key not in memo:
+        memo[key] = _expanded_generic(value, sizes, made, memo, depth)
+    return memo[key]
+
+
+def _expanded_generic(value, sizes, made: list[Operation], memo: dict, depth: int):
+    op = value.owner
+    if depth == 0 or not isinstance(op, linalg.GenericOp) or len(op.results) != 1 or \
+            _uses_index(op):  # fmt: skip
+        return None
+    all_dims = [_pure_dims(m.data) for m in op.indexing_maps.data]
+    if any(d is None for d in all_dims):
+        return None
+    split = {all_dims[-1][r]: sz for r, sz in enumerate(sizes) if sz is not None and len(sz) > 1}
+    new_index = _loop_index(len(op.iterator_types.data), split)
+    rank = sum(len(v) for v in new_index.values())
+    new_dims = [[i for d in dims for i in new_index[d]] for dims in all_dims if dims is not None]
+    inputs = _expanded_inputs(op, all_dims, new_dims, split, made, memo, depth)
+    shape = [x for r, n in enumerate(shape_of(value)) for x in (sizes[r] or [n])]
+    t = TensorType(element_type(value.type), shape)
+    fill = _expanded_fill(op.outputs[0], t)
+    if fill is None and isinstance(op.outputs[0].owner, tensor.EmptyOp):
+        empty = tensor.EmptyOp([], t)
+        fill = empty.tensor, [empty]
+    if inputs is None or fill is None:
+        return None
+    made += fill[1]
+    new_maps = [AffineMapAttr(AffineMap(rank, 0, tuple(AffineDimExpr(i) for i in dims)))
+                for dims in new_dims]  # fmt: skip
+    iterators = [it for d, it in enumerate(op.iterator_types.data) for _ in new_index[d]]
+    new = linalg.GenericOp(inputs, [fill[0]], op.body.clone(), new_maps, iterators, [t])
+    new.location = op.location
+    new.attributes.update(op.attributes)
+    new.results[0].name_hint = op.results[0].name_hint
+    made.append(new)
+    return new.results[0]
+
+
+def _loop_index(loops: int, split: dict[int, list[int]]) -> dict[int, list[int]]:
+    """The new loop dims of each old one, each split loop becoming len(sizes) loops."""
+    new_index: dict[int, list[int]] = {}
+    for d in range(loops):
+        start = sum(len(v) for v in new_index.values())
+        new_index[d] = list(range(start, start + len(split.get(d, [0]))))
+    return new_index
+
+
+def _expanded_inputs(op, all_dims, new_dims, split, made, memo, depth):
+    """`op`'s inputs in its expanded loop space (see `_expanded_softmax`), or None."""
+    contraction = any(it.data == IteratorType.REDUCTION for it in op.iterator_types.data) and \
+        _payload_has(op, arith.MulfOp) and not _payload_has(op, arith.MaximumfOp)  # fmt: skip
+    inputs = []
+    for k, (v, dims) in enumerate(zip(op.inputs, all_dims, strict=False)):
+        vsizes = [split.get(d) for d in dims]
+        src, views = _undone_collapse(v, vsizes)
+        if views and not contraction and isinstance(v.owner, linalg.GenericOp):
+            for view in views:
+                view.erase()
+            views, src = [], _expanded_softmax(v, vsizes, made, memo, depth - 1)
+            if src is None:
+                return None
+        if src is not v and (perm := _pure_permutation(src)) is not None:
+            src, new_dims[k] = src.owner.inputs[0], [new_dims[k][p] for p in perm]
+        elif contraction and (through := _through_expanded_copy(src)) is not None:
+            view, perm = through  # nanoGPT's K^T copy, split into heads by a view
+            src, new_dims[k] = view.result, [new_dims[k][p] for p in perm]
+            views.append(view)
+        made += views
+        inputs.append(src)
+    return inputs
+
+
+def _through_expanded_copy(value):
+    """For `value = expand_shape(copy(x))`, the copy a pure permutation: the same
+    expansion of `x` (each dim of `x` split as the copy's dim it becomes) and the
+    permutation reading it (`_pure_permutation`'s convention); else None."""
+    e = value.owner
+    if not isinstance(e, tensor.ExpandShapeOp) or (perm := _pure_permutation(e.src)) is None:
+        return None
+    x = e.src.owner.inputs[0]
+    groups, out_shape = _groups(e), e.result.type.get_shape()
+    new_groups: list[list[int]] = []
+    shape: list[int] = []
+    expanded_perm: list[int] = []
+    for r in perm:
+        new_groups.append(list(range(len(shape), len(shape) + len(groups[r]))))
+        shape += [out_shape[n] for n in groups[r]]
+        expanded_perm += groups[r]
+    t = TensorType(element_type(x.type), shape)
+    return tensor.ExpandShapeOp(x, [], reassociation(new_groups), shape, t), expanded_perm
 
 
 def _unary_chain(value) -> list[linalg.GenericOp]:
@@ -476,6 +593,15 @@ def _is_probabilities(value) -> bool:
 def _expanded_init(init, e: tensor.ExpandShapeOp, t: TensorType):
     """The output's init in the expanded shape (`t`): a fill of it, or an
     expand_shape view."""
+    fill = _expanded_fill(init, t)
+    if fill is not None:
+        return fill
+    view = tensor.ExpandShapeOp(init, [], e.reassociation, list(t.get_shape()), t)
+    return view.result, [view]
+
+
+def _expanded_fill(init, t: TensorType):
+    """A fill generic (`init`'s producer) made again in the shape `t`, or None."""
     fill = init.owner
     if isinstance(fill, linalg.GenericOp) and len(fill.inputs) == 1 and \
             not isinstance(fill.inputs[0].type, TensorType) and \
@@ -489,8 +615,7 @@ def _expanded_init(init, e: tensor.ExpandShapeOp, t: TensorType):
             [IteratorTypeAttr(IteratorType.PARALLEL)] * rank, [t],
         )  # fmt: skip
         return new.results[0], [empty, new]
-    view = tensor.ExpandShapeOp(init, [], e.reassociation, list(t.get_shape()), t)
-    return view.result, [view]
+    return None
 
 
 def _single_op_payload(op: linalg.GenericOp, kind: type | None) -> Operation | None:

@@ -1026,3 +1026,244 @@ func.func @heads_through_the_dots_truncf(%q: tensor<1x2x8x4xbf16>, %k: tensor<1x
   %out = tensor.expand_shape %ot3 [[0, 1], [2], [3]] output_shape [1, 2, 8, 4] : tensor<2x8x4xbf16> into tensor<1x2x8x4xbf16>
   func.return %out : tensor<1x2x8x4xbf16>
 }
+
+// -----
+
+// nanoGPT's attention in bf16 as torch-mlir leaves it: the scores, the softmax and
+// P V over B*H (only P V's result, through its truncf, is expanded back). The
+// probabilities' producers are expanded with P V, back to the scores' contraction,
+// whose operands' collapses are undone: the attention runs over (b, h), no view left.
+// CHECK-LABEL: func.func @softmax_over_batch_heads
+// CHECK-NOT:   tensor.collapse_shape
+// CHECK-NOT:   tensor.expand_shape
+// CHECK:       %s3 = linalg.generic {{.*}} ins(%q, %k : tensor<1x2x8x4xbf16>, tensor<1x2x8x4xbf16>) outs({{.*}} : tensor<1x2x8x8xf32>) attrs = {tilefuse.attention = "attention_0"}
+// CHECK:       %mx = linalg.generic {{.*}} outs({{.*}} : tensor<1x2x8xf32>) attrs = {tilefuse.attention = "attention_0"}
+// CHECK:       %[[O:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %v : tensor<1x2x8x8xbf16>, tensor<1x2x8x4xbf16>) {{.*}} attrs = {tilefuse.attention = "attention_0"}
+// CHECK:       %[[Y:.*]] = linalg.generic {{.*}} ins(%[[O]], %l : {{.*}}) {{.*}} attrs = {tilefuse.attention = "attention_0"}
+// CHECK:       %[[T:.*]] = linalg.generic {{.*}} ins(%[[Y]] : tensor<1x2x8x4xf32>) outs({{.*}} : tensor<1x2x8x4xbf16>)
+// CHECK:       func.return %[[T]] : tensor<1x2x8x4xbf16>
+#a3 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
+#b3 = affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>
+#v3 = affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>
+#c3 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+#i3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#r3 = affine_map<(d0, d1, d2) -> (d0, d1)>
+func.func @softmax_over_batch_heads(%q: tensor<1x2x8x4xbf16>, %k: tensor<1x2x8x4xbf16>, %v: tensor<1x2x8x4xbf16>) -> tensor<1x2x8x4xbf16> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %ninf = arith.constant 0xff800000 : f32
+  %scale = arith.constant 5.000000e-01 : bf16
+  %qc = tensor.collapse_shape %q [[0, 1], [2], [3]] : tensor<1x2x8x4xbf16> into tensor<2x8x4xbf16>
+  %kc = tensor.collapse_shape %k [[0, 1], [2], [3]] : tensor<1x2x8x4xbf16> into tensor<2x8x4xbf16>
+  %es3 = tensor.empty() : tensor<2x8x8xf32>
+  %es316 = tensor.empty() : tensor<2x8x8xbf16>
+  %is3 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> ()>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%zero : f32) outs(%es3 : tensor<2x8x8xf32>) {
+  ^bb0(%fa: f32, %fb: f32):
+    linalg.yield %fa : f32
+  } -> tensor<2x8x8xf32>
+  %s3 = linalg.generic {indexing_maps = [#a3, #b3, #c3], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%qc, %kc : tensor<2x8x4xbf16>, tensor<2x8x4xbf16>) outs(%is3 : tensor<2x8x8xf32>) {
+  ^bb0(%a: bf16, %b: bf16, %acc: f32):
+    %aw = arith.extf %a : bf16 to f32
+    %bw = arith.extf %b : bf16 to f32
+    %m = arith.mulf %aw, %bw : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x8x8xf32>
+  %t3 = linalg.generic {indexing_maps = [#i3, #i3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%s3 : tensor<2x8x8xf32>) outs(%es316 : tensor<2x8x8xbf16>) {
+  ^bb0(%a: f32, %o: bf16):
+    %r = arith.truncf %a : f32 to bf16
+    linalg.yield %r : bf16
+  } -> tensor<2x8x8xbf16>
+  %sc3 = linalg.generic {indexing_maps = [#i3, #i3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%t3 : tensor<2x8x8xbf16>) outs(%es316 : tensor<2x8x8xbf16>) {
+  ^bb0(%a: bf16, %o: bf16):
+    %r = arith.mulf %a, %scale : bf16
+    linalg.yield %r : bf16
+  } -> tensor<2x8x8xbf16>
+  %es = tensor.empty() : tensor<2x8x8xf32>
+  %es16 = tensor.empty() : tensor<2x8x8xbf16>
+  %u = linalg.generic {indexing_maps = [#i3, #i3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%sc3 : tensor<2x8x8xbf16>) outs(%es : tensor<2x8x8xf32>) {
+  ^bb0(%a: bf16, %o: f32):
+    %r = arith.extf %a : bf16 to f32
+    linalg.yield %r : f32
+  } -> tensor<2x8x8xf32>
+  %er = tensor.empty() : tensor<2x8xf32>
+  %im = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%ninf : f32) outs(%er : tensor<2x8xf32>) {
+  ^bb0(%fa: f32, %fb: f32):
+    linalg.yield %fa : f32
+  } -> tensor<2x8xf32>
+  %mx = linalg.generic {indexing_maps = [#i3, #r3], iterator_types = ["parallel", "parallel", "reduction"]} ins(%u : tensor<2x8x8xf32>) outs(%im : tensor<2x8xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.maximumf %a, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<2x8xf32>
+  %ex = linalg.generic {indexing_maps = [#i3, #r3, #i3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%u, %mx : tensor<2x8x8xf32>, tensor<2x8xf32>) outs(%es : tensor<2x8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    %r = math.exp %d : f32
+    linalg.yield %r : f32
+  } -> tensor<2x8x8xf32>
+  %iz = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%zero : f32) outs(%er : tensor<2x8xf32>) {
+  ^bb0(%fa: f32, %fb: f32):
+    linalg.yield %fa : f32
+  } -> tensor<2x8xf32>
+  %l = linalg.generic {indexing_maps = [#i3, #r3], iterator_types = ["parallel", "parallel", "reduction"]} ins(%ex : tensor<2x8x8xf32>) outs(%iz : tensor<2x8xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.addf %a, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<2x8xf32>
+  %p = linalg.generic {indexing_maps = [#i3, #r3, #i3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%ex, %l : tensor<2x8x8xf32>, tensor<2x8xf32>) outs(%es : tensor<2x8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.divf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<2x8x8xf32>
+  %p16 = linalg.generic {indexing_maps = [#i3, #i3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%p : tensor<2x8x8xf32>) outs(%es16 : tensor<2x8x8xbf16>) {
+  ^bb0(%a: f32, %o: bf16):
+    %r = arith.truncf %a : f32 to bf16
+    linalg.yield %r : bf16
+  } -> tensor<2x8x8xbf16>
+  %vc = tensor.collapse_shape %v [[0, 1], [2], [3]] : tensor<1x2x8x4xbf16> into tensor<2x8x4xbf16>
+  %eo3 = tensor.empty() : tensor<2x8x4xf32>
+  %eo316 = tensor.empty() : tensor<2x8x4xbf16>
+  %io3 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> ()>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%zero : f32) outs(%eo3 : tensor<2x8x4xf32>) {
+  ^bb0(%fa: f32, %fb: f32):
+    linalg.yield %fa : f32
+  } -> tensor<2x8x4xf32>
+  %o3 = linalg.generic {indexing_maps = [#a3, #v3, #c3], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%p16, %vc : tensor<2x8x8xbf16>, tensor<2x8x4xbf16>) outs(%io3 : tensor<2x8x4xf32>) {
+  ^bb0(%a: bf16, %b: bf16, %acc: f32):
+    %aw = arith.extf %a : bf16 to f32
+    %bw = arith.extf %b : bf16 to f32
+    %m = arith.mulf %aw, %bw : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x8x4xf32>
+  %ot3 = linalg.generic {indexing_maps = [#i3, #i3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%o3 : tensor<2x8x4xf32>) outs(%eo316 : tensor<2x8x4xbf16>) {
+  ^bb0(%a: f32, %o: bf16):
+    %r = arith.truncf %a : f32 to bf16
+    linalg.yield %r : bf16
+  } -> tensor<2x8x4xbf16>
+  %out = tensor.expand_shape %ot3 [[0, 1], [2], [3]] output_shape [1, 2, 8, 4] : tensor<2x8x4xbf16> into tensor<1x2x8x4xbf16>
+  func.return %out : tensor<1x2x8x4xbf16>
+}
+
+// -----
+
+// The same with nanoGPT's K: transposed by a copy of [b, t, h*d], then split into
+// heads by an expand_shape. The scores read a view of K split into heads, through
+// the copy's permutation: the copy is not read any more.
+// CHECK-LABEL: func.func @k_transposed_then_split_into_heads
+// CHECK-NOT:   tensor.collapse_shape
+// CHECK-NOT:   %kt =
+// CHECK:       %[[K:.*]] = tensor.expand_shape %k {{\[}}[0 : i64], [1 : i64], [2 : i64, 3 : i64]] output_shape [1, 8, 2, 4] : tensor<1x8x8xbf16> into tensor<1x8x2x4xbf16>
+// CHECK:       %s3 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d3, d1, d4)>, {{.*}} ins(%q, %[[K]] : tensor<1x2x8x4xbf16>, tensor<1x8x2x4xbf16>) outs({{.*}} : tensor<1x2x8x8xf32>) attrs = {tilefuse.attention = "attention_0"}
+// CHECK:       %mx = linalg.generic {{.*}} outs({{.*}} : tensor<1x2x8xf32>) attrs = {tilefuse.attention = "attention_0"}
+// CHECK:       %[[O:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %v : tensor<1x2x8x8xbf16>, tensor<1x2x8x4xbf16>) {{.*}} attrs = {tilefuse.attention = "attention_0"}
+// CHECK:       %[[Y:.*]] = linalg.generic {{.*}} ins(%[[O]], %l : {{.*}}) {{.*}} attrs = {tilefuse.attention = "attention_0"}
+// CHECK:       %[[T:.*]] = linalg.generic {{.*}} ins(%[[Y]] : tensor<1x2x8x4xf32>) outs({{.*}} : tensor<1x2x8x4xbf16>)
+// CHECK:       func.return %[[T]] : tensor<1x2x8x4xbf16>
+#a3 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
+#b3 = affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>
+#v3 = affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>
+#c3 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+#i3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#r3 = affine_map<(d0, d1, d2) -> (d0, d1)>
+#kt3 = affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>
+func.func @k_transposed_then_split_into_heads(%q: tensor<1x2x8x4xbf16>, %k: tensor<1x8x8xbf16>, %v: tensor<1x2x8x4xbf16>) -> tensor<1x2x8x4xbf16> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %ninf = arith.constant 0xff800000 : f32
+  %scale = arith.constant 5.000000e-01 : bf16
+  %qc = tensor.collapse_shape %q [[0, 1], [2], [3]] : tensor<1x2x8x4xbf16> into tensor<2x8x4xbf16>
+  %kt_empty = tensor.empty() : tensor<1x8x8xbf16>
+  %kt = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2, d1)>, #i3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%k : tensor<1x8x8xbf16>) outs(%kt_empty : tensor<1x8x8xbf16>) {
+  ^bb0(%x: bf16, %o: bf16):
+    linalg.yield %x : bf16
+  } -> tensor<1x8x8xbf16>
+  %kh = tensor.expand_shape %kt [[0], [1, 2], [3]] output_shape [1, 2, 4, 8] : tensor<1x8x8xbf16> into tensor<1x2x4x8xbf16>
+  %kc = tensor.collapse_shape %kh [[0, 1], [2], [3]] : tensor<1x2x4x8xbf16> into tensor<2x4x8xbf16>
+  %es3 = tensor.empty() : tensor<2x8x8xf32>
+  %es316 = tensor.empty() : tensor<2x8x8xbf16>
+  %is3 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> ()>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%zero : f32) outs(%es3 : tensor<2x8x8xf32>) {
+  ^bb0(%fa: f32, %fb: f32):
+    linalg.yield %fa : f32
+  } -> tensor<2x8x8xf32>
+  %s3 = linalg.generic {indexing_maps = [#a3, #kt3, #c3], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%qc, %kc : tensor<2x8x4xbf16>, tensor<2x4x8xbf16>) outs(%is3 : tensor<2x8x8xf32>) {
+  ^bb0(%a: bf16, %b: bf16, %acc: f32):
+    %aw = arith.extf %a : bf16 to f32
+    %bw = arith.extf %b : bf16 to f32
+    %m = arith.mulf %aw, %bw : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x8x8xf32>
+  %t3 = linalg.generic {indexing_maps = [#i3, #i3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%s3 : tensor<2x8x8xf32>) outs(%es316 : tensor<2x8x8xbf16>) {
+  ^bb0(%a: f32, %o: bf16):
+    %r = arith.truncf %a : f32 to bf16
+    linalg.yield %r : bf16
+  } -> tensor<2x8x8xbf16>
+  %sc3 = linalg.generic {indexing_maps = [#i3, #i3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%t3 : tensor<2x8x8xbf16>) outs(%es316 : tensor<2x8x8xbf16>) {
+  ^bb0(%a: bf16, %o: bf16):
+    %r = arith.mulf %a, %scale : bf16
+    linalg.yield %r : bf16
+  } -> tensor<2x8x8xbf16>
+  %es = tensor.empty() : tensor<2x8x8xf32>
+  %es16 = tensor.empty() : tensor<2x8x8xbf16>
+  %u = linalg.generic {indexing_maps = [#i3, #i3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%sc3 : tensor<2x8x8xbf16>) outs(%es : tensor<2x8x8xf32>) {
+  ^bb0(%a: bf16, %o: f32):
+    %r = arith.extf %a : bf16 to f32
+    linalg.yield %r : f32
+  } -> tensor<2x8x8xf32>
+  %er = tensor.empty() : tensor<2x8xf32>
+  %im = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%ninf : f32) outs(%er : tensor<2x8xf32>) {
+  ^bb0(%fa: f32, %fb: f32):
+    linalg.yield %fa : f32
+  } -> tensor<2x8xf32>
+  %mx = linalg.generic {indexing_maps = [#i3, #r3], iterator_types = ["parallel", "parallel", "reduction"]} ins(%u : tensor<2x8x8xf32>) outs(%im : tensor<2x8xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.maximumf %a, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<2x8xf32>
+  %ex = linalg.generic {indexing_maps = [#i3, #r3, #i3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%u, %mx : tensor<2x8x8xf32>, tensor<2x8xf32>) outs(%es : tensor<2x8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    %r = math.exp %d : f32
+    linalg.yield %r : f32
+  } -> tensor<2x8x8xf32>
+  %iz = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%zero : f32) outs(%er : tensor<2x8xf32>) {
+  ^bb0(%fa: f32, %fb: f32):
+    linalg.yield %fa : f32
+  } -> tensor<2x8xf32>
+  %l = linalg.generic {indexing_maps = [#i3, #r3], iterator_types = ["parallel", "parallel", "reduction"]} ins(%ex : tensor<2x8x8xf32>) outs(%iz : tensor<2x8xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.addf %a, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<2x8xf32>
+  %p = linalg.generic {indexing_maps = [#i3, #r3, #i3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%ex, %l : tensor<2x8x8xf32>, tensor<2x8xf32>) outs(%es : tensor<2x8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.divf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<2x8x8xf32>
+  %p16 = linalg.generic {indexing_maps = [#i3, #i3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%p : tensor<2x8x8xf32>) outs(%es16 : tensor<2x8x8xbf16>) {
+  ^bb0(%a: f32, %o: bf16):
+    %r = arith.truncf %a : f32 to bf16
+    linalg.yield %r : bf16
+  } -> tensor<2x8x8xbf16>
+  %vc = tensor.collapse_shape %v [[0, 1], [2], [3]] : tensor<1x2x8x4xbf16> into tensor<2x8x4xbf16>
+  %eo3 = tensor.empty() : tensor<2x8x4xf32>
+  %eo316 = tensor.empty() : tensor<2x8x4xbf16>
+  %io3 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> ()>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%zero : f32) outs(%eo3 : tensor<2x8x4xf32>) {
+  ^bb0(%fa: f32, %fb: f32):
+    linalg.yield %fa : f32
+  } -> tensor<2x8x4xf32>
+  %o3 = linalg.generic {indexing_maps = [#a3, #v3, #c3], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%p16, %vc : tensor<2x8x8xbf16>, tensor<2x8x4xbf16>) outs(%io3 : tensor<2x8x4xf32>) {
+  ^bb0(%a: bf16, %b: bf16, %acc: f32):
+    %aw = arith.extf %a : bf16 to f32
+    %bw = arith.extf %b : bf16 to f32
+    %m = arith.mulf %aw, %bw : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x8x4xf32>
+  %ot3 = linalg.generic {indexing_maps = [#i3, #i3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%o3 : tensor<2x8x4xf32>) outs(%eo316 : tensor<2x8x4xbf16>) {
+  ^bb0(%a: f32, %o: bf16):
+    %r = arith.truncf %a : f32 to bf16
+    linalg.yield %r : bf16
+  } -> tensor<2x8x4xbf16>
+  %out = tensor.expand_shape %ot3 [[0, 1], [2], [3]] output_shape [1, 2, 8, 4] : tensor<2x8x4xbf16> into tensor<1x2x8x4xbf16>
+  func.return %out : tensor<1x2x8x4xbf16>
+}
