@@ -51,8 +51,8 @@ RTOL = 5e-5
 
 
 BF16_KERNELS = {
-    "bert_layer": 7, "gpt2_block": 7, "gpt2_block_sdpa": 9, "llama_eager": 9,
-    "llama_sdpa": 11, "vit": 11,
+    "bert_layer": 7, "gpt2_block": 7, "gpt2_block_sdpa": 7, "llama_eager": 9,
+    "llama_sdpa": 9, "vit": 11,
 }  # fmt: skip
 """Kernels the zoo's transformers become in bf16 (`model.to(torch.bfloat16)`, as
 tools/bench_models.py runs them), each with its attention in one FlashAttention

@@ -45,6 +45,7 @@ from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 from tilefuse.ir.log import channel
 from tilefuse.runtime import CompiledProgram, gpu_available
 from tilefuse.torch.aten_graph import for_import
+from tilefuse.torch.attention import rewrite_graph
 from tilefuse.torch.export import torch_deprecations_quiet
 from tilefuse.torch.mlir import (
     Refusal,
@@ -184,7 +185,9 @@ def tilefuse(gm: torch.fx.GraphModule, example_inputs: list[Any],
     fw = forward_compiler(target)
     backend = aot_autograd(fw_compiler=fw, inference_compiler=fw, bw_compiler=compile_backward,
                            decompositions=get_decomposition_table())  # fmt: skip
-    # Attention as ATen's math (on CUDA, aot_autograd would otherwise trace
+    # bf16/f16 attention in the fused kernels' precision (tilefuse.torch.attention);
+    # the rest as ATen's math (on CUDA, aot_autograd would otherwise trace
     # `_scaled_dot_product_efficient_attention`, which torch-mlir cannot lower).
+    rewrite_graph(gm)
     with torch_deprecations_quiet(), sdpa_kernel([SDPBackend.MATH]):
         return backend(gm, example_inputs)

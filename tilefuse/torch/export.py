@@ -29,6 +29,7 @@ from torch_mlir import fx
 from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 
 from tilefuse.ir.diagnostics import CompileError
+from tilefuse.torch.attention import decompositions
 from tilefuse.torch.mlir import TorchMlirDiagnostics, import_refusal
 
 
@@ -153,7 +154,7 @@ def export(fn: nn.Module | Callable[..., Any], example_inputs: tuple[Any, ...],
     try:
         with torch_deprecations_quiet():
             program = torch.export.export(wrapper, tuple(args), strict=False)
-            program = program.run_decompositions(get_decomposition_table())
+            program = program.run_decompositions(decompositions(get_decomposition_table()))
     except Exception as e:
         raise ExportError(f"torch.export cannot trace {name}: {_first_line(e)}") from e
     bad = [s for s in program.graph_signature.output_specs if s.kind != OutputKind.USER_OUTPUT]

@@ -1,0 +1,130 @@
+"""bf16/f16 `F.scaled_dot_product_attention` in the precision of torch's fused GPU
+kernels (`tilefuse.torch.attention`): P rounded to the input dtype before P V, both
+products of the inputs' exact values, so both dots run on bf16 tensor cores; f32
+attention and dropout keep ATen's own SDPA."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+pytest.importorskip("torch_mlir")
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import tilefuse.torch as tt
+from tests.eager import rel_error
+from tilefuse.torch import attention, backend
+
+BF16_STEP = 2.0**-8
+"""One rounding of bf16 (8 significant bits) relative to the value."""
+
+
+def inputs(b=2, h=4, hk=4, lq=24, lk=24, d=16, dtype=torch.bfloat16, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(b, h, lq, d, generator=g).to(dtype)
+    k = torch.randn(b, hk, lk, d, generator=g).to(dtype)
+    v = torch.randn(b, hk, lk, d, generator=g).to(dtype)
+    return q, k, v
+
+
+def rounded_p_reference(q, k, v, mask=None, causal=False, scale=None):
+    """Attention in f64 with P rounded to the inputs' dtype: the fused kernels' math."""
+    q64, k64, v64 = q.double(), k.double(), v.double()
+    if k.size(-3) != q.size(-3):
+        k64 = k64.repeat_interleave(q.size(-3) // k.size(-3), -3)
+        v64 = v64.repeat_interleave(q.size(-3) // k.size(-3), -3)
+    s = q64 @ k64.transpose(-2, -1) * (1 / math.sqrt(q.size(-1)) if scale is None else scale)
+    if causal:
+        s = s.masked_fill(~torch.ones(s.shape[-2:], dtype=torch.bool).tril(), -math.inf)
+    if mask is not None and mask.dtype == torch.bool:
+        s = s.masked_fill(~mask, -math.inf)
+    elif mask is not None:
+        s = s + mask.double()
+    p = torch.softmax(s, -1).nan_to_num(0.0)  # rows with no key left: zeros, as ATen's
+    return p.to(q.dtype).double() @ v64
+
+
+CASES = {
+    "plain": {},
+    "causal": {"causal": True},
+    "causal_longer_keys": {"causal": True, "lk": 40},
+    "scale": {"scale": 0.3},
+    "bool_mask": {"mask": "bool"},
+    "float_mask": {"mask": "float"},
+    "gqa": {"hk": 2, "causal": True},
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_flash_precision_sdpa_rounds_p_and_nothing_else(case, dtype):
+    spec = dict(CASES[case])
+    q, k, v = inputs(hk=spec.pop("hk", 4), lk=spec.pop("lk", 24), dtype=dtype)
+    mask = spec.pop("mask", None)
+    if mask == "bool":
+        mask = torch.rand(q.size(-2), k.size(-2), generator=torch.Generator().manual_seed(1)) > 0.5
+        mask[3] = False  # a row with no key: zeros, as ATen's safe softmax gives
+    elif mask == "float":
+        mask = torch.randn(q.size(-2), k.size(-2)).to(dtype)
+    causal, scale = spec.pop("causal", False), spec.pop("scale", None)
+    got = attention.flash_precision_sdpa(q, k, v, mask, causal, scale,
+                                         enable_gqa=k.size(-3) != q.size(-3))  # fmt: skip
+    assert got.dtype == dtype
+    want = rounded_p_reference(q, k, v, mask, causal, scale)
+    # what is left: f32 sums (not f64) and the one rounding of O to the dtype
+    assert rel_error(got.double(), want) <= 2 * BF16_STEP
+    mask64 = mask.double() if mask is not None and mask.is_floating_point() else mask
+    exact = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), mask64, 0.0, causal,
+                                           scale=scale, enable_gqa=k.size(-3) != q.size(-3))  # fmt: skip
+    exact = exact.nan_to_num(0.0)
+    assert rel_error(got.double(), exact) <= 4 * BF16_STEP
+    if mask is not None and mask.dtype == torch.bool:
+        assert torch.all(got[..., 3, :] == 0)
+
+
+def test_f32_attention_and_dropout_keep_atens_sdpa():
+    q, k, v = inputs(dtype=torch.float32)
+    assert not attention.rewrites(q, 0.0)
+    assert not attention.rewrites(q.bfloat16(), 0.1)
+    assert attention.rewrites(q.bfloat16(), 0.0) and attention.rewrites(q.half(), 0.0)
+    torch.testing.assert_close(attention.reduced_precision_sdpa(q, k, v, is_causal=True),
+                               F.scaled_dot_product_attention(q, k, v, is_causal=True))  # fmt: skip
+
+
+class Causal(nn.Module):
+    def forward(self, q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+def test_bf16_sdpa_compiles_to_one_flash_kernel_of_bf16_dots():
+    q, k, v = inputs(lq=64, lk=64, d=32)
+    compiled = tt.compile(Causal(), q, k, v)
+    assert len(compiled.kernels) == 1, compiled.kernels
+    assert "flash-attention" in compiled.source
+    assert "DOT_DTYPE=tl.float32" not in compiled.source  # no IEEE-f32 dot
+    want = rounded_p_reference(q, k, v, causal=True)
+    assert rel_error(compiled(q, k, v).double(), want) <= 2 * BF16_STEP
+
+
+def test_f32_sdpa_stays_an_f32_attention():
+    q, k, v = inputs(lq=64, lk=64, d=32, dtype=torch.float32)
+    compiled = tt.compile(Causal(), q, k, v)
+    assert "flash-attention" in compiled.source
+    assert 'DOT_PRECISION="ieee"' in compiled.source
+    want = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=True)
+    assert rel_error(compiled(q, k, v).double(), want) <= 1e-5
+
+
+def test_the_torch_compile_backend_writes_sdpa_the_same_way():
+    torch._dynamo.reset()
+    q, k, v = inputs(lq=64, lk=64, d=32)
+    before = backend.STATS.compiled, backend.STATS.fallbacks
+    with torch.no_grad():
+        got = torch.compile(Causal(), backend=backend.tilefuse, dynamic=False)(q, k, v)
+    assert (backend.STATS.compiled - before[0], backend.STATS.fallbacks - before[1]) == (1, 0)
+    want = rounded_p_reference(q, k, v, causal=True)
+    assert rel_error(got.double(), want) <= 2 * BF16_STEP
