@@ -139,6 +139,17 @@ def test_linear_epilogue_and_mlp_boundaries():
     assert "[FUSION] skipped: matmul + copy + add + matmul (a contraction reads its operands" in log
 
 
+def test_a_pointwise_tail_leaves_an_epilogue_for_the_row_reduction_reading_it():
+    source = Path(__file__).parent / "programs" / "rmsnorm_after_residual_linear.mlir"
+    graph = graph_of(source)
+    plan = plan_fusion(graph, H200)
+    log = plan.log()
+    assert "[FUSION] fused peel: fpowi ->" in log, log
+    assert "fused reduction: fpowi + reduce_add" in log, log
+    groups = sorted(sorted(graph.nodes[i].label for i in g.nodes) for g in plan.groups)
+    assert groups == [["add", "matmul"], ["div", "fpowi", "reduce_add"]], groups  # (div: the norm)
+
+
 def test_attention_refuses_reduction_over_matmul_rows():
     # Without the FlashAttention rewrite, attention's softmax cannot join the QK^T tile.
     log = plan_fusion(graph_of(SAMPLES / "attention.mlir", until="fold-windows"), H200).log()

@@ -13,7 +13,7 @@ KERNELS = {
     "attention_accumulates_into_argument": 3, "attention_batch_matmul": 1,
     "attention_row_sum_from_one": 3, "attention_torch_mlir_style": 1,
     "batch_matvec_bf16": 1, "bool_constant_mask": 1, "bool_mask_argument": 1,
-    "causal_mask_two_views": 1,
+    "causal_mask_two_views": 1, "rmsnorm_after_residual_linear": 2,
     "collapse_to_rank_0": 1, "concat_and_insert_slice": 2, "constant_map_bias": 1,
     "conv_of_a_fill": 1, "dense_resource_weights": 1, "f64_compute": 2, "fpowi_signs": 1,
     "fptosi_round_trip": 1, "function_named_like_helper": 1, "global_sum": 1,

@@ -22,7 +22,10 @@ pass over HBM is one the tiler keeps whole.
 fit(h200, working_set=64 * 1024, elements=16384, budget=h200.smem_per_block)
 # Fit(fits=True, warps=16, regs=56, occupancy=0.5)
 fit(h200, working_set=160 * 1024, elements=4096, budget=h200.smem_per_block)
-# Fit(fits=False, warps=8, regs=184, occupancy=0.125): 40 values of a 4096-wide row
+# Fit(fits=True, warps=16, regs=104, occupancy=0.25): 40 values of a 4096-wide row,
+# which at the 8 warps its size asks would need 184 registers (occupancy 0.125)
+fit(h200, working_set=220 * 1024, elements=4096, budget=h200.smem_per_block)
+# Fit(fits=False, warps=16, regs=134, occupancy=0.0)
 ```
 """
 
@@ -82,17 +85,25 @@ def fit(
     budget: int,
     storage_bytes: int = COMPUTE_BYTES,
     per_thread: int = 0,
+    more_warps: bool = True,
 ) -> Fit:
     """Does a tile of `elements` elements and `working_set` bytes of values fit
     `budget` bytes of shared memory and the register file at MIN_OCCUPANCY? Warps
-    for tensors of `storage_bytes` elements, `per_thread` bytes of each per thread."""
+    for tensors of `storage_bytes` elements, `per_thread` bytes of each per thread
+    (`warps_for`), doubled (up to MAX_WARPS) while the values need more registers
+    per thread than that leaves: a 1024-wide LayerNorm row whose dozen f32
+    intermediates would take 216 registers at 2 warps takes 48 at 16. Not
+    `more_warps`: at the warps the size asks only."""
     warps = warps_for(elements, storage_bytes, per_thread)
-    regs = regs_per_thread(target, working_set, warps)
-    threads = warps * target.warp_size
-    occ = occupancy(target, min(regs, target.max_regs_per_thread), threads, 0).occupancy
-    fits = (working_set <= budget and regs <= target.max_regs_per_thread
-            and occ >= MIN_OCCUPANCY)  # fmt: skip
-    return Fit(fits, warps, regs, occ)
+    while True:
+        regs = regs_per_thread(target, working_set, warps)
+        threads = warps * target.warp_size
+        occ = occupancy(target, min(regs, target.max_regs_per_thread), threads, 0).occupancy
+        fits = (working_set <= budget and regs <= target.max_regs_per_thread
+                and occ >= MIN_OCCUPANCY)  # fmt: skip
+        if fits or not more_warps or warps >= MAX_WARPS or working_set > budget:
+            return Fit(fits, warps, regs, occ)
+        warps *= 2
 
 
 # ---------------------------------------------------------------------------

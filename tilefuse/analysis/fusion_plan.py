@@ -167,6 +167,18 @@ def _try_merge(st: _State, producer: Node, consumer: Node) -> None:
     merged = st.nodes(gp) + st.nodes(gc)
     labels = (group_label(st.nodes(gp)), consumer.label)
     refusal = _refusal(st, producer, consumer, gp, gc, merged)
+    if refusal == REDUCES_PRODUCT_ROWS and (tail := _peel_tail(st, producer, gp)) is not None:
+        gp, moved = tail
+        merged = st.nodes(gp) + st.nodes(gc)
+        refusal = _refusal(st, producer, consumer, gp, gc, merged)
+        if refusal is not None:
+            _unpeel(st, gp, moved)
+        else:
+            st.decisions.append(Decision(
+                True, "peel", tuple(st.graph.nodes[i].label for i in st.members[gp]),
+                f"moved out of {moved}'s epilogue: {consumer.label} reduces over the "
+                f"contraction's output dim, and what they read from it is stored anyway",
+                group=f"@{gp}"))  # fmt: skip
     if refusal is not None:
         st.decisions.append(Decision(False, group_kind(merged), labels, refusal))
         return
@@ -189,6 +201,75 @@ def _recompute_note(st: _State, merged: list[Node]) -> str:
     return f"; {' + '.join(sorted(again))} computed once per read along different loops"
 
 
+REDUCES_PRODUCT_ROWS = "a reduction over a contraction's output dim needs whole product rows per tile"
+
+
+def _peel_tail(st: _State, producer: Node, gp: int) -> tuple[int, int] | None:
+    """
+    Move the pointwise tail of a contraction's epilogue that ends in `producer`
+    out of group `gp` into a group of its own -> (its id, gp); None where it
+    cannot. A row reduction cannot join an epilogue (`REDUCES_PRODUCT_ROWS`), but
+    the pointwise ops it reads there can join the reduction: RMSNorm after a
+    residual add, `ext(h)` then `h^2` in the down-projection's epilogue, would
+    otherwise be stored in f32 and the norm split in two kernels. The tail is
+    `producer` and the pointwise ops of `gp` read only by the tail; every value it
+    reads from what stays in `gp` must be stored by `gp` anyway (read by another
+    kernel or returned), so moving it adds no traffic (a cast among those is then
+    recomputed by its readers, `_sink_casts`).
+    """
+    group = set(st.members[gp])
+    nodes = st.graph.nodes
+    if producer.kind != POINTWISE or any(ATTENTION_TAG in nodes[i].op.attributes for i in group):
+        return None
+    tail = _tail(st, producer, group)
+    if tail is None or tail == group or all(is_cast(nodes[i]) for i in tail):
+        return None  # (a tail of casts leaves later, recomputed by every reader: _sink_casts)
+    key = next((i for i in sorted(tail) if i not in st.members), None)
+    if key is None:
+        return None
+    # (every op began as a group of its own, merged into `gp` when visited: no
+    # decision names that group, so its id is free again)
+    st.merged_into.pop(key, None)
+    st.members[gp] = [i for i in st.members[gp] if i not in tail]
+    st.members[key] = sorted(tail)
+    for i in tail:
+        st.group_of[i] = key
+    return key, gp
+
+
+def _tail(st: _State, producer: Node, group: set[int]) -> set[int] | None:
+    """`_peel_tail`'s ops: `producer` and the pointwise ops of `group` only they
+    read; None where the group reads one of them or would store a value only they
+    read."""
+    nodes = st.graph.nodes
+    tail = {producer.index}
+    grown = True
+    while grown:
+        grown = False
+        for i in list(tail):
+            for q in nodes[i].producers:
+                if (q.index in group and q.index not in tail and q.kind == POINTWISE
+                        and not q.external_uses and all(c.index in tail for c in q.consumers)):  # fmt: skip
+                    tail.add(q.index)
+                    grown = True
+    if any(c.index in group - tail for i in tail for c in nodes[i].consumers):
+        return None  # the epilogue reads the tail
+    for i in tail:
+        for q in nodes[i].producers:
+            if q.index in group - tail and not (
+                    q.external_uses or any(c.index not in group for c in q.consumers)):  # fmt: skip
+                return None  # the epilogue would store a value only the tail reads
+    return tail
+
+
+def _unpeel(st: _State, key: int, home: int) -> None:
+    """Undo `_peel_tail`: group `key`'s ops go back to `home`."""
+    for i in st.members.pop(key):
+        st.group_of[i] = home
+        st.members[home].append(i)
+    st.members[home].sort()
+
+
 def _refusal(
     st: _State, producer: Node, consumer: Node, gp: int, gc: int, merged: list[Node]
 ) -> str | None:
@@ -201,7 +282,7 @@ def _refusal(
     dims = shared_dims(st.graph, merged)
     has_contraction = any(n.kind == CONTRACTION for n in merged)
     if has_contraction and consumer.kind == REDUCE and _reduces_contraction_dim(dims, merged):
-        return "a reduction over a contraction's output dim needs whole product rows per tile"
+        return REDUCES_PRODUCT_ROWS
     if len(merged) > st.max_group_ops:
         return f"group size limit: {len(merged)} > {st.max_group_ops} ops"
     if (why := _gathers_within(merged)) is not None:

@@ -205,12 +205,14 @@ def _fit(
     budget: int,
     storage_bytes: int = COMPUTE_BYTES,
     per_thread: int = 0,
+    more_warps: bool = True,
 ) -> tuple[bool, int, int, float]:
     """Does a block assignment fit (`budget.fit`)? -> (fits, warps, regs, occupancy),
     with warps for tensors of `storage_bytes` elements, `per_thread` bytes of each
-    per thread (default BYTES_PER_THREAD)."""
+    per thread (default BYTES_PER_THREAD), more where registers ask (`more_warps`)."""
     ws = _working_set(values, blocks)
-    f = fit(target, ws, math.prod(blocks.values()), budget, storage_bytes, per_thread)
+    f = fit(target, ws, math.prod(blocks.values()), budget, storage_bytes, per_thread,
+            more_warps)  # fmt: skip
     return f.fits, f.warps, f.regs, f.occupancy
 
 
@@ -226,7 +228,9 @@ def _plan_memory_bound(graph: Graph, dims: SharedDims, target: Target, budget: i
     for d in _grid_growth_order(graph, dims):
         while blocks[d.id] < pow2(d.extent) and math.prod(blocks.values()) < tile_elems:
             trial = {**blocks, d.id: blocks[d.id] * 2}
-            if not _fit(target, values, trial, budget, per_thread=per_thread)[0]:
+            # (more rows per program only where they fit the warps their size asks)
+            if not _fit(target, values, trial, budget, per_thread=per_thread,
+                        more_warps=False)[0]:  # fmt: skip
                 break
             blocks = trial
     # The tile is sized as f32; it launches with `per_thread` bytes of each
