@@ -1,5 +1,6 @@
 """
-`scalar-operands`: a 0-d tensor's extracted scalar read in a payload becomes an operand.
+`scalar-operands`: a 0-d tensor's extracted scalar read in a payload becomes an
+operand; a splat tensor constant read by a generic becomes a 0-d one.
 
 torch-mlir passes a scalar as a 0-d tensor and extracts it at function level
 (`%v = tensor.extract %t[]`) for payloads to read. Kernels take tensors, not host
@@ -22,6 +23,11 @@ payloads are left (refused later, with a location).
   linalg.yield %s : f32
 }
 ```
+
+A splat constant input (`dense<true> : tensor<1024x1024xi1>`, what torch-mlir
+makes of a causal mask's `full_like(True)`) is read as `dense<true> : tensor<i1>`
+through `-> ()`: a kernel loads one scalar instead of a tile of a materialised
+megabyte per step (`SplatConstantAsScalar`).
 """
 
 from __future__ import annotations
@@ -29,10 +35,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import func, tensor
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects import arith, func, tensor
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    DenseIntOrFPElementsAttr,
+    ModuleOp,
+    TensorType,
+)
 from xdsl.dialects.linalg import ops as linalg
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Operation, OpResult, SSAValue
 from xdsl.ir.affine import AffineMap
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -41,7 +52,9 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
     op_type_rewrite_pattern,
 )
+from xdsl.rewriter import InsertPoint
 
+from tilefuse.ir.constants import constant_array, is_splat, stored_elements
 from tilefuse.ir.structured import with_inputs
 
 
@@ -54,6 +67,48 @@ class ScalarOperandsPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         walker = PatternRewriteWalker(ExtractedScalarAsOperand(), apply_recursively=False)
         walker.rewrite_module(op)
+        PatternRewriteWalker(SplatConstantAsScalar(), apply_recursively=False).rewrite_module(op)
+
+
+class SplatConstantAsScalar(RewritePattern):
+    """A `linalg.generic` input that is a splat tensor constant (every element
+    the same, `dense<true> : tensor<1024x1024xi1>` where torch-mlir lowers
+    `torch.ones(...).tril()` or `full_like(True)`) is read as a 0-d constant of
+    that element through `-> ()`: a kernel loads one scalar, not a tile of the
+    materialised tensor per step."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: linalg.GenericOp, rewriter: PatternRewriter) -> None:
+        if not isinstance(op.parent_op(), func.FuncOp):
+            return
+        maps = [m.data for m in op.indexing_maps.data]
+        inputs = list(op.inputs)
+        replaced: list[arith.ConstantOp] = []
+        for i, v in enumerate(inputs):
+            const = v.owner if isinstance(v, OpResult) else None
+            if (not isinstance(const, arith.ConstantOp) or not isinstance(v.type, TensorType)
+                    or not v.type.get_shape() or not is_splat(const)):  # fmt: skip
+                continue
+            element = v.type.get_element_type()
+            scalar = arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(
+                TensorType(element, []), [_first(const)]))  # fmt: skip
+            rewriter.insert_op(scalar, InsertPoint.before(const))
+            inputs[i] = scalar.result
+            maps[i] = AffineMap(maps[i].num_dims, 0, ())
+            replaced.append(const)
+        if not replaced:
+            return
+        rewriter.replace(op, with_inputs(op, inputs, maps, op.body.clone()))
+        for const in dict.fromkeys(replaced):
+            if not const.result.uses:
+                rewriter.erase(const)
+
+
+def _first(op: arith.ConstantOp) -> int | float:
+    """A splat constant's element as the Python number its attribute takes."""
+    value = stored_elements(op).flat[0]
+    element = op.result.type.get_element_type()
+    return float(constant_array(op).flat[0]) if isinstance(element, AnyFloat) else int(value)
 
 
 class ExtractedScalarAsOperand(RewritePattern):

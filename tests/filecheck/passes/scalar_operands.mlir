@@ -34,3 +34,27 @@ func.func @fill_of_scalar(%t: tensor<f32>) -> tensor<8xf32> {
   } -> tensor<8xf32>
   func.return %r : tensor<8xf32>
 }
+
+// -----
+
+// A splat tensor constant read by a generic (torch-mlir's `full_like(True)` of a
+// causal mask, a constant scale tensor) is read as a 0-d constant of its element
+// through `-> ()`; a constant of distinct elements stays a tensor.
+// CHECK-LABEL: func.func @splat_operands
+// CHECK-DAG:   %[[T:.*]] = arith.constant dense<true> : tensor<i1>
+// CHECK-DAG:   %[[H:.*]] = arith.constant dense<5.000000e-01> : tensor<bf16>
+// CHECK:       linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>]{{.*}} ins(%m, %[[T]], %[[H]], %ramp : tensor<4x8xi1>, tensor<i1>, tensor<bf16>, tensor<8xbf16>)
+func.func @splat_operands(%m: tensor<4x8xi1>, %x: tensor<4x8xbf16>) -> tensor<4x8xbf16> {
+  %true = arith.constant dense<true> : tensor<4x8xi1>
+  %half = arith.constant dense<5.000000e-01> : tensor<4x8xbf16>
+  %ramp = arith.constant dense<[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]> : tensor<8xbf16>
+  %e = tensor.empty() : tensor<4x8xbf16>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%m, %true, %half, %ramp : tensor<4x8xi1>, tensor<4x8xi1>, tensor<4x8xbf16>, tensor<8xbf16>) outs(%e : tensor<4x8xbf16>) {
+  ^bb0(%a: i1, %t: i1, %h: bf16, %w: bf16, %o: bf16):
+    %k = arith.andi %a, %t : i1
+    %p = arith.mulf %h, %w : bf16
+    %s = arith.select %k, %p, %o : bf16
+    linalg.yield %s : bf16
+  } -> tensor<4x8xbf16>
+  func.return %r : tensor<4x8xbf16>
+}
