@@ -92,7 +92,7 @@ class SplatConstantAsScalar(RewritePattern):
             element = v.type.get_element_type()
             scalar = arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(
                 TensorType(element, []), [_first(const)]))  # fmt: skip
-            rewriter.insert_op(scalar, InsertPoint.before(const))
+            rewriter.insert(scalar, InsertPoint.before(const))
             inputs[i] = scalar.result
             maps[i] = AffineMap(maps[i].num_dims, 0, ())
             replaced.append(const)

@@ -343,6 +343,12 @@ class GenericPrinter:
         first = ins.index(product_operand(mul.operands[0]))
         lhs_i = first if any(d in s.operand_dims(first) for d in m) else 1 - first
         rhs_i = 1 - lhs_i
+        out_dims = self.kdims(s.operand_dims(2))
+        if list(m + n) != out_dims and list(n + m) == out_dims:
+            # The output is (n, m): compute it as B^T A^T, so that a K loop's
+            # accumulator keeps one layout (permuted in and out of the dot at
+            # every step, a conv's [co, w] tile went through shared memory twice).
+            m, n, lhs_i, rhs_i = n, m, rhs_i, lhs_i
         M, N, K = (math.prod(self.space[d] for d in g) for g in (m, n, k))
         a = self._matrix(s.inputs[lhs_i], s.operand_dims(lhs_i), m, k, (M, K))
         b = self._matrix(s.inputs[rhs_i], s.operand_dims(rhs_i), k, n, (K, N))
@@ -361,7 +367,6 @@ class GenericPrinter:
         dot = (f"tl.dot({a}.to({cast}), {b}.to({cast}), {acc}, "
                f"input_precision={precision}{out_dtype})")  # fmt: skip
         # Back from (m..., n...) to the output's axis order.
-        out_dims = self.kdims(s.operand_dims(2))
         grouped = m + n
         order = [grouped.index(d) for d in out_dims]
         result = s.op.results[0]

@@ -136,11 +136,15 @@ def _cmpf_expr(predicate: str, args: list[str]) -> str:
 def _typed_expr(op: Operation, args: list[str]) -> str | None:
     """Ops whose text depends on their element types (None for the others)."""
     if isinstance(op, arith.TruncFOp):
-        # Values are computed in a wide type; an explicit truncation still rounds.
-        narrow, wide = (TL_DTYPE[type(element_type(v.type))] for v in (op.result, op.operands[0]))
+        # A value is computed in its type's compute type (f64 for f64, else f32); an
+        # explicit truncation rounds to the narrow type and goes on in its compute
+        # type (an f64 -> f32 truncation is f32 from here: kept in f64, it made
+        # everything it met f64, a BatchNorm epilogue's whole tile).
+        narrow = TL_DTYPE[type(element_type(op.result.type))]
+        carried = "tl.float64" if narrow == "tl.float64" else "tl.float32"
         x = block_constant(op.operands[0], args[0])
         rounded = f"_round_bf16({x})" if narrow == "tl.bfloat16" else f"({x}).to({narrow})"
-        return f"({rounded}).to({wide})"
+        return rounded if narrow == carried else f"({rounded}).to({carried})"
     et = type(element_type(op.results[0].type)) if op.results else None
     if isinstance(op, arith.DivUIOp | arith.RemUIOp | arith.CeilDivUIOp):
         a, b = (_unsigned(v, block_constant(v, x)) for v, x in zip(op.operands, args, strict=True))
