@@ -65,6 +65,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineMap
 from xdsl.passes import ModulePass
 
+from tilefuse.analysis.causal import STATIC, key_bound
 from tilefuse.analysis.cost.target import get_target
 from tilefuse.analysis.dataflow import (
     CONTRACTION,
@@ -474,7 +475,7 @@ class TileProgramBuilder:
         (t,) = self.loops
         carried = [self.materialize(a.s.outputs[0], outer, outer)]
         carried += [self.materialize(r.s.outputs[0], outer, outer) for r in linear]
-        lb, ub = self._index(outer, 0), self._index(outer, t.extent)
+        lb, ub = self._index(outer, 0), self._key_end(sm, outer)
         step = self._index(outer, t.block)
         body = Block(arg_types=[IndexType(), *[v.type for v in carried]])
         inner = _Scope(body, {t.dim: body.args[0]})
@@ -502,6 +503,29 @@ class TileProgramBuilder:
         for node, res in zip([a, *linear], loop.results, strict=True):
             outer.memo[node.op.results[0]] = res
             self.done.add(node)
+
+    def _key_end(self, sm: OnlineSoftmax, outer: _Scope) -> SSAValue:
+        """Where the online loop stops: the extent, or, under a causal mask
+        (`causal.key_bound`: every key `j > q + c` of row `q` is -inf, adding
+        nothing), `min(extent, q0 + BQ + c)` for the tile's rows `[q0, q0 + BQ)`.
+        The mask stays in the loop for the tiles it cuts."""
+        (t,) = self.loops
+        bounds = key_bound(self.graph, self.dims, sm, t.dim) or {}
+        end = t.extent
+        for q, c in bounds.items():
+            if q == STATIC:
+                end = min(end, max(0, c + 1))
+            elif self.tiles[q].mode == WHOLE:
+                end = min(end, max(0, self.tiles[q].block + c))
+        ub = self._index(outer, end)
+        for q, c in bounds.items():
+            if q == STATIC or self.tiles[q].mode == WHOLE or self.tiles[q].block + c >= t.extent:
+                continue
+            last = arith.AddiOp(self.outer_offsets[q], self._index(outer, self.tiles[q].block + c))
+            limit = arith.MinSIOp(ub, last.result)
+            outer.block.add_ops([last, limit])
+            ub = limit.result
+        return ub
 
     def _rescale(self, scope: _Scope, acc: SSAValue, corr: SSAValue, r: Node, a: Node) -> SSAValue:
         """acc * corr, corr broadcast from the max's row dims to acc's dims."""

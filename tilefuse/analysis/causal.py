@@ -1,0 +1,376 @@
+"""
+Causal masks, by meaning: the keys an online softmax's mask removes from every row.
+
+`key_bound(graph, dims, sm, key_dim)` reads the scores `u` of an online softmax
+(`patterns.OnlineSoftmax`, a max and the reductions linear in `e = exp(u - max)`
+over the key dim `j`) as a function of the loop indices and finds bounds
+`j - q <= c` (or `j <= c`) outside of which every score is `-inf`, for `q` a row dim
+of the max (the query index `i`) and a compile-time `c`:
+
+```mlir
+%keep = arith.cmpi sle, %j_minus_i, %c0 : i64         // j - i <= 0
+%all = arith.andi %keep, %true_mask : i1              // other factors only mask more
+%u = arith.select %all, %s, %neg_inf : f32            // or s + select(keep, 0, -inf)
+```
+
+gives `{i: 0}`. A key past the bound has `u = -inf`, so `max(m, -inf) = m` and
+`exp(-inf - m) = 0` (`m` finite, or the 0 the online loop uses while the row is all
+-inf): it adds exactly nothing to the max and to every reduction linear in `e`, and
+the key loop of a query tile may stop after its last row's last kept key.
+
+The scores are evaluated by abstract interpretation over the group's pointwise ops
+(read through pure-dim maps, so shared dims are the indices), constants (in the
+payload, captured, or a splat tensor given to the group) and `linalg.index`:
+integers as affine forms of the shared dims, conditions by where they can be true and
+where false, floats by where they can be other than `-inf` (`Keep`). What is not
+understood knows nothing (`ANY`): an `and` with it keeps the other factor's bound, an
+`or`, a `select` between two unknowns or an additive finite mask gives none.
+
+A `+` counts `x + (-inf)` as `-inf`, which holds for every score but `+inf` and NaN
+(then the program's row is NaN; a skipped key cannot make it so), and a skipped key
+drops `0 * v_j` from `P V`, which is not 0 for a non-finite `v_j`: skipping is exact
+for finite scores and values, as in every FlashAttention kernel.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import (
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    TensorType,
+)
+from xdsl.dialects.linalg import ops as linalg
+from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
+from xdsl.ir.affine import AffineDimExpr, AffineMap
+
+from tilefuse.analysis.dataflow import FILL, POINTWISE, Graph, Node, SharedDims
+from tilefuse.analysis.patterns import OnlineSoftmax
+from tilefuse.ir.constants import constant_array, is_splat
+from tilefuse.ir.tilefuse import GroupOp
+
+STATIC = -1
+"""The `q` of a bound `j <= c` that no row dim enters."""
+
+
+@dataclass(frozen=True)
+class Keep:
+    """Where a value can be live (a condition true, or false; a float other than
+    -inf): only where `j - q <= c` for every `q: c` of `bounds` (`j <= c` for
+    `STATIC`), nowhere when `never`."""
+
+    bounds: dict[int, int] = field(default_factory=dict)
+    never: bool = False
+
+    def both(self, other: Keep) -> Keep:
+        """Live only where both are (a conjunction)."""
+        if self.never or other.never:
+            return NEVER
+        merged = dict(self.bounds)
+        for q, c in other.bounds.items():
+            merged[q] = min(merged.get(q, c), c)
+        return Keep(merged)
+
+    def either(self, other: Keep) -> Keep:
+        """Live where either is (a disjunction)."""
+        if self.never:
+            return other
+        if other.never:
+            return self
+        return Keep({q: max(c, other.bounds[q]) for q, c in self.bounds.items() if q in other.bounds})
+
+
+ANY, NEVER = Keep(), Keep(never=True)
+
+
+@dataclass(frozen=True)
+class Affine:
+    """An integer `sum coeffs[d] * index_d + const` over shared dims `d`."""
+
+    coeffs: dict[int, int]
+    const: int
+
+    def plus(self, other: Affine, sign: int = 1) -> Affine:
+        coeffs = dict(self.coeffs)
+        for d, a in other.coeffs.items():
+            coeffs[d] = coeffs.get(d, 0) + sign * a
+        return Affine({d: a for d, a in coeffs.items() if a}, self.const + sign * other.const)
+
+    def times(self, k: int) -> Affine:
+        return Affine({d: a * k for d, a in self.coeffs.items() if a * k}, self.const * k)
+
+    @property
+    def non_negative(self) -> bool:
+        return self.const >= 0 and all(a >= 0 for a in self.coeffs.values())
+
+
+@dataclass(frozen=True)
+class Cond:
+    """An i1: where it can be true, where it can be false."""
+
+    true: Keep
+    false: Keep
+
+    def negated(self) -> Cond:
+        return Cond(self.false, self.true)
+
+
+TRUE, FALSE, UNKNOWN = Cond(ANY, NEVER), Cond(NEVER, ANY), Cond(ANY, ANY)
+
+Fact = Keep | Cond | Affine | None
+
+
+def key_bound(graph: Graph, dims: SharedDims, sm: OnlineSoftmax, key_dim: int) -> dict[int, int] | None:
+    """Bounds `{q: c}` with every score of `sm` past `j - q <= c` equal to -inf (`q`
+    a row dim of its max, or `STATIC` for `j <= c`; `{STATIC: -1}`: every score is
+    -inf); None when the mask (if any) is not understood so."""
+    a = sm.max_node
+    if {dims.of[(a.index, d)] for d in a.s.reduction_dims} != {key_dim}:
+        return None
+    rows = {dims.of[(a.index, d)] for d in a.s.parallel_dims}
+    keep = _Scores(graph, dims, key_dim, rows).operand(a, 0)
+    if not isinstance(keep, Keep):
+        return None
+    if keep.never:
+        return {STATIC: -1}
+    return dict(keep.bounds) or None
+
+
+def _top(t: Attribute) -> Fact:
+    if isinstance(t, IntegerType) and t.width.data == 1:
+        return UNKNOWN
+    return None if isinstance(t, IntegerType | IndexType) else ANY
+
+
+def _pure_dims(m: AffineMap) -> bool:
+    return all(isinstance(r, AffineDimExpr) for r in m.results)
+
+
+def _scalar_constant(value: SSAValue) -> int | float | None:
+    """The number `value` always is: a scalar constant, or a splat tensor constant
+    (also one given to a group: the block argument's operand)."""
+    if isinstance(value, BlockArgument) and isinstance(g := value.block.parent_op(), GroupOp) and \
+            value.block is g.entry:  # fmt: skip
+        value = g.inputs[value.index]
+    op = value.owner
+    if not isinstance(op, arith.ConstantOp):
+        return None
+    if isinstance(op.value, IntegerAttr | FloatAttr):
+        return op.value.value.data
+    if not isinstance(op.result.type, TensorType) or not is_splat(op):
+        return None
+    return constant_array(op).flat[0].item()
+
+
+def _constant_fact(x: int | float, t: Attribute) -> Fact:
+    if isinstance(t, IntegerType) and t.width.data == 1:
+        return TRUE if x else FALSE
+    if isinstance(t, IntegerType | IndexType):
+        return Affine({}, int(x))
+    return NEVER if x == -math.inf else ANY
+
+
+_SIGNED = {"slt": "slt", "sle": "sle", "sgt": "sgt", "sge": "sge",
+           "ult": "slt", "ule": "sle", "ugt": "sgt", "uge": "sge", "eq": "eq", "ne": "ne"}  # fmt: skip
+_PREDICATES = ["eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"]
+_NEGATED = {"slt": "sge", "sle": "sgt", "sgt": "sle", "sge": "slt", "eq": "ne", "ne": "eq"}
+
+
+class _Scores:
+    """The abstract interpretation of the module docstring."""
+
+    def __init__(self, graph: Graph, dims: SharedDims, key_dim: int, rows: set[int]):
+        self.graph, self.dims, self.key, self.rows = graph, dims, key_dim, rows
+        self.memo: dict[tuple[int, SSAValue], Fact] = {}
+
+    def operand(self, node: Node, k: int) -> Fact:
+        """The fact of `node`'s input `k`, at `node`'s loop point."""
+        v = node.s.inputs[k]
+        t = v.type.get_element_type() if isinstance(v.type, TensorType) else v.type
+        if (x := _scalar_constant(v)) is not None:
+            return _constant_fact(x, t)
+        p = self.graph.producer_of(v)
+        if p is None or p.kind not in (POINTWISE, FILL) or not _pure_dims(node.s.input_maps[k]):
+            return _top(t)
+        r = list(p.op.results).index(v)
+        out_map = p.s.output_maps[r]
+        if not _pure_dims(out_map) or len(set(out_map.results)) != p.s.num_loops:
+            return _top(t)
+        yielded = p.s.payload.last_op
+        assert yielded is not None
+        return self.value(yielded.operands[r], p)
+
+    def value(self, v: SSAValue, node: Node) -> Fact:
+        key = (node.index, v)
+        if key not in self.memo:
+            self.memo[key] = self._value(v, node)
+        return self.memo[key]
+
+    def _value(self, v: SSAValue, node: Node) -> Fact:
+        block = node.s.payload
+        if isinstance(v, BlockArgument) and v.block is block:
+            return self.operand(node, v.index) if v.index < len(node.s.inputs) else _top(v.type)
+        if (x := _scalar_constant(v)) is not None:
+            return _constant_fact(x, v.type)
+        op = v.owner
+        if not isinstance(op, Operation) or op.parent_block() is not block:
+            return _top(v.type)
+        rule = _RULES.get(type(op))
+        return rule(self, op, node) if rule is not None else _top(v.type)
+
+    def constant(self, v: SSAValue, node: Node) -> int | float | None:
+        """The number `v` (in `node`'s payload) always is, if a constant."""
+        if isinstance(v, BlockArgument) and v.block is node.s.payload:
+            return _scalar_constant(node.s.inputs[v.index]) if v.index < len(node.s.inputs) else None
+        return _scalar_constant(v)
+
+    def args(self, op: Operation, node: Node) -> list[Fact]:
+        return [self.value(x, node) for x in op.operands]
+
+    def bound(self, e: Affine) -> Keep:
+        """Where `e <= 0` can hold: `a j - a q + k <= 0` is `j - q <= floor(-k / a)`."""
+        a = e.coeffs.get(self.key, 0)
+        rest = {d: b for d, b in e.coeffs.items() if d != self.key}
+        if a <= 0:
+            return ANY
+        if not rest:
+            return Keep({STATIC: (-e.const) // a})
+        if len(rest) == 1 and (q := next(iter(rest))) in self.rows and rest[q] == -a:
+            return Keep({q: (-e.const) // a})
+        return ANY
+
+    def compare(self, pred: str, d: Affine) -> Keep:
+        """Where `d pred 0` can hold (signed)."""
+        if pred == "slt":
+            return self.bound(d.plus(Affine({}, 1)))
+        if pred == "sle":
+            return self.bound(d)
+        if pred == "sgt":
+            return self.bound(d.times(-1).plus(Affine({}, 1)))
+        if pred == "sge":
+            return self.bound(d.times(-1))
+        if pred == "eq":
+            return self.bound(d).both(self.bound(d.times(-1)))
+        return ANY
+
+
+def _index(s: _Scores, op: linalg.IndexOp, node: Node) -> Fact:
+    return Affine({s.dims.of[(node.index, op.dim.value.data)]: 1}, 0)
+
+
+def _same(s: _Scores, op: Operation, node: Node) -> Fact:
+    return s.value(op.operands[0], node)
+
+
+def _add_sub(s: _Scores, op: Operation, node: Node) -> Fact:
+    x, y = s.args(op, node)
+    if isinstance(x, Affine) and isinstance(y, Affine):
+        return x.plus(y, 1 if isinstance(op, arith.AddiOp) else -1)
+    return None
+
+
+def _mul(s: _Scores, op: Operation, node: Node) -> Fact:
+    x, y = s.args(op, node)
+    if isinstance(x, Affine) and isinstance(y, Affine):
+        if not y.coeffs:
+            return x.times(y.const)
+        if not x.coeffs:
+            return y.times(x.const)
+    return None
+
+
+def _cmpi(s: _Scores, op: arith.CmpiOp, node: Node) -> Fact:
+    pred = _PREDICATES[op.predicate.value.data]
+    x, y = s.args(op, node)
+    if isinstance(x, Cond) or isinstance(y, Cond):
+        return _cmp_conditions(pred, x, y)
+    if not isinstance(x, Affine) or not isinstance(y, Affine):
+        return UNKNOWN
+    if pred.startswith("u") and not (x.non_negative and y.non_negative):
+        return UNKNOWN  # unsigned is signed only where both sides are non-negative
+    signed = _SIGNED[pred]
+    d = x.plus(y, -1)
+    return Cond(s.compare(signed, d), s.compare(_NEGATED[signed], d))
+
+
+def _cmp_conditions(pred: str, x: Fact, y: Fact) -> Fact:
+    """`c == true`, `c != false`, `c == false` (torch-mlir's `logical_not`), ..."""
+    for c, k in ((x, y), (y, x)):
+        if isinstance(c, Cond) and k in (TRUE, FALSE) and pred in ("eq", "ne"):
+            return c if (pred == "eq") == (k == TRUE) else c.negated()
+    return UNKNOWN
+
+
+def _andi(s: _Scores, op: Operation, node: Node) -> Fact:
+    x, y = s.args(op, node)
+    if isinstance(x, Cond) and isinstance(y, Cond):
+        return Cond(x.true.both(y.true), x.false.either(y.false))
+    return _top(op.results[0].type)
+
+
+def _ori(s: _Scores, op: Operation, node: Node) -> Fact:
+    x, y = s.args(op, node)
+    if isinstance(x, Cond) and isinstance(y, Cond):
+        return Cond(x.true.either(y.true), x.false.both(y.false))
+    return _top(op.results[0].type)
+
+
+def _xori(s: _Scores, op: Operation, node: Node) -> Fact:
+    x, y = s.args(op, node)
+    for c, k in ((x, y), (y, x)):
+        if isinstance(c, Cond) and k in (TRUE, FALSE):
+            return c.negated() if k == TRUE else c
+    return _top(op.results[0].type)
+
+
+def _select(s: _Scores, op: arith.SelectOp, node: Node) -> Fact:
+    c, x, y = s.args(op, node)
+    if not isinstance(c, Cond):
+        return _top(op.result.type)
+    if isinstance(x, Cond) and isinstance(y, Cond):
+        return Cond(c.true.both(x.true).either(c.false.both(y.true)),
+                    c.true.both(x.false).either(c.false.both(y.false)))  # fmt: skip
+    if isinstance(x, Keep) and isinstance(y, Keep):
+        return c.true.both(x).either(c.false.both(y))
+    return _top(op.result.type)
+
+
+def _addf(s: _Scores, op: Operation, node: Node) -> Fact:
+    x, y = s.args(op, node)  # x + (-inf) is -inf but for x = +inf or NaN (module doc)
+    return x.both(y) if isinstance(x, Keep) and isinstance(y, Keep) else ANY
+
+
+def _scaled(s: _Scores, op: Operation, node: Node) -> Fact:
+    """`x * c`, `c * x`, `x / c` for a finite `c > 0` keeps -inf."""
+    lhs, rhs = op.operands
+    for x, c in ((lhs, rhs), (rhs, lhs)) if isinstance(op, arith.MulfOp) else ((lhs, rhs),):
+        k = s.constant(c, node)
+        if k is not None and 0 < k < math.inf:
+            return s.value(x, node)
+    return ANY
+
+
+def _max(s: _Scores, op: Operation, node: Node) -> Fact:
+    x, y = s.args(op, node)
+    return x.either(y) if isinstance(x, Keep) and isinstance(y, Keep) else ANY
+
+
+def _min(s: _Scores, op: Operation, node: Node) -> Fact:
+    x, y = s.args(op, node)
+    return x.both(y) if isinstance(x, Keep) and isinstance(y, Keep) else ANY
+
+
+_RULES: dict[type, Callable[..., Fact]] = {
+    linalg.IndexOp: _index, arith.IndexCastOp: _same, arith.ExtSIOp: _same,
+    arith.AddiOp: _add_sub, arith.SubiOp: _add_sub, arith.MuliOp: _mul, arith.CmpiOp: _cmpi,
+    arith.AndIOp: _andi, arith.OrIOp: _ori, arith.XOrIOp: _xori, arith.SelectOp: _select,
+    arith.AddfOp: _addf, arith.MulfOp: _scaled, arith.DivfOp: _scaled,
+    arith.TruncFOp: _same, arith.ExtFOp: _same,
+    arith.MaximumfOp: _max, arith.MaxnumfOp: _max, arith.MinimumfOp: _min, arith.MinnumfOp: _min,
+}  # fmt: skip
