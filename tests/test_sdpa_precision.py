@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import tilefuse.torch as tt
+from tests.device import DEVICE
 from tests.eager import rel_error
 from tilefuse.torch import attention, backend
 
@@ -107,7 +108,8 @@ def test_bf16_sdpa_compiles_to_one_flash_kernel_of_bf16_dots():
     assert "flash-attention" in compiled.source
     assert "DOT_DTYPE=tl.float32" not in compiled.source  # no IEEE-f32 dot
     want = rounded_p_reference(q, k, v, causal=True)
-    assert rel_error(compiled(q, k, v).double(), want) <= 2 * BF16_STEP
+    got = compiled(q.to(DEVICE), k.to(DEVICE), v.to(DEVICE)).cpu()
+    assert rel_error(got.double(), want) <= 2 * BF16_STEP
 
 
 def test_f32_sdpa_stays_an_f32_attention():
@@ -116,7 +118,8 @@ def test_f32_sdpa_stays_an_f32_attention():
     assert "flash-attention" in compiled.source
     assert 'DOT_PRECISION="ieee"' in compiled.source
     want = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=True)
-    assert rel_error(compiled(q, k, v).double(), want) <= 1e-5
+    got = compiled(q.to(DEVICE), k.to(DEVICE), v.to(DEVICE)).cpu()
+    assert rel_error(got.double(), want) <= 1e-5
 
 
 def test_the_torch_compile_backend_writes_sdpa_the_same_way():
@@ -124,7 +127,24 @@ def test_the_torch_compile_backend_writes_sdpa_the_same_way():
     q, k, v = inputs(lq=64, lk=64, d=32)
     before = backend.STATS.compiled, backend.STATS.fallbacks
     with torch.no_grad():
-        got = torch.compile(Causal(), backend=backend.tilefuse, dynamic=False)(q, k, v)
+        got = torch.compile(Causal(), backend=backend.tilefuse, dynamic=False)(
+            q.to(DEVICE), k.to(DEVICE), v.to(DEVICE)).cpu()
     assert (backend.STATS.compiled - before[0], backend.STATS.fallbacks - before[1]) == (1, 0)
     want = rounded_p_reference(q, k, v, causal=True)
     assert rel_error(got.double(), want) <= 2 * BF16_STEP
+
+
+class Masked(nn.Module):
+    def forward(self, q, k, v, mask):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+def test_f32_sdpa_with_a_boolean_mask_masks():
+    # (torch-mlir's import of ATen's math added a boolean mask as 0.0/1.0)
+    q, k, v = inputs(lq=32, lk=40, d=16, dtype=torch.float32)
+    mask = torch.rand(32, 40, generator=torch.Generator().manual_seed(2)) > 0.4
+    mask[5] = False
+    compiled = tt.compile(Masked(), q, k, v, mask)
+    got = compiled(*(t.to(DEVICE) for t in (q, k, v, mask))).cpu()
+    want = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), attn_mask=mask)
+    assert rel_error(got.double(), want.nan_to_num(0.0)) <= 1e-5

@@ -74,8 +74,9 @@ def reduced_precision_sdpa(query: torch.Tensor, key: torch.Tensor, value: torch.
     precision (`flash_precision_sdpa`), ATen's SDPA otherwise."""
     if rewrites(query, dropout_p):
         return flash_precision_sdpa(query, key, value, attn_mask, is_causal, scale, enable_gqa)
-    return F.scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal,
-                                          scale=scale, enable_gqa=enable_gqa)  # fmt: skip
+    return F.scaled_dot_product_attention(query, key, value, additive_mask(attn_mask, query.dtype),
+                                          dropout_p, is_causal, scale=scale,
+                                          enable_gqa=enable_gqa)  # fmt: skip
 
 
 def sdpa_decomposition(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
@@ -87,10 +88,20 @@ def sdpa_decomposition(query: torch.Tensor, key: torch.Tensor, value: torch.Tens
     if rewrites(query, dropout_p):
         return flash_precision_sdpa(query, key, value, attn_mask, is_causal, scale, enable_gqa)
     # (ATen's math backend, what SDPA's own decomposition picks on CPU tensors; not
-    # `aten.scaled_dot_product_attention`, which the table makes this function)
+    # `aten.scaled_dot_product_attention`, which the table makes this function). A
+    # boolean mask goes in as the additive one it means (0 kept, -inf masked): as
+    # traced, torch-mlir's import added the booleans as 0.0/1.0 (a wrong program).
     return aten._scaled_dot_product_attention_math.default(
-        query, key, value, attn_mask, dropout_p, is_causal, None, scale=scale,
-        enable_gqa=enable_gqa)[0]
+        query, key, value, additive_mask(attn_mask, query.dtype), dropout_p, is_causal, None,
+        scale=scale, enable_gqa=enable_gqa)[0]
+
+
+def additive_mask(attn_mask: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
+    """A boolean SDPA mask as the float mask it means: 0 where kept, -inf where not."""
+    if attn_mask is None or attn_mask.dtype != torch.bool:
+        return attn_mask
+    zero = torch.zeros((), dtype=dtype, device=attn_mask.device)
+    return torch.where(attn_mask, zero, float("-inf"))
 
 
 def decompositions(table: dict[Any, Any]) -> dict[Any, Any]:

@@ -56,7 +56,15 @@ def state_names(module: nn.Module) -> list[tuple[str, bool]]:
 def state_tensor(module: nn.Module, name: str, is_parameter: bool) -> torch.Tensor:
     """The module's current tensor under `name` (after an optimizer step, a
     `load_state_dict` or an assignment of a new `nn.Parameter`)."""
-    return module.get_parameter(name) if is_parameter else module.get_buffer(name)
+    *path, leaf = name.split(".")
+    owner = module
+    for part in path:  # (nn.Module's own dicts: get_parameter's checks cost ~5 us a tensor)
+        owner = owner._modules.get(part) if isinstance(owner, nn.Module) else None
+    table = getattr(owner, "_parameters" if is_parameter else "_buffers", None)
+    tensor = table.get(leaf) if isinstance(table, dict) else None
+    if tensor is None:  # moved or removed: nn.Module's lookup says why
+        return module.get_parameter(name) if is_parameter else module.get_buffer(name)
+    return tensor
 
 
 class _Function(nn.Module):
