@@ -153,6 +153,10 @@ def test_fit_is_shared_memory_registers_and_occupancy():
     budget = H200.smem_per_block
     assert fit(H200, 64 * 1024, 16384, budget).fits
     assert not fit(H200, budget + 4, 16384, budget).fits  # shared memory
-    many = fit(H200, 160 * 1024, 4096, budget)  # 40 values of a 4096-wide row
-    assert not many.fits and many.occupancy < 0.25
+    many = fit(H200, 160 * 1024, 4096, budget, more_warps=False)  # 40 values of a 4096 row
+    assert not many.fits and many.occupancy < 0.25 and many.warps == 8
+    wider = fit(H200, 160 * 1024, 4096, budget)  # at 16 warps they fit the registers
+    assert wider.fits and wider.warps == 16 and wider.occupancy >= 0.25
+    too_many = fit(H200, 220 * 1024, 4096, budget)  # not even at 16
+    assert not too_many.fits and too_many.warps == 16
     assert pow2(1) == 1 and pow2(5) == 8 and pow2(8) == 8
