@@ -23,7 +23,7 @@ from tilefuse.oracle.compare import relative_error
 from tilefuse.oracle.reference import evaluate
 from tilefuse.runtime.compiled import compile
 from tilefuse.testing.zoo import GPT2Block, LlamaBlock
-from tilefuse.torch.buffers import holds, mask_fact, with_arg_attrs
+from tilefuse.torch.buffers import Guard, holds, mask_fact, with_arg_attrs
 from tilefuse.torch.export import state_tensor
 
 T, D = 256, 32
@@ -170,6 +170,10 @@ def test_holds_and_mask_fact():
     bad[2, 0] = 1e35  # a kept entry too large for `|x| <= 2^100`
     assert mask_fact(bad) is None
     assert mask_fact(torch.ones(4)) is None and mask_fact(torch.ones(4, 4)) is None
+    # the front-end's guards: square buffers keeping some element
+    assert Guard.of(0, torch.tril(torch.ones(4, 4))) is not None
+    assert Guard.of(0, torch.zeros(4, 4)) is None  # an empty cache, not a mask
+    assert Guard.of(0, tril) is None  # not square
 
 
 def test_with_arg_attrs_marks_the_argument_only():

@@ -375,7 +375,8 @@ def argument_mask(value: SSAValue) -> tuple[str, int] | None:
             return None
         value = _outside(value)
     if not isinstance(value, BlockArgument) or not isinstance(f := value.block.parent_op(), func.FuncOp) or \
-            value.block is not f.body.blocks.first or f.arg_attrs is None:  # fmt: skip
+            value.block is not f.body.blocks.first or f.arg_attrs is None or \
+            len(f.arg_attrs.data) != len(value.block.args):  # fmt: skip
         return None
     attrs = f.arg_attrs.data[value.index].data
     for name in MASK_ATTRS:

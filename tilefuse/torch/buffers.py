@@ -8,7 +8,8 @@ last two dims `(i, j)`: every element with `j - i > c` is `-inf`
 (`tilefuse.neg_inf_above`), at most `-2^120` with the rest finite and `|x| <= 2^100`
 (`tilefuse.huge_above`), or 0 / false (`tilefuse.zero_above`), for the smallest such
 `c` that masks something; `analysis/causal.py` reads the attribute on the function
-argument. `Guard` re-checks the fact when the buffer is another tensor or was written
+argument. Only square buffers keeping some element get a fact (`Guard.of`).
+`Guard` re-checks the fact when the buffer is another tensor or was written
 (`data_ptr`, `_version`): `CompiledModule` then runs a program compiled without it.
 """
 
@@ -114,8 +115,12 @@ class Guard:
 
     @staticmethod
     def of(index: int, t: torch.Tensor) -> Guard | None:
-        fact = mask_fact(t)
-        return None if fact is None else Guard(index, *fact, _key(t))
+        """The guard of a buffer that looks like an attention mask: square in its
+        last two dims, keeping some element (an all-zero buffer, a KV cache before
+        it is filled, would be checked again at every write for nothing)."""
+        if t.dim() < 2 or t.shape[-1] != t.shape[-2] or (fact := mask_fact(t)) is None:
+            return None
+        return None if fact[1] <= -t.shape[-1] else Guard(index, *fact, _key(t))
 
     @property
     def attr(self) -> str:
