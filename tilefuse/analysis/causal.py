@@ -30,6 +30,21 @@ A `+` counts `x + (-inf)` as `-inf`, which holds for every score but `+inf` and 
 (then the program's row is NaN; a skipped key cannot make it so), and a skipped key
 drops `0 * v_j` from `P V`, which is not 0 for a non-finite `v_j`: skipping is exact
 for finite scores and values, as in every FlashAttention kernel.
+
+A mask read from memory is understood only from a fact on the function argument it
+is read from (a module buffer, checked on the host by the torch front-end and
+guarded at each call): `{tilefuse.neg_inf_above = c}` (every element `[..., i, j]`
+with `j - i > c` is `-inf`), `{tilefuse.zero_above = c}` (0 or false there: a tril
+buffer compared `== 0`) and `{tilefuse.huge_above = c}` (at most `-2^120` there,
+finite with `|x| <= 2^100` elsewhere: LLaMA's `finfo.min` mask). The argument is read
+through views keeping its last two dims (unit-dim reshapes, slices at constant
+offsets: `c` shifts by the row offset minus the column offset) and a pure-dim map
+whose last two results are a row dim and the key dim. A huge mask gives a bound only
+added once to a score known finite (a contraction's output, scaled by a moderate
+constant; `|s| < 2^100` assumed, as finite scores are) and only for `c >= 0`: every row
+then keeps key 0, its max is a kept score (`> -2^101`), and a masked key's
+`exp(u - m)` with `u - m < -2^118` is exactly 0, as `-inf`'s is. A row keeping no key
+would be a softmax over the masked scores, which skipping would change.
 """
 
 from __future__ import annotations
@@ -38,8 +53,11 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from xdsl.dialects import arith
+from xdsl.dialects import arith, func, tensor
 from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float32Type,
+    Float64Type,
     FloatAttr,
     IndexType,
     IntegerAttr,
@@ -50,13 +68,27 @@ from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineMap
 
-from tilefuse.analysis.dataflow import FILL, POINTWISE, Graph, Node, SharedDims
+from tilefuse.analysis.dataflow import (
+    CONTRACTION,
+    FILL,
+    POINTWISE,
+    Graph,
+    Node,
+    SharedDims,
+)
 from tilefuse.analysis.patterns import OnlineSoftmax
 from tilefuse.ir.constants import constant_array, is_splat
 from tilefuse.ir.tilefuse import GroupOp
 
 STATIC = -1
 """The `q` of a bound `j <= c` that no row dim enters."""
+
+NEG_INF_ABOVE, ZERO_ABOVE, HUGE_ABOVE = "tilefuse.neg_inf_above", "tilefuse.zero_above", \
+    "tilefuse.huge_above"  # fmt: skip
+MASK_ATTRS = (NEG_INF_ABOVE, ZERO_ABOVE, HUGE_ABOVE)
+"""Function argument attributes: every `[..., i, j]` with `j - i > c` is -inf, 0, or
+at most `HUGE` (and the rest finite with `|x| <= NORMAL`)."""
+HUGE, NORMAL = -(2.0**120), 2.0**100
 
 
 @dataclass(frozen=True)
@@ -67,6 +99,8 @@ class Keep:
 
     bounds: dict[int, int] = field(default_factory=dict)
     never: bool = False
+    finite: bool = False
+    """Certainly finite, `|x| < 2^101`, everywhere (a score; never after `both`)."""
 
     def both(self, other: Keep) -> Keep:
         """Live only where both are (a conjunction)."""
@@ -122,8 +156,26 @@ class Cond:
 
 
 TRUE, FALSE, UNKNOWN = Cond(ANY, NEVER), Cond(NEVER, ANY), Cond(ANY, ANY)
+FINITE = Keep(finite=True)
 
-Fact = Keep | Cond | Affine | None
+
+@dataclass(frozen=True)
+class Zero:
+    """A value that is 0 (or false) but where `where` is live."""
+
+    where: Keep
+
+
+@dataclass(frozen=True)
+class Huge:
+    """A float at most `-2^118` (or -inf) but where `where` is live, finite with
+    `|x| < 2^101` there; `added`: a mask added to a finite score (module doc)."""
+
+    where: Keep
+    added: bool = False
+
+
+Fact = Keep | Cond | Affine | Zero | Huge | None
 
 
 def key_bound(graph: Graph, dims: SharedDims, sm: OnlineSoftmax, key_dim: int) -> dict[int, int] | None:
@@ -135,6 +187,9 @@ def key_bound(graph: Graph, dims: SharedDims, sm: OnlineSoftmax, key_dim: int) -
         return None
     rows = {dims.of[(a.index, d)] for d in a.s.parallel_dims}
     keep = _Scores(graph, dims, key_dim, rows).operand(a, 0)
+    if isinstance(keep, Huge) and keep.added and keep.where.bounds and \
+            all(q != STATIC and c >= 0 for q, c in keep.where.bounds.items()):  # fmt: skip
+        return dict(keep.where.bounds)
     if not isinstance(keep, Keep):
         return None
     if keep.never:
@@ -195,8 +250,13 @@ class _Scores:
         t = v.type.get_element_type() if isinstance(v.type, TensorType) else v.type
         if (x := _scalar_constant(v)) is not None:
             return _constant_fact(x, t)
+        m = node.s.input_maps[k]
+        if (mask := argument_mask(v)) is not None:
+            return self.mask(node, m, t, *mask)
         p = self.graph.producer_of(v)
-        if p is None or p.kind not in (POINTWISE, FILL) or not _pure_dims(node.s.input_maps[k]):
+        if p is not None and p.kind == CONTRACTION and _pure_dims(m) and not isinstance(t, IntegerType):
+            return FINITE  # Q K^T: finite, |s| < 2^100 (module doc)
+        if p is None or p.kind not in (POINTWISE, FILL) or not _pure_dims(m):
             return _top(t)
         r = list(p.op.results).index(v)
         out_map = p.s.output_maps[r]
@@ -205,6 +265,20 @@ class _Scores:
         yielded = p.s.payload.last_op
         assert yielded is not None
         return self.value(yielded.operands[r], p)
+
+    def mask(self, node: Node, m: AffineMap, t: Attribute, kind: str, c: int) -> Fact:
+        """The fact of an argument with a mask attribute, read by `node` through `m`."""
+        if not _pure_dims(m) or len(m.results) < 2:
+            return _top(t)
+        rows, cols = (self.dims.of[(node.index, r.position)] for r in m.results[-2:])  # type: ignore[attr-defined]
+        if cols != self.key or rows not in self.rows:
+            return _top(t)
+        where = Keep({rows: c})
+        if kind == ZERO_ABOVE:
+            return Cond(where, ANY) if isinstance(t, IntegerType) and t.width.data == 1 else Zero(where)
+        if isinstance(t, IntegerType | IndexType):
+            return _top(t)
+        return where if kind == NEG_INF_ABOVE else Huge(where)
 
     def value(self, v: SSAValue, node: Node) -> Fact:
         key = (node.index, v)
@@ -260,6 +334,57 @@ class _Scores:
         return ANY
 
 
+def _outside(value: SSAValue) -> SSAValue:
+    """A group's block argument as the group's operand."""
+    if isinstance(value, BlockArgument) and isinstance(g := value.block.parent_op(), GroupOp) and \
+            value.block is g.entry:  # fmt: skip
+        return g.inputs[value.index]
+    return value
+
+
+def _trailing_kept(src: Attribute, dst: Attribute) -> bool:
+    """A reshape from `src` to `dst` keeps each element's last two indices."""
+    if not isinstance(src, TensorType) or not isinstance(dst, TensorType):
+        return False
+    a, b = src.get_shape(), dst.get_shape()
+    return (len(a) >= 2 and len(b) >= 2 and a[-2:] == b[-2:] and -1 not in a + b
+            and [n for n in a if n != 1] == [n for n in b if n != 1])  # fmt: skip
+
+
+def argument_mask(value: SSAValue) -> tuple[str, int] | None:
+    """(attribute, c) of the function argument with a mask attribute `value` is, read
+    through views keeping its last two dims (`c` in `value`'s own indices)."""
+    shift = 0
+    value = _outside(value)
+    while isinstance(op := value.owner, Operation):
+        if isinstance(op, tensor.CollapseShapeOp | tensor.ExpandShapeOp):
+            if not _trailing_kept(op.src.type, op.result.type):
+                return None
+            value = op.src
+        elif isinstance(op, tensor.ExtractSliceOp):
+            src, dst = op.source.type, op.result.type
+            if not isinstance(src, TensorType) or not isinstance(dst, TensorType) or \
+                    dst.get_num_dims() != src.get_num_dims() or op.offsets or op.strides or \
+                    any(x != 1 for x in op.static_strides.get_values()) or \
+                    any(x < 0 for x in op.static_offsets.get_values()):  # fmt: skip
+                return None  # dynamic, strided or rank-reducing
+            offsets = op.static_offsets.get_values()
+            shift += offsets[-2] - offsets[-1]  # j' > i' + c + oi - oj
+            value = op.source
+        else:
+            return None
+        value = _outside(value)
+    if not isinstance(value, BlockArgument) or not isinstance(f := value.block.parent_op(), func.FuncOp) or \
+            value.block is not f.body.blocks.first or f.arg_attrs is None or \
+            len(f.arg_attrs.data) != len(value.block.args):  # fmt: skip
+        return None
+    attrs = f.arg_attrs.data[value.index].data
+    for name in MASK_ATTRS:
+        if isinstance(a := attrs.get(name), IntegerAttr):
+            return name, a.value.data + shift
+    return None
+
+
 def _index(s: _Scores, op: linalg.IndexOp, node: Node) -> Fact:
     return Affine({s.dims.of[(node.index, op.dim.value.data)]: 1}, 0)
 
@@ -285,8 +410,29 @@ def _mul(s: _Scores, op: Operation, node: Node) -> Fact:
     return None
 
 
+def _zero_test(s: _Scores, op: Operation, node: Node, equal: bool) -> Fact:
+    """`x == 0` / `x != 0` of a `Zero` `x`: true / false but where it is live."""
+    for a, b in (op.operands, reversed(op.operands)):
+        z = s.value(a, node)
+        if isinstance(z, Zero) and s.constant(b, node) == 0:
+            return Cond(ANY, z.where) if equal else Cond(z.where, ANY)
+    return None
+
+
+_CMPF_EQ, _CMPF_NE = {1, 8}, {6, 13}  # oeq, ueq; one, une
+
+
+def _cmpf(s: _Scores, op: arith.CmpfOp, node: Node) -> Fact:
+    pred = op.predicate.value.data
+    if pred in _CMPF_EQ | _CMPF_NE and (c := _zero_test(s, op, node, pred in _CMPF_EQ)) is not None:
+        return c
+    return UNKNOWN
+
+
 def _cmpi(s: _Scores, op: arith.CmpiOp, node: Node) -> Fact:
     pred = _PREDICATES[op.predicate.value.data]
+    if pred in ("eq", "ne") and (c := _zero_test(s, op, node, pred == "eq")) is not None:
+        return c
     x, y = s.args(op, node)
     if isinstance(x, Cond) or isinstance(y, Cond):
         return _cmp_conditions(pred, x, y)
@@ -343,7 +489,24 @@ def _select(s: _Scores, op: arith.SelectOp, node: Node) -> Fact:
 
 def _addf(s: _Scores, op: Operation, node: Node) -> Fact:
     x, y = s.args(op, node)  # x + (-inf) is -inf but for x = +inf or NaN (module doc)
+    for h, f in ((x, y), (y, x)):  # a huge mask added once to a finite score
+        if isinstance(h, Huge) and not h.added and isinstance(f, Keep) and f.finite:
+            return Huge(h.where, added=True)
     return x.both(y) if isinstance(x, Keep) and isinstance(y, Keep) else ANY
+
+
+_WIDE = (BFloat16Type, Float32Type, Float64Type)
+"""Float types with f32's exponent range at least: a rounding keeps `|x| < 2^101`
+finite and `-2^118` at most `-2^118` (or -inf)."""
+
+
+def _truncf(s: _Scores, op: Operation, node: Node) -> Fact:
+    x = s.value(op.operands[0], node)
+    if isinstance(op.results[0].type, _WIDE) or isinstance(x, Zero):
+        return x
+    if isinstance(x, Keep):
+        return Keep(x.bounds, x.never)  # f16 may overflow a finite score
+    return ANY
 
 
 def _scaled(s: _Scores, op: Operation, node: Node) -> Fact:
@@ -352,7 +515,11 @@ def _scaled(s: _Scores, op: Operation, node: Node) -> Fact:
     for x, c in ((lhs, rhs), (rhs, lhs)) if isinstance(op, arith.MulfOp) else ((lhs, rhs),):
         k = s.constant(c, node)
         if k is not None and 0 < k < math.inf:
-            return s.value(x, node)
+            v = s.value(x, node)
+            if not isinstance(v, Keep):
+                return ANY  # a scaled huge mask may be small
+            moderate = 2.0**-20 <= k <= 2.0**20
+            return v if moderate or not v.finite else Keep(v.bounds, v.never)
     return ANY
 
 
@@ -369,8 +536,8 @@ def _min(s: _Scores, op: Operation, node: Node) -> Fact:
 _RULES: dict[type, Callable[..., Fact]] = {
     linalg.IndexOp: _index, arith.IndexCastOp: _same, arith.ExtSIOp: _same,
     arith.AddiOp: _add_sub, arith.SubiOp: _add_sub, arith.MuliOp: _mul, arith.CmpiOp: _cmpi,
-    arith.AndIOp: _andi, arith.OrIOp: _ori, arith.XOrIOp: _xori, arith.SelectOp: _select,
+    arith.CmpfOp: _cmpf, arith.AndIOp: _andi, arith.OrIOp: _ori, arith.XOrIOp: _xori, arith.SelectOp: _select,
     arith.AddfOp: _addf, arith.MulfOp: _scaled, arith.DivfOp: _scaled,
-    arith.TruncFOp: _same, arith.ExtFOp: _same,
+    arith.TruncFOp: _truncf, arith.ExtFOp: _same,
     arith.MaximumfOp: _max, arith.MaxnumfOp: _max, arith.MinimumfOp: _min, arith.MinnumfOp: _min,
 }  # fmt: skip

@@ -13,6 +13,14 @@ The weights are arguments of the compiled program: each call reads the module's
 current parameters and buffers by name, so an optimizer step, `load_state_dict`
 or a new `nn.Parameter` is seen without recompiling. The kernels compute without
 autograd: the outputs do not require grad (use the `torch.compile` backend to train).
+
+A buffer holding a causal mask (`torch/buffers.py`: every element above a diagonal
+`-inf`, `finfo.min` or 0) is told to the compiler, whose flash-attention kernels then
+skip the masked key tiles. The fact is guarded: a call whose buffer is another tensor
+or was written since it was checked (`data_ptr`, `_version`) checks it again, and if
+it no longer holds runs a program compiled without it (compiled then, once). Writes
+that bypass the version counter (through `.data`) are not seen, as autograd's own
+checks do not see them.
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ from torch.utils import _pytree as pytree
 
 from tilefuse.ir.diagnostics import ArgumentError
 from tilefuse.runtime import CompiledProgram
+from tilefuse.torch.buffers import Guard
 from tilefuse.torch.export import TENSOR, Exported, export, state_tensor
 from tilefuse.torch.mlir import compile_mlir
 
@@ -37,10 +46,23 @@ class CompiledModule:
     """A module compiled by tilefuse: call it as the module (positional arguments)."""
 
     def __init__(self, exported: Exported, program: CompiledProgram, name: str,
-                 signature: inspect.Signature | None):  # fmt: skip
+                 signature: inspect.Signature | None, guards: list[Guard] | None = None,
+                 options: dict[str, Any] | None = None):  # fmt: skip
         self.exported, self.program, self.name = exported, program, name
+        self.guards, self.options = guards or [], options or {}
+        self.unguarded: CompiledProgram | None = None
+        """The program compiled without the buffers' facts, once one fails."""
         if signature is not None:
             self.__signature__ = signature
+
+    def _program(self, state: list[torch.Tensor]) -> CompiledProgram:
+        """The program for this call's buffers: without their facts if one fails."""
+        if all(g.check(state[g.index]) for g in self.guards):
+            return self.program
+        if self.unguarded is None:
+            ex = self.exported
+            self.unguarded = compile_mlir(ex.mlir, self.name, graph=ex.graph, **self.options)
+        return self.unguarded
 
     @property
     def module(self) -> nn.Module:
@@ -86,8 +108,9 @@ class CompiledModule:
         tensors = self._tensors(args)
         ex = self.exported
         state = [state_tensor(ex.module, n, p).detach() for n, p in ex.state]
+        program = self._program(state)
         with torch.no_grad():
-            outs = self.program(*state, *tensors)
+            outs = program(*state, *tensors)
         return pytree.tree_unflatten(list(outs), ex.out_spec)
 
     def __repr__(self) -> str:
@@ -113,5 +136,9 @@ def compile(module_or_fn: nn.Module | Callable[..., Any], *example_inputs: Any,
         name = getattr(module_or_fn, "__name__", None) or type(module_or_fn).__name__
     name = re.sub(r"\W", "_", name).strip("_") or "module"
     exported = export(module_or_fn, example_inputs, name)
-    program = compile_mlir(exported.mlir, name, target, dump_dir, exported.graph, allow_tf32)
-    return CompiledModule(exported, program, name, _signature(module_or_fn))
+    guards = [g for k, (n, p) in enumerate(exported.state) if not p and
+              (g := Guard.of(k, state_tensor(exported.module, n, p))) is not None]  # fmt: skip
+    options = {"target": target, "dump_dir": dump_dir, "allow_tf32": allow_tf32}
+    program = compile_mlir(exported.mlir, name, graph=exported.graph,
+                           arg_attrs={g.index: g.attr for g in guards}, **options)  # fmt: skip
+    return CompiledModule(exported, program, name, _signature(module_or_fn), guards, options)

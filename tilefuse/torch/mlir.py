@@ -26,6 +26,7 @@ from torch_mlir.extras.fx_importer import FxImporter
 from tilefuse.ir.diagnostics import CompileError
 from tilefuse.runtime import CompiledProgram, cache_dir
 from tilefuse.runtime import compile as compile_program
+from tilefuse.torch.buffers import with_arg_attrs
 
 _LOCATED = re.compile(r"^(?P<loc>\S+:\d+:\d+): error: (?P<reason>.*)$")
 _TRAILING_LOC = re.compile(r"\bloc\((?P<body>.*)\)\s*$")
@@ -226,10 +227,12 @@ def mlir_file(text: str, name: str) -> Path:
 
 
 def compile_mlir(module: Any, name: str, target: str, dump_dir: str | Path | None = None,
-                 graph: Any = None, allow_tf32: bool = False) -> CompiledProgram:  # fmt: skip
+                 graph: Any = None, allow_tf32: bool = False,
+                 arg_attrs: dict[int, str] | None = None) -> CompiledProgram:  # fmt: skip
     """Compile a torch-mlir module; a refusal raises `CompileError` located in the
-    MLIR file and naming the Python line and torch ops it came from."""
-    text = str(module)
+    MLIR file and naming the Python line and torch ops it came from. `arg_attrs`:
+    an attribute (`name = value`) for some arguments of the function `name`."""
+    text = with_arg_attrs(str(module), name, arg_attrs or {})
     path = mlir_file(text, name)
     try:
         return compile_program(path, target=target, dump_dir=dump_dir, allow_tf32=allow_tf32)
