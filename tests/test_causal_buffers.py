@@ -16,7 +16,7 @@ import torch
 
 import tilefuse.torch as tt
 from tests.attention_programs import attention_mlir
-from tests.device import on_device
+from tests.device import DEVICE, on_device
 from tests.eager import rel_error
 from tilefuse.frontend.program import load_program, random_inputs
 from tilefuse.oracle.compare import relative_error
@@ -55,15 +55,15 @@ def llama():
 
 def _f64(model, x):
     """The module in f64 (a copy: the buffers' current values)."""
-    return copy.deepcopy(model).double()(x.double())
+    return copy.deepcopy(model).cpu().double()(x.cpu().double())
 
 
 @pytest.mark.parametrize("make", [gpt2, llama], ids=["gpt2_block", "llama_eager"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_zoo_causal_buffers_end_the_key_loop(make, dtype):
     torch.manual_seed(0)
-    model = make().eval().to(dtype)
-    x = torch.randn(1, T, D).to(dtype)
+    model = make().eval().to(DEVICE, dtype)
+    x = torch.randn(1, T, D).to(DEVICE, dtype)
     compiled = tt.compile(model, x)
     assert compiled.guards, "the mask buffer has a fact"
     assert bounded(compiled.source), flash_loop(compiled.source)
@@ -86,9 +86,9 @@ def test_bf16_llama_mask_is_neg_inf_and_f32_one_huge():
 ])  # fmt: skip
 def test_buffers_that_are_not_causal_give_no_bound(bias):
     torch.manual_seed(0)
-    model = gpt2().eval()
-    model.attn.bias = bias.view(1, 1, T, T).clone()
-    x = torch.randn(1, T, D)
+    model = gpt2().eval().to(DEVICE)
+    model.attn.bias = bias.view(1, 1, T, T).to(DEVICE)
+    x = torch.randn(1, T, D, device=DEVICE)
     compiled = tt.compile(model, x)
     assert not compiled.guards
     assert flash_loop(compiled.source) == str(T)
@@ -97,9 +97,9 @@ def test_buffers_that_are_not_causal_give_no_bound(bias):
 
 def test_shifted_tril_bounds_at_its_diagonal():
     torch.manual_seed(0)
-    model = gpt2().eval()
-    model.attn.bias = torch.tril(torch.ones(T, T), diagonal=40).view(1, 1, T, T)
-    x = torch.randn(1, T, D)
+    model = gpt2().eval().to(DEVICE)
+    model.attn.bias = torch.tril(torch.ones(T, T), diagonal=40).view(1, 1, T, T).to(DEVICE)
+    x = torch.randn(1, T, D, device=DEVICE)
     compiled = tt.compile(model, x)
     assert bounded(compiled.source, 40), flash_loop(compiled.source)
     assert rel_error(compiled(x), _f64(model, x)) <= TOL
@@ -109,10 +109,10 @@ def test_finite_mask_whose_first_row_keeps_no_key_gives_no_bound():
     """`finfo.min` on and above the diagonal: row 0 is a softmax over masked scores
     (not zero), which skipping would change: c = -1 < 0 gives no bound."""
     torch.manual_seed(0)
-    model = llama().eval()
-    model.causal_mask = torch.full((T, T), torch.finfo(torch.float32).min).triu(0)[None, None]
+    model = llama().eval().to(DEVICE)
+    model.causal_mask = torch.full((T, T), torch.finfo(torch.float32).min).triu(0)[None, None].to(DEVICE)
     assert mask_fact(model.causal_mask) == ("tilefuse.huge_above", -1)
-    x = torch.randn(1, T, D)
+    x = torch.randn(1, T, D, device=DEVICE)
     compiled = tt.compile(model, x)
     assert flash_loop(compiled.source) == str(T)
     assert rel_error(compiled(x), _f64(model, x)) <= TOL
@@ -121,15 +121,15 @@ def test_finite_mask_whose_first_row_keeps_no_key_gives_no_bound():
 @pytest.mark.parametrize("edit", ["in_place", "assigned", "all_ones"])
 def test_a_buffer_edited_after_compiling_is_checked_again(edit):
     torch.manual_seed(0)
-    model = gpt2().eval()
-    x = torch.randn(1, T, D)
+    model = gpt2().eval().to(DEVICE)
+    x = torch.randn(1, T, D, device=DEVICE)
     compiled = tt.compile(model, x)
     assert bounded(compiled.source)
     assert rel_error(compiled(x), _f64(model, x)) <= TOL
     if edit == "in_place":  # row 0 now sees key 200, in a tile its loop skips
         model.attn.bias[..., 0, 200] = 1
     elif edit == "assigned":
-        model.attn.bias = torch.tril(torch.ones(T, T), diagonal=100).view(1, 1, T, T)
+        model.attn.bias = torch.tril(torch.ones(T, T), diagonal=100).view(1, 1, T, T).to(DEVICE)
     else:
         with torch.no_grad():
             model.attn.bias.fill_(1)
@@ -137,7 +137,7 @@ def test_a_buffer_edited_after_compiling_is_checked_again(edit):
     assert compiled.unguarded is not None
     assert rel_error(got, _f64(model, x)) <= TOL
     # a causal buffer again (a fresh tensor): the program with the bound runs
-    model.attn.bias = torch.tril(torch.ones(T, T)).view(1, 1, T, T)
+    model.attn.bias = torch.tril(torch.ones(T, T)).view(1, 1, T, T).to(DEVICE)
     state = [b.detach() for b in _state(compiled)]
     assert compiled._program(state) is compiled.program
     assert rel_error(compiled(x), _f64(model, x)) <= TOL
@@ -148,8 +148,8 @@ def _state(compiled):
 
 
 def test_an_edit_that_keeps_the_mask_causal_keeps_the_bound():
-    model = gpt2().eval()
-    x = torch.randn(1, T, D)
+    model = gpt2().eval().to(DEVICE)
+    x = torch.randn(1, T, D, device=DEVICE)
     compiled = tt.compile(model, x)
     model.attn.bias[..., 5, 0] = 0  # masks one more kept key: still 0 above the diagonal
     assert rel_error(compiled(x), _f64(model, x)) <= TOL
