@@ -57,7 +57,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.dialects.linalg.attrs import IteratorType, IteratorTypeAttr
-from xdsl.ir import Block, Operation, Region
+from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineMap
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -318,13 +318,7 @@ def _expand_sandwich(g: linalg.GenericOp) -> bool:
     inputs, views = found
     t = TensorType(element_type(g.results[0].type), e.result.type.get_shape())
     init = _expanded_init(g.outputs[0], e, t)
-    new_maps = [AffineMapAttr(AffineMap(rank, 0, tuple(AffineDimExpr(i) for i in dims)))
-                for dims in new_dims]  # fmt: skip
-    iterators = [it for d, it in enumerate(g.iterator_types.data) for _ in new_index[d]]
-    new = linalg.GenericOp(inputs, [init[0]], g.body.clone(), new_maps, iterators, [t])
-    new.location = g.location
-    new.attributes.update(g.attributes)
-    new.results[0].name_hint = g.results[0].name_hint
+    new = _split_generic(g, inputs, init[0], t, rank, new_dims, new_index)
     made = [*views, *init[1], new]
     for cast in casts:  # each cast of the chain in the expanded shape
         made += _expanded_unary(cast, made[-1].results[0])
@@ -402,13 +396,7 @@ def _expanded_generic(value, sizes, made: list[Operation], memo: dict, depth: in
     if inputs is None or fill is None:
         return None
     made += fill[1]
-    new_maps = [AffineMapAttr(AffineMap(rank, 0, tuple(AffineDimExpr(i) for i in dims)))
-                for dims in new_dims]  # fmt: skip
-    iterators = [it for d, it in enumerate(op.iterator_types.data) for _ in new_index[d]]
-    new = linalg.GenericOp(inputs, [fill[0]], op.body.clone(), new_maps, iterators, [t])
-    new.location = op.location
-    new.attributes.update(op.attributes)
-    new.results[0].name_hint = op.results[0].name_hint
+    new = _split_generic(op, inputs, fill[0], t, rank, new_dims, new_index)
     made.append(new)
     return new.results[0]
 
@@ -666,3 +654,19 @@ def _merge_exp(g: linalg.GenericOp) -> bool:
         dead.detach()
         dead.erase()
     return True
+
+
+def _split_generic(g: linalg.GenericOp, inputs: list[SSAValue], init: SSAValue,
+                   t: TensorType, rank: int, new_dims: list[list[int]],
+                   new_index: dict[int, list[int]]) -> linalg.GenericOp:  # fmt: skip
+    """`g` over its loops split as `new_index` says (`rank` loops), reading `inputs`
+    through `new_dims` and writing `init` of type `t`; its payload, location,
+    attributes and result name kept."""
+    new_maps = [AffineMapAttr(AffineMap(rank, 0, tuple(AffineDimExpr(i) for i in dims)))
+                for dims in new_dims]  # fmt: skip
+    iterators = [it for d, it in enumerate(g.iterator_types.data) for _ in new_index[d]]
+    new = linalg.GenericOp(inputs, [init], g.body.clone(), new_maps, iterators, [t])
+    new.location = g.location
+    new.attributes.update(g.attributes)
+    new.results[0].name_hint = g.results[0].name_hint
+    return new
