@@ -1,6 +1,7 @@
 """
 Per-kernel CUDA time of a bench model (tools/bench_models.py CASES), tilefuse vs
-torch.compile, from torch.profiler over 20 calls:
+torch.compile, from torch.profiler over 20 calls; tilefuse's kernels also with the
+cost model's predicted time and measured / predicted:
 
     python tools/experiments/model_profile.py gpt2 bert
 """
@@ -21,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import bench_models
 
 import tilefuse.torch as tt
+from tilefuse.runtime.bench import predicted_kernels
 
 
 def kernel_times(fn, calls: int = 20) -> list[tuple[str, float, int]]:
@@ -52,11 +54,13 @@ def main(names: list[str]) -> None:
         with torch.no_grad():
             ours = tt.compile(model, *args)
             theirs = torch.compile(copy.deepcopy(model))
+            predicted = {k: t * 1e6 for k, t in predicted_kernels(ours.program, "h200").items()}
             for label, compiled in (("tilefuse", ours), ("torch.compile", theirs)):
                 rows = kernel_times(lambda c=compiled, a=args: c(*a))
                 print(f"== {name} {label}: {sum(r[1] for r in rows):.1f} us of kernels per call")
                 for n, t, c in rows:
-                    print(f"  {t:8.1f} us  x{c}  {n[:110]}")
+                    p = f"  predicted {predicted[n]:8.1f} us  ratio {t / predicted[n]:5.2f}" if n in predicted else ""
+                    print(f"  {t:8.1f} us  x{c}  {n[:110]}{p}")
         out = os.environ.get("OUT")
         if out:  # the generated module, to read next to the times
             Path(out, f"{name}.py").write_text(ours.source)
