@@ -18,8 +18,8 @@ weight and bias, bf16 output, eps 1e-12. The precision of each variant:
 - `f32`: everything in f32 (what torch's and Inductor's kernels do).
 
 Tiles: `1d` is the generated kernel's shape (one row per program, the row padded to
-a power of two, 1-D); `R` rows per program is a 2-D [R, BLOCK_N] tile. Each variant
-at 4 and 8 warps. Each is timed with `triton.testing.do_bench` (median) and
+a power of two, 1-D), at 4 and 8 warps; `R` rows per program is a 2-D
+[R, BLOCK_N] tile, at 4, 8 and 16 warps (`--rows`, `--warps`). Each is timed with `triton.testing.do_bench` (median) and
 checked against torch's `F.layer_norm` in f32 (max abs error of the bf16 output);
 `!=ir` counts the outputs whose bf16 bits differ from the `ir` variant's (what a
 wider normalisation changes). GB/s: read x, write y, read w and b once.
@@ -142,15 +142,16 @@ def launch(x, w, b, y, precision: int, rows: int, warps: int):
     return y
 
 
-def variants(row_counts):
+def variants(row_counts, warp_counts):
     """(label, precision, rows, warps): (a) f64 / (b) ir / (c) f32 at one row per
-    program (1-D), then (d) ir and f32 at R rows per program (2-D)."""
+    program (1-D) at 4 and 8 warps, then (d) ir and f32 at R rows per program
+    (2-D) at each of `warp_counts`."""
     out = []
     for warps in (4, 8):
         out += [(f"{p:<3} 1d      {warps}w", PRECISIONS[p], 0, warps) for p in ("f64", "ir", "f32")]
     for rows in row_counts:
         for p in ("ir", "f32"):
-            for warps in (4, 8):
+            for warps in warp_counts:
                 out.append((f"{p:<3} R={rows:<4} {warps}w", PRECISIONS[p], rows, warps))
     return out
 
@@ -163,7 +164,7 @@ def bench(fn, device: str) -> float:
     return triton.testing.do_bench(fn, return_mode="median") * 1e3
 
 
-def run_shape(m: int, n: int, device: str, row_counts, compile_ref: bool) -> None:
+def run_shape(m: int, n: int, device: str, row_counts, warp_counts, compile_ref: bool) -> None:
     torch.manual_seed(0)
     x = (torch.randn(m, n, device=device) * 2 + 0.5).to(torch.bfloat16)
     w = (torch.rand(n, device=device) + 0.5).to(torch.bfloat16)
@@ -188,7 +189,7 @@ def run_shape(m: int, n: int, device: str, row_counts, compile_ref: bool) -> Non
         out = compiled(x, (n,), w, b, EPS)
         report("torch.compile", lambda: compiled(x, (n,), w, b, EPS), out)
     ir = launch(x, w, b, torch.empty_like(x), IR, 0, 4).clone()
-    for label, precision, rows, warps in variants(row_counts):
+    for label, precision, rows, warps in variants(row_counts, warp_counts):
         y = torch.empty_like(x)
         try:
             launch(x, w, b, y, precision, rows, warps)
@@ -205,9 +206,12 @@ def main() -> None:
     parser.add_argument("--small", action="store_true",
                         help="tiny shapes on the CPU interpreter (TRITON_INTERPRET=1): numerics only")
     parser.add_argument("--rows", default="2,4,8", help="rows per program of the 2-D tiles")
+    parser.add_argument("--warps", default="4,8,16",
+                        help="warps of the 2-D tiles (16: the warps tilefuse's fit gives 4 rows of 1024)")
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     args = parser.parse_args()
     row_counts = [int(r) for r in args.rows.split(",") if r]
+    warp_counts = [int(w) for w in args.warps.split(",") if w]
     if args.small:
         if ON_GPU:
             sys.exit("--small runs on the interpreter: set TRITON_INTERPRET=1")
@@ -218,7 +222,7 @@ def main() -> None:
         print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}")
     for shape in shapes:
         m, n = (int(s) for s in shape.lower().split("x"))
-        run_shape(m, n, device, row_counts, compile_ref=not args.no_compile and device == "cuda")
+        run_shape(m, n, device, row_counts, warp_counts, compile_ref=not args.no_compile and device == "cuda")
 
 
 if __name__ == "__main__":
