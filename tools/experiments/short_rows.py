@@ -45,9 +45,10 @@ EPS = 1e-12
 
 @triton.jit
 def _bf16(x, ON_GPU: tl.constexpr):
-    """`x` rounded to bf16 (to nearest even: the interpreter's conversion truncates)."""
+    """`x` rounded to bf16 (to nearest even: the interpreter's conversion truncates;
+    an f64 `x` converted directly on the GPU, as the generated kernel does)."""
     if ON_GPU:
-        r = x.to(tl.float32).to(tl.bfloat16)
+        r = x.to(tl.bfloat16)
     else:
         xf = x.to(tl.float32)
         bits = xf.to(tl.uint32, bitcast=True)
