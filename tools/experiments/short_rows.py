@@ -58,9 +58,10 @@ def _bf16(x, ON_GPU: tl.constexpr):
 
 
 @triton.jit
-def _normalise(x, w, b, mask, eps, N: tl.constexpr, PRECISION: tl.constexpr):
-    """LayerNorm of the rows of `x` (bf16, [BLOCK_N] or [R, BLOCK_N]; reductions
-    along the last axis; `w`, `b` bf16 broadcast along it), masked lanes padding."""
+def _normalise(x, mask, eps, N: tl.constexpr, PRECISION: tl.constexpr):
+    """`(x - mean) * rstd` of the rows of `x` (bf16, [BLOCK_N] or [R, BLOCK_N];
+    reductions along the last axis), masked lanes padding; f64 or f32 as
+    PRECISION says (the affine is computed in the same type)."""
     axis: tl.constexpr = len(x.shape) - 1
     if PRECISION == 0:  # the generated kernel: everything f64
         x64 = tl.where(mask, x.to(tl.float64), 0.0)
@@ -72,7 +73,7 @@ def _normalise(x, w, b, mask, eps, N: tl.constexpr, PRECISION: tl.constexpr):
         rstd = tl.rsqrt(var + tl.full((), eps, tl.float32).to(tl.float64))
         if axis == 1:
             rstd = rstd[:, None]
-        y = (x64 - mean) * rstd * w.to(tl.float64) + b.to(tl.float64)
+        y = (x64 - mean) * rstd
     elif PRECISION == 1:  # the IR: variance in f64, mean and normalisation in f32
         x32 = tl.where(mask, x.to(tl.float32), 0.0)
         x64 = x32.to(tl.float64)
@@ -86,7 +87,7 @@ def _normalise(x, w, b, mask, eps, N: tl.constexpr, PRECISION: tl.constexpr):
         if axis == 1:
             mean = mean[:, None]
             rstd = rstd[:, None]
-        y = (x32 - mean) * rstd * w.to(tl.float32) + b.to(tl.float32)
+        y = (x32 - mean) * rstd
     else:  # everything f32
         x32 = tl.where(mask, x.to(tl.float32), 0.0)
         mean = tl.sum(x32, axis=axis) / N
@@ -96,7 +97,7 @@ def _normalise(x, w, b, mask, eps, N: tl.constexpr, PRECISION: tl.constexpr):
         rstd = tl.rsqrt(tl.sum(d * d, axis=axis) / N + eps)
         if axis == 1:
             rstd = rstd[:, None]
-        y = (x32 - mean) * rstd * w.to(tl.float32) + b.to(tl.float32)
+        y = (x32 - mean) * rstd
     return y
 
 
@@ -108,9 +109,10 @@ def ln_row(x_ptr, w_ptr, b_ptr, y_ptr, stride, eps, N: tl.constexpr, BLOCK_N: tl
     cols = tl.arange(0, BLOCK_N)
     mask = cols < N
     x = tl.load(x_ptr + row * stride + cols, mask=mask, other=0.0)
-    w = tl.load(w_ptr + cols, mask=mask, other=0.0)
+    y = _normalise(x, mask, eps, N, PRECISION)
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0)  # (after the reductions, as generated)
     b = tl.load(b_ptr + cols, mask=mask, other=0.0)
-    y = _normalise(x, w, b, mask, eps, N, PRECISION)
+    y = y * w.to(y.dtype) + b.to(y.dtype)
     tl.store(y_ptr + row * stride + cols, _bf16(y, ON_GPU), mask=mask)
 
 
@@ -123,9 +125,10 @@ def ln_rows(x_ptr, w_ptr, b_ptr, y_ptr, M, stride, eps, N: tl.constexpr, BLOCK_R
     mask = (rows[:, None] < M) & (cols[None, :] < N)
     offs = rows[:, None] * stride + cols[None, :]
     x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    y = _normalise(x, mask, eps, N, PRECISION)
     w = tl.load(w_ptr + cols, mask=cols < N, other=0.0)[None, :]
     b = tl.load(b_ptr + cols, mask=cols < N, other=0.0)[None, :]
-    y = _normalise(x, w, b, mask, eps, N, PRECISION)
+    y = y * w.to(y.dtype) + b.to(y.dtype)
     tl.store(y_ptr + offs, _bf16(y, ON_GPU), mask=mask)
 
 
