@@ -19,8 +19,9 @@ weight and bias, bf16 output, eps 1e-12. The precision of each variant:
 
 Tiles: `1d` is the generated kernel's shape (one row per program, the row padded to
 a power of two, 1-D), at 4 and 8 warps; `R` rows per program is a 2-D
-[R, BLOCK_N] tile, at 4, 8 and 16 warps (`--rows`, `--warps`). Each is timed with `triton.testing.do_bench` (median) and
-checked against torch's `F.layer_norm` in f32 (max abs error of the bf16 output);
+[R, BLOCK_N] tile, at 4, 8 and 16 warps (`--rows`, `--warps`). Each is timed with
+`triton.testing.do_bench` (median) and checked against torch's `F.layer_norm` in
+f32 (max abs error of the bf16 output);
 `!=ir` counts the outputs whose bf16 bits differ from the `ir` variant's (what a
 wider normalisation changes). GB/s: read x, write y, read w and b once.
 """
