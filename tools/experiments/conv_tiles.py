@@ -12,6 +12,8 @@ program, padding read through masks, the K loop over taps x channel chunks.
 
 from __future__ import annotations
 
+import functools
+
 import torch
 import torch.nn.functional as F
 import triton
@@ -80,9 +82,9 @@ def main() -> None:
         w = torch.randn(F_, C, KS, KS, device="cuda", dtype=torch.bfloat16) * 0.05
         ref = F.conv2d(x, w, padding=KS // 2)
         flops = 2 * N * H * W * C * F_ * KS * KS
-        t_ref = bench(lambda x=x, w=w, KS=KS: F.conv2d(x, w, padding=KS // 2))
+        t_ref = bench(functools.partial(F.conv2d, x, w, padding=KS // 2))
         xc, wc = x.to(memory_format=torch.channels_last), w.to(memory_format=torch.channels_last)
-        t_cl = bench(lambda: F.conv2d(xc, wc, padding=KS // 2))
+        t_cl = bench(functools.partial(F.conv2d, xc, wc, padding=KS // 2))
         print(f"conv {C}->{F_} {KS}x{KS}: cuDNN NCHW {t_ref:7.1f} us ({flops / t_ref * 1e-6:5.0f} TF/s), "
               f"channels_last {t_cl:7.1f} us")  # fmt: skip
         y = torch.empty_like(ref)
@@ -91,8 +93,8 @@ def main() -> None:
             if F_ % BF or C % BK:
                 continue
             grid = (N * H, F_ // BF)
-            run = lambda: conv_row[grid](xp, w, y, C, H, W, F_, KS, BF, BK, num_warps=warps,
-                                         num_stages=stages)  # fmt: skip
+            run = functools.partial(conv_row[grid], xp, w, y, C, H, W, F_, KS, BF, BK,
+                                    num_warps=warps, num_stages=stages)  # fmt: skip
             run()
             err = (y.float() - ref.float()).abs().max().item()
             t = bench(run)
@@ -104,8 +106,8 @@ def main() -> None:
             if F_ % BF or C % BK:
                 continue
             grid = (triton.cdiv(N * H * W, BP), F_ // BF)
-            run = lambda: conv_flat[grid](x, w, y, N, C, H, W, F_, KS, BF, BP, BK,
-                                          num_warps=warps, num_stages=stages)  # fmt: skip
+            run = functools.partial(conv_flat[grid], x, w, y, N, C, H, W, F_, KS, BF, BP, BK,
+                                    num_warps=warps, num_stages=stages)  # fmt: skip
             run()
             err = (y.float() - ref.float()).abs().max().item()
             t = bench(run)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.dialects import arith, func, tensor
-from xdsl.dialects.builtin import IntegerType, TensorType
+from xdsl.dialects.builtin import DenseArrayBase, IntegerType, TensorType
 from xdsl.ir import Operation, SSAValue
 
 from tilefuse.analysis.dataflow import pad_value, reshape_root
@@ -37,7 +37,7 @@ from tilefuse.backend.triton.signature import (
 )
 from tilefuse.ir.constants import constant_array, is_splat, stored_elements
 from tilefuse.ir.diagnostics import CompileError
-from tilefuse.ir.tilefuse import GroupOp, TileGridOp, WindowOp
+from tilefuse.ir.tilefuse import LAYOUT_ATTR, GroupOp, TileGridOp, WindowOp
 
 
 @dataclass(frozen=True, eq=False)
@@ -114,10 +114,10 @@ class HostPrinter:
             call.append(f"{names(v)}, *{names(v)}.stride()" if p.strided else names(v))
         if sig.has_checks:
             call.append("checks")
-        for r in g.results:
+        for i, r in enumerate(g.results):
             shape = tuple(r.type.get_shape())
             dtype = torch_dtype(r.type, g)
-            lines.append(f"    {names(r)} = torch.empty({shape}, dtype={dtype}, device=device)")
+            lines.append(f"    {names(r)} = {_empty(shape, g.layout(i), dtype, 'device')}")
         consts = {p.name: p.value for p in sig.params if p.kind is CONSTEXPR}
         if consts:
             dtype, precision = f"tl.{consts['DOT_DTYPE']}", consts["DOT_PRECISION"]
@@ -228,6 +228,13 @@ def _host_op(op: Operation, names) -> list[str]:
     return []
 
 
+def _empty(shape: tuple[int, ...], order: tuple[int, ...] | None, dtype: str, device: str) -> str:
+    """An uninitialised tensor, its dims stored in `order` (outermost first) if given."""
+    if order is None:
+        return f"torch.empty({shape}, dtype={dtype}, device={device})"
+    return f"torch.empty_permuted({shape}, {order}, dtype={dtype}, device={device})"
+
+
 def _returned(v: SSAValue, names) -> str:
     """A returned value; a copy where it is (a view of) a constant of the table,
     which every call shares and a caller could write to."""
@@ -248,9 +255,13 @@ def _host_copy(op: tensor.ConcatOp | tensor.InsertSliceOp | tensor.PadOp, names)
         fill = repr(int(data)) if isinstance(value.type, IntegerType) else literal(float(data))
         x, lows = names(op.source), op.static_low.get_values()
         spans = ", ".join(f"{lo}:{lo + n}" for lo, n in zip(lows, op.source.type.get_shape(), strict=True))
-        return [f"    {r} = torch.full({tuple(op.result.type.get_shape())}, {fill}, "
-                f"dtype={x}.dtype, device={x}.device)",
-                f"    {r}[{spans}] = {x}"]  # fmt: skip
+        shape = tuple(op.result.type.get_shape())
+        order = op.attributes.get(LAYOUT_ATTR)
+        if isinstance(order, DenseArrayBase):  # (`choose-layouts`: the readers' dim order)
+            filled = f"{_empty(shape, tuple(order.get_values()), f'{x}.dtype', f'{x}.device')}.fill_({fill})"
+        else:
+            filled = f"torch.full({shape}, {fill}, dtype={x}.dtype, device={x}.device)"
+        return [f"    {r} = {filled}", f"    {r}[{spans}] = {x}"]
     if isinstance(op, tensor.ConcatOp):
         parts = ", ".join(names(v) for v in op.inputs)
         return [f"    {r} = torch.cat([{parts}], dim={op.dim.value.data})"]
