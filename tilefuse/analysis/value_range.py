@@ -26,7 +26,8 @@ type, or fused into an FMA), subnormals possibly flushed to zero, and `divf` and
 `extf`/`truncf`/`sitofp`/`uitofp`, and `cmpf` (ordered and unordered alike, NaN
 being excluded). A tensor argument of the function with `tilefuse.range = [lo, hi]`
 (`RANGE`: every element finite, in `[lo, hi]`; `torch/buffers.py` puts it on the
-buffers it checked) is a range of its elements, unless `facts=False`:
+buffers it checked) is a range of its elements, unless `facts=NO_FACTS`;
+`fact_arguments` names the arguments a proof of some `cf.assert` would read one of:
 
 ```mlir
 func.func @f(%var: tensor<8xf32> {tilefuse.range = [0.25 : f64, 2.0 : f64]})
@@ -43,7 +44,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
-from xdsl.dialects import arith, func, tensor
+from xdsl.dialects import arith, cf, func, tensor
 from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import (
     AnyFloat,
@@ -90,6 +91,18 @@ class Range:
 
 
 TRUE, FALSE, BOOL = Range(1, 1), Range(0, 0), Range(0, 1)
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What `value_range` assumes of the function's arguments: their `RANGE`
+    attributes if `use`; `reads`, where given, collects the arguments it looked at."""
+
+    use: bool = True
+    reads: set[int] | None = None
+
+
+USE_FACTS, NO_FACTS = Facts(), Facts(use=False)
 
 
 def _bits(t: Attribute) -> int | None:
@@ -259,7 +272,7 @@ def _logic(op: Operation, a: Range, b: Range) -> Range:
     return BOOL if known is None else TRUE if known else FALSE
 
 
-def _of_op(op: Operation, v: SSAValue, depth: int, facts: bool) -> Range | None:
+def _of_op(op: Operation, v: SSAValue, depth: int, facts: Facts) -> Range | None:
     if isinstance(op, arith.ConstantOp):
         return _constant(op)
     if isinstance(op, linalg.IndexOp):
@@ -302,7 +315,7 @@ def _of_scalar_op(op: Operation, args: list[Range | None]) -> Range | None:
     return _arithmetic(op, *args) if len(args) == 2 else None  # type: ignore[arg-type]
 
 
-def _yielded(payload: Block, j: int, depth: int, facts: bool) -> Range | None:
+def _yielded(payload: Block, j: int, depth: int, facts: Facts) -> Range | None:
     """The range of the `j`-th value a payload yields, over all its iterations."""
     yield_op = payload.last_op
     if yield_op is None or j >= len(yield_op.operands):
@@ -326,22 +339,25 @@ def argument_range(arg: BlockArgument) -> Range | None:
     return _float_range(arg.type, lo, hi) if isinstance(element_type(arg.type), AnyFloat) else None
 
 
-def _of_argument(arg: BlockArgument, depth: int, facts: bool) -> Range | None:
+def _of_argument(arg: BlockArgument, depth: int, facts: Facts) -> Range | None:
     """A payload argument: the range of the tensor element it reads (an output's
     old value only where the payload never reads it: a reduction's partial
     results are not traced); a function argument: its `RANGE` attribute's."""
     parent = arg.block.parent_op()
     if isinstance(parent, func.FuncOp):
-        return argument_range(arg) if facts else None
+        if facts.reads is not None:
+            facts.reads.add(arg.index)
+        return argument_range(arg) if facts.use else None
     s = as_structured(parent) if parent is not None else None
     if s is None or arg.index >= len(s.inputs):
         return BOOL if _bits(arg.type) == 1 else None
     return value_range(s.inputs[arg.index], depth - 1, facts)
 
 
-def value_range(v: SSAValue, depth: int = DEPTH, facts: bool = True) -> Range | None:
+def value_range(v: SSAValue, depth: int = DEPTH, facts: Facts | None = None) -> Range | None:
     """The range `v` stays in, or None if the program does not bound it (nor, if
-    `facts`, the `RANGE` attributes of the function's arguments)."""
+    `facts.use`, the `RANGE` attributes of the function's arguments: the default)."""
+    facts = USE_FACTS if facts is None else facts
     if depth <= 0:
         return BOOL if _bits(v.type) == 1 else None
     if isinstance(v, BlockArgument):
@@ -355,3 +371,13 @@ def value_range(v: SSAValue, depth: int = DEPTH, facts: bool = True) -> Range | 
     if r is not None and (math.isnan(r.lo) or math.isnan(r.hi)):
         return None
     return r
+
+
+def fact_arguments(f: func.FuncOp) -> set[int]:
+    """The arguments of `f` a proof of one of its `cf.assert`s would read the `RANGE`
+    attribute of (those worth a fact)."""
+    facts = Facts(use=False, reads=set())
+    for op in f.walk():
+        if isinstance(op, cf.AssertOp):
+            value_range(op.arg, facts=facts)
+    return facts.reads  # type: ignore[return-value]

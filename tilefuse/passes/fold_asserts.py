@@ -41,7 +41,7 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
-from tilefuse.analysis.value_range import FALSE, TRUE, value_range
+from tilefuse.analysis.value_range import FALSE, NO_FACTS, TRUE, value_range
 from tilefuse.ir.diagnostics import CompileError
 
 
@@ -58,7 +58,7 @@ def _erase_unused(op: Operation, rewriter: PatternRewriter) -> None:
 def refuse_disproved(module: ModuleOp) -> None:
     """A located error for the first `cf.assert` whose condition never holds."""
     for op in module.walk():
-        if isinstance(op, cf.AssertOp) and value_range(op.arg, facts=False) == FALSE:
+        if isinstance(op, cf.AssertOp) and value_range(op.arg, facts=NO_FACTS) == FALSE:
             raise CompileError.at(op, f"fails on every element, so on every run: "
                                   f"\"{op.msg.data}\" (its condition is always false)")  # fmt: skip
 
