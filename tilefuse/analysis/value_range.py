@@ -77,6 +77,7 @@ _FORMATS = {Float16Type: (11, -14, 15), BFloat16Type: (8, -126, 127),
 APPROX = Fraction(1, 2**16)
 """The relative error allowed to `divf` and `math.sqrt`."""
 EPS64 = Fraction(1, 2**52)
+"""A bound on the relative error of an f64 result of Python's `math.sqrt`."""
 
 
 @dataclass(frozen=True)
