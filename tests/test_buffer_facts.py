@@ -27,6 +27,7 @@ from tilefuse.ir.module import entry_function
 from tilefuse.testing.zoo import Bottleneck
 from tilefuse.torch import buffers
 from tilefuse.torch.buffers import Guard, range_attr, range_fact, range_holds
+from tilefuse.torch.export import state_tensor
 
 
 def bottleneck(dtype: torch.dtype) -> tuple[torch.nn.Module, torch.Tensor]:
@@ -99,7 +100,7 @@ def test_a_variance_written_outside_its_range_is_checked_by_the_kernels(value):
 
 
 def _state(compiled):
-    return [tt.export.state_tensor(compiled.module, n, p) for n, p in compiled.exported.state]
+    return [state_tensor(compiled.module, n, p) for n, p in compiled.exported.state]
 
 
 def test_range_fact_of_finite_nan_inf_empty_and_integer_buffers():
