@@ -461,12 +461,14 @@ func.func @f(%x: tensor<2x12x6x5xf32>, %w1: tensor<16x12x1x1xf32>, %w2: tensor<8
 
 def test_a_convolution_input_between_kernels_is_stored_channels_last():
     """`choose-layouts`: the 1x1 convolution's result, which only the 3x3 one reads
-    (through its pad and window), is allocated with the channels innermost, pad
-    included; the kernels read it through its strides. Returned, it stays NCHW."""
+    (through its pad and window), is allocated with the channels innermost; the
+    1x1's kernel writes it into the padded tensor's interior (no copy), the 3x3's
+    reads it through its strides. Returned, it stays NCHW and is copied into the pad."""
     x, w1, w2 = rand(2, 12, 6, 5), rand(16, 12, 1, 1, seed=1), rand(8, 16, 3, 3, seed=2)
     prog = compile(conv_chain())
-    assert prog.source.count("torch.empty_permuted(") == 2  # the 1x1's result and the pad
-    assert "(2, 16, 6, 5), (0, 2, 3, 1)" in prog.source
+    assert prog.source.count("torch.empty_permuted(") == 1  # the pad, the 1x1 writes into it
+    assert "(2, 16, 8, 7), (0, 2, 3, 1)" in prog.source
+    assert "    m = p[0:2, 0:16, 1:7, 1:6]\n" in prog.source
     (out,) = prog(*(on_device(a) for a in (x, w1, w2)))
     want = F.conv2d(F.pad(F.relu(F.conv2d(x, w1)), (1, 1, 1, 1)), w2)
     assert torch.allclose(out.cpu(), want, rtol=1e-4, atol=1e-4)
@@ -474,5 +476,6 @@ def test_a_convolution_input_between_kernels_is_stored_channels_last():
     assert relative_error(out.cpu().numpy(), ref) < 1e-5
     returned = compile(conv_chain(returns_middle=True))
     assert "empty_permuted" not in returned.source
+    assert "p[0:2, 0:16, 1:7, 1:6] = m" in returned.source
     out2, mid = returned(*(on_device(a) for a in (x, w1, w2)))
     assert mid.is_contiguous() and torch.allclose(out2.cpu(), want, rtol=1e-4, atol=1e-4)
