@@ -71,6 +71,32 @@ def conv_flat(x, w, y, N: tl.constexpr, C: tl.constexpr, H: tl.constexpr, W: tl.
              mask=live[None, :])  # fmt: skip
 
 
+@triton.jit
+def conv_flat_nhwc(x, w, y, N: tl.constexpr, C: tl.constexpr, H: tl.constexpr, W: tl.constexpr,
+                   F_: tl.constexpr, KS: tl.constexpr, BF: tl.constexpr, BP: tl.constexpr,
+                   BK: tl.constexpr):  # fmt: skip
+    """`conv_flat` on channels-last input and output: x[n, h, w, c], y[n, h, w, f]."""
+    HW: tl.constexpr = H * W
+    p = tl.program_id(0) * BP + tl.arange(0, BP)
+    f = tl.program_id(1) * BF + tl.arange(0, BF)
+    n = p // HW
+    r = p % HW
+    oh = r // W
+    ow = r % W
+    live = p < N * HW
+    acc = tl.zeros((BP, BF), tl.float32)
+    for k in range(0, KS * KS * (C // BK)):
+        t = k // (C // BK)
+        c = (k % (C // BK)) * BK + tl.arange(0, BK)
+        ih = oh + t // KS - (KS // 2)
+        iw = ow + t % KS - (KS // 2)
+        ok = live & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+        xt = tl.load(x + ((n * H + ih) * W + iw)[:, None] * C + c[None, :], mask=ok[:, None], other=0.0)
+        wt = tl.load(w + f[None, :] * C * KS * KS + c[:, None] * KS * KS + t)
+        acc = tl.dot(xt, wt, acc)
+    tl.store(y + p[:, None] * F_ + f[None, :], acc.to(tl.bfloat16), mask=live[:, None])
+
+
 def bench(fn) -> float:
     return triton.testing.do_bench(fn, warmup=25, rep=200) * 1e3  # us
 
@@ -112,6 +138,21 @@ def main() -> None:
             err = (y.float() - ref.float()).abs().max().item()
             t = bench(run)
             print(f"  flat BF{BF} BP{BP} BK{BK} w{warps} s{stages}: {t:7.1f} us "
+                  f"({flops / t * 1e-6:5.0f} TF/s) err {err:.3g}")  # fmt: skip
+        yc = torch.empty_like(ref, memory_format=torch.channels_last)
+        xn = x.permute(0, 2, 3, 1).contiguous()
+        for BF, BP, BK, warps, stages in ((64, 128, 64, 4, 4), (64, 256, 64, 8, 3),
+                                          (128, 128, 64, 8, 3), (128, 256, 64, 8, 3),
+                                          (256, 128, 64, 8, 3)):  # fmt: skip
+            if F_ % BF or C % BK:
+                continue
+            grid = (triton.cdiv(N * H * W, BP), F_ // BF)
+            run = functools.partial(conv_flat_nhwc[grid], xn, w, yc, N, C, H, W, F_, KS, BF, BP, BK,
+                                    num_warps=warps, num_stages=stages)  # fmt: skip
+            run()
+            err = (yc.float() - ref.float()).abs().max().item()
+            t = bench(run)
+            print(f"  flat NHWC BF{BF} BP{BP} BK{BK} w{warps} s{stages}: {t:7.1f} us "
                   f"({flops / t * 1e-6:5.0f} TF/s) err {err:.3g}")  # fmt: skip
 
 
