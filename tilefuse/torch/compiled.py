@@ -41,7 +41,7 @@ from torch.utils import _pytree as pytree
 from tilefuse.ir.diagnostics import ArgumentError
 from tilefuse.runtime import CompiledProgram
 from tilefuse.torch.buffers import Guard, range_arguments
-from tilefuse.torch.export import TENSOR, Exported, export, state_tensor
+from tilefuse.torch.export import TENSOR, Exported, StateReader, export, state_tensor
 from tilefuse.torch.mlir import compile_mlir
 
 
@@ -53,6 +53,11 @@ class CompiledModule:
                  options: dict[str, Any] | None = None):  # fmt: skip
         self.exported, self.program, self.name = exported, program, name
         self.guards, self.options = guards or [], options or {}
+        self.read_state = StateReader(exported.module, exported.state)
+        n = len(exported.leaves)
+        flat = all(c is TENSOR for c in exported.leaves) and exported.in_spec == pytree.tree_flatten(tuple(range(n)))[1]
+        self._all_tensors = n if flat else -1
+        """The number of arguments when the module was compiled for a flat tuple of tensors."""
         self.unguarded: CompiledProgram | None = None
         """The program compiled without the buffers' facts, once one fails."""
         if signature is not None:
@@ -86,8 +91,10 @@ class CompiledModule:
         return str(self.exported.mlir)
 
     def _tensors(self, args: tuple[Any, ...]) -> list[torch.Tensor]:
-        flat, spec = pytree.tree_flatten(args)
         ex = self.exported
+        if self._all_tensors == len(args) and all(isinstance(x, torch.Tensor) for x in args):
+            return [x.detach() for x in args]  # (the common call: as many tensors as compiled)
+        flat, spec = pytree.tree_flatten(args)
         if spec != ex.in_spec:
             raise ArgumentError(f"{self.name} was compiled for arguments shaped like "
                                 f"{ex.in_spec}, got {spec}")  # fmt: skip
@@ -110,11 +117,14 @@ class CompiledModule:
                                 f"(got keywords {', '.join(kwargs)})")  # fmt: skip
         tensors = self._tensors(args)
         ex = self.exported
-        state = [state_tensor(ex.module, n, p).detach() for n, p in ex.state]
+        # (no detach: the kernels read the tensors' data and the call runs under no_grad)
+        state = self.read_state()
         program = self._program(state)
         with torch.no_grad():
             outs = program(*state, *tensors)
-        return pytree.tree_unflatten(list(outs), ex.out_spec)
+        # (a returned parameter, undetached above, is handed back as data)
+        outs = [o.detach() if isinstance(o, torch.Tensor) and o.requires_grad else o for o in outs]
+        return pytree.tree_unflatten(outs, ex.out_spec)
 
     def __repr__(self) -> str:
         return f"<tilefuse.torch.CompiledModule {self.name}: {len(self.kernels)} kernels>"

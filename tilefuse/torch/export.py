@@ -67,6 +67,30 @@ def state_tensor(module: nn.Module, name: str, is_parameter: bool) -> torch.Tens
     return tensor
 
 
+class StateReader:
+    """Reads a module's current state tensors (as `state_tensor`) with each name
+    split once: the per-call walk is dict lookups only."""
+
+    def __init__(self, module: nn.Module, state: list[tuple[str, bool]]):
+        self.module = module
+        self.paths = []
+        for name, is_parameter in state:
+            *path, leaf = name.split(".")
+            self.paths.append((name, tuple(path), leaf, "_parameters" if is_parameter else "_buffers",
+                               is_parameter))  # fmt: skip
+
+    def __call__(self) -> list[torch.Tensor]:
+        out = []
+        for name, path, leaf, table_name, is_parameter in self.paths:
+            owner = self.module
+            for part in path:
+                owner = owner._modules.get(part) if isinstance(owner, nn.Module) else None
+            table = getattr(owner, table_name, None)
+            tensor = table.get(leaf) if isinstance(table, dict) else None
+            out.append(tensor if tensor is not None else state_tensor(self.module, name, is_parameter))
+        return out
+
+
 class _Function(nn.Module):
     """A plain function as a module without state."""
 
