@@ -427,3 +427,55 @@ def test_strides_and_dilations_as_torch_mlir_prints_them():
     text = named_program("conv_2d_nchw_fchw", x.shape, w.shape, (1, 8, 6, 5), vec)
     want = F.conv2d(x, w, stride=2, dilation=(1, 2))
     assert torch.allclose(run(text, x, w), want, rtol=1e-4, atol=1e-4)
+
+
+def conv_chain(returns_middle: bool = False) -> str:
+    """A 1x1 convolution + ReLU, zero-padded, then a 3x3 one, NCHW (a bottleneck's
+    first half), optionally returning the 1x1's result too."""
+    mid, pad, out = "tensor<2x16x6x5xf32>", "tensor<2x16x8x7xf32>", "tensor<2x8x6x5xf32>"
+    results = f"{out}, {mid}" if returns_middle else out
+    returned = f"%r, %m : {out}, {mid}" if returns_middle else f"%r : {out}"
+    return f"""
+#id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+func.func @f(%x: tensor<2x12x6x5xf32>, %w1: tensor<16x12x1x1xf32>, %w2: tensor<8x16x3x3xf32>) -> ({results}) {{
+  %z = arith.constant 0.0 : f32
+  %e1 = tensor.empty() : {mid}
+  %o1 = linalg.fill ins(%z : f32) outs(%e1 : {mid}) -> {mid}
+  %c1 = linalg.conv_2d_nchw_fchw {attrs((1, 1), (1, 1))} ins(%x, %w1 : tensor<2x12x6x5xf32>, tensor<16x12x1x1xf32>) outs(%o1 : {mid}) -> {mid}
+  %m = linalg.generic {{indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}} ins(%c1 : {mid}) outs(%e1 : {mid}) {{
+  ^bb0(%a: f32, %b: f32):
+    %y = arith.maximumf %a, %z : f32
+    linalg.yield %y : f32
+  }} -> {mid}
+  %p = tensor.pad %m low[0, 0, 1, 1] high[0, 0, 1, 1] {{
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %z : f32
+  }} : {mid} to {pad}
+  %e2 = tensor.empty() : {out}
+  %o2 = linalg.fill ins(%z : f32) outs(%e2 : {out}) -> {out}
+  %r = linalg.conv_2d_nchw_fchw {attrs((1, 1), (1, 1))} ins(%p, %w2 : {pad}, tensor<8x16x3x3xf32>) outs(%o2 : {out}) -> {out}
+  func.return {returned}
+}}
+"""
+
+
+def test_a_convolution_input_between_kernels_is_stored_channels_last():
+    """`choose-layouts`: the 1x1 convolution's result, which only the 3x3 one reads
+    (through its pad and window), is allocated with the channels innermost; the
+    1x1's kernel writes it into the padded tensor's interior (no copy), the 3x3's
+    reads it through its strides. Returned, it stays NCHW and is copied into the pad."""
+    x, w1, w2 = rand(2, 12, 6, 5), rand(16, 12, 1, 1, seed=1), rand(8, 16, 3, 3, seed=2)
+    prog = compile(conv_chain())
+    assert prog.source.count("torch.empty_permuted(") == 1  # the pad, the 1x1 writes into it
+    assert "(2, 16, 8, 7), (0, 2, 3, 1)" in prog.source
+    assert "    m = p[0:2, 0:16, 1:7, 1:6]\n" in prog.source
+    (out,) = prog(*(on_device(a) for a in (x, w1, w2)))
+    want = F.conv2d(F.pad(F.relu(F.conv2d(x, w1)), (1, 1, 1, 1)), w2)
+    assert torch.allclose(out.cpu(), want, rtol=1e-4, atol=1e-4)
+    (ref,) = evaluate(load_program(conv_chain()), [x.numpy(), w1.numpy(), w2.numpy()])
+    assert relative_error(out.cpu().numpy(), ref) < 1e-5
+    returned = compile(conv_chain(returns_middle=True))
+    assert "empty_permuted" not in returned.source
+    assert "p[0:2, 0:16, 1:7, 1:6] = m" in returned.source
+    out2, mid = returned(*(on_device(a) for a in (x, w1, w2)))
+    assert mid.is_contiguous() and torch.allclose(out2.cpu(), want, rtol=1e-4, atol=1e-4)

@@ -7,6 +7,7 @@ inline-calls -> drop-unused-results -> fold-host-scalars -> fold-asserts -> fold
     -> propagate-reshapes -> fold-concats -> fold-operand-extf -> fold-windows
     -> split-reduction{target}
     -> flash-attention -> fusion-groups{target} -> tile-and-fuse{target} -> horizontal-fusion{target}
+    -> choose-layouts
     -> (emit triton)
 ```
 
@@ -33,6 +34,7 @@ from xdsl.passes import ModulePass
 from tilefuse.frontend.parse import verify
 from tilefuse.ir import forms
 from tilefuse.ir.context import make_context
+from tilefuse.passes.choose_layouts import ChooseLayoutsPass
 from tilefuse.passes.decompose_softmax import DecomposeSoftmaxPass
 from tilefuse.passes.drop_unused_results import DropUnusedResultsPass
 from tilefuse.passes.flash_attention import FlashAttentionPass
@@ -113,6 +115,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("fusion-groups", FusionGroupsPass, targeted=True, done=_grouped),
     Stage("tile-and-fuse", TileAndFusePass, targeted=True, done=_tiled),
     Stage("horizontal-fusion", HorizontalFusionPass, targeted=True),
+    Stage("choose-layouts", ChooseLayoutsPass),
 )
 """The default pipeline, in order."""
 

@@ -373,6 +373,11 @@ class TilePlanAttr(ParametrizedAttribute):
             raise VerifyException("A grouped order walks at least one tile row per group.")
 
 
+LAYOUT_ATTR = "tilefuse.layout"
+"""On a host-made tensor (a `tensor.pad`): the order of its dims in memory,
+outermost first (`choose-layouts`; a group's results carry theirs in `layouts`)."""
+
+
 @irdl_op_definition
 class GroupOp(IRDLOperation):
     """
@@ -381,8 +386,10 @@ class GroupOp(IRDLOperation):
     The region is isolated from above; its entry block takes one argument per
     input, and its `tilefuse.yield` returns the group's results. The name, the
     fusion decision that formed the group and what it costs (`#tilefuse.cost`) travel
-    as properties; so do `untiled` (why `tile-and-fuse` left the group as it was) and
-    `tile_candidate` (the autotuner's pick among the tile planner's candidates).
+    as properties; so do `untiled` (why `tile-and-fuse` left the group as it was),
+    `tile_candidate` (the autotuner's pick among the tile planner's candidates) and
+    `layouts` (per result, the order of its dims in memory, outermost first; empty:
+    row-major; written by `choose-layouts`).
 
     ```mlir
     %z = tilefuse.group "fused_kernel_0" ins(%x, %y : tensor<4xf32>, tensor<4xf32>)
@@ -403,6 +410,7 @@ class GroupOp(IRDLOperation):
     cost = opt_prop_def(CostAttr)
     untiled = opt_prop_def(StringAttr)
     tile_candidate = opt_prop_def(IntegerAttr[I64])
+    layouts = opt_prop_def(ArrayAttr[DenseArrayBase])
     inputs = var_operand_def(TensorType)
     outputs = var_result_def(TensorType)
     body = region_def("single_block")
@@ -434,10 +442,28 @@ class GroupOp(IRDLOperation):
             },
         )
 
+    def _verify_layouts(self) -> None:
+        assert self.layouts is not None
+        if len(self.layouts.data) != len(self.results):
+            raise VerifyException(f"The group has {len(self.results)} results but "
+                                  f"{len(self.layouts.data)} layouts.")  # fmt: skip
+        for r, order in zip(self.results, self.layouts.data, strict=True):
+            rank = len(r.type.get_shape())  # type: ignore[attr-defined]
+            values = order.get_values()
+            if values and sorted(values) != list(range(rank)):
+                raise VerifyException(f"A layout must order the dims of a rank-{rank} "
+                                      f"result, not {list(values)}.")  # fmt: skip
+
     @property
     def entry(self) -> Block:
         """The group's only block."""
         return self.body.block
+
+    def layout(self, i: int) -> tuple[int, ...] | None:
+        """The dim order result `i` is stored in (outermost first), None for row-major."""
+        if self.layouts is None or not (order := self.layouts.data[i].get_values()):
+            return None
+        return tuple(order)  # type: ignore[arg-type]
 
     @property
     def grids(self) -> tuple[TileGridOp, ...]:
@@ -456,6 +482,8 @@ class GroupOp(IRDLOperation):
         terminator = self.entry.last_op
         if not isinstance(terminator, YieldOp):
             raise VerifyException("A tilefuse.group must end with tilefuse.yield.")
+        if self.layouts is not None:
+            self._verify_layouts()
         yielded = tuple(v.type for v in terminator.values)
         if yielded != tuple(self.result_types):
             raise VerifyException(

@@ -36,6 +36,7 @@ PASSES = {
     "fusion-groups": "tilefuse.passes.fusion_groups:FusionGroupsPass",
     "tile-and-fuse": "tilefuse.passes.tile_and_fuse:TileAndFusePass",
     "horizontal-fusion": "tilefuse.passes.horizontal_fusion:HorizontalFusionPass",
+    "choose-layouts": "tilefuse.passes.choose_layouts:ChooseLayoutsPass",
     "canonicalize": "xdsl.transforms.canonicalize:CanonicalizePass",
     "cse": "xdsl.transforms.common_subexpression_elimination:CommonSubexpressionElimination",
     "dce": "xdsl.transforms.dead_code_elimination:DeadCodeElimination",

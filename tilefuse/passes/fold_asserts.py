@@ -10,6 +10,13 @@ is erased with the condition arithmetic only it read; one proved false for every
 element fails every run, so it is a located error carrying the check's message.
 The others stay: the kernels check them as they run (`RuntimeCheckError`).
 
+A function argument's `tilefuse.range` attribute (`torch/buffers.py`: a module
+buffer checked on the host, every element finite and in `[lo, hi]`, guarded at
+each call) is a fact a proof may use: BatchNorm's `sqrt(running_var + eps) != 0`
+holds for a variance range with `lo > -eps`, so its check goes and the host reads
+no check flag after the kernels. A disproof uses no such fact: the buffer may be
+written before the first call, so the check stays instead of refusing.
+
 ```mlir
 %i = linalg.index 0 : index                 // 0..7 in a loop of 8
 %ok = arith.cmpi slt, %i, %c8 : index
@@ -34,7 +41,7 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
-from tilefuse.analysis.value_range import FALSE, TRUE, value_range
+from tilefuse.analysis.value_range import FALSE, NO_FACTS, TRUE, value_range
 from tilefuse.ir.diagnostics import CompileError
 
 
@@ -51,7 +58,7 @@ def _erase_unused(op: Operation, rewriter: PatternRewriter) -> None:
 def refuse_disproved(module: ModuleOp) -> None:
     """A located error for the first `cf.assert` whose condition never holds."""
     for op in module.walk():
-        if isinstance(op, cf.AssertOp) and value_range(op.arg) == FALSE:
+        if isinstance(op, cf.AssertOp) and value_range(op.arg, facts=NO_FACTS) == FALSE:
             raise CompileError.at(op, f"fails on every element, so on every run: "
                                   f"\"{op.msg.data}\" (its condition is always false)")  # fmt: skip
 

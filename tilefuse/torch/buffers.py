@@ -1,5 +1,6 @@
 """
-Causal-mask facts of module buffers, for the compiler to skip masked key tiles.
+Facts of module buffers: causal masks, for the compiler to skip masked key tiles;
+value ranges, for it to prove runtime checks (BatchNorm's `sqrt(var + eps) != 0`).
 
 A buffer is an argument of the compiled program (its values are read at each call),
 so a mask in a buffer (nanoGPT's `tril` `bias`, LLaMA's `finfo.min` `causal_mask`)
@@ -9,12 +10,24 @@ last two dims `(i, j)`: every element with `j - i > c` is `-inf`
 (`tilefuse.huge_above`), or 0 / false (`tilefuse.zero_above`), for the smallest such
 `c` that masks something; `analysis/causal.py` reads the attribute on the function
 argument. Only square buffers keeping some element get a fact (`Guard.of`).
-`Guard` re-checks the fact when the buffer is another tensor or was written
-(`data_ptr`, `_version`): `CompiledModule` then runs a program compiled without it.
+
+`range_fact` checks a float buffer (f16, bf16, f32, f64, not empty) on the host:
+every element finite, with its min and max widened outward to powers of two (so
+that a close set of values, a reloaded checkpoint, keeps the fact; never past the
+dtype's largest finite value) as `tilefuse.range = [lo : f64, hi : f64]`, printed
+exactly; `analysis/value_range.py` reads it. Only buffers a `cf.assert`'s proof
+would read get one (`range_arguments`): a model without checks pays nothing.
+
+`Guard` holds a buffer's facts (a mask, a range, or both) and re-checks them when
+the buffer is another tensor or was written (`data_ptr`, `_version`, shape, ...:
+one tuple compare a call otherwise; the reductions run only then):
+`CompiledModule` then runs a program compiled without facts, whose kernels check
+what the facts proved.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -28,6 +41,14 @@ from tilefuse.analysis.causal import (
     NORMAL,
     ZERO_ABOVE,
 )
+from tilefuse.analysis.value_range import RANGE, fact_arguments
+from tilefuse.frontend.parse import parse_module
+from tilefuse.ir.context import make_context
+from tilefuse.ir.diagnostics import CompileError
+from tilefuse.ir.module import entry_function
+
+RANGED = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+"""The dtypes a buffer has a range fact in (those `value_range` bounds)."""
 
 
 def _offsets(n: int, m: int) -> torch.Tensor:
@@ -82,6 +103,58 @@ def mask_fact(t: torch.Tensor) -> tuple[str, int] | None:
     return None
 
 
+def _outward(x: float, up: bool, top: float) -> float:
+    """A power of two (or 0, or `+-top`) at or above `x` (`up`), or at or below it:
+    away from zero on that side, towards zero on the other."""
+    if x == 0:
+        return 0.0
+    m, e = math.frexp(abs(x))  # |x| = m * 2^e, 0.5 <= m < 1
+    below = math.ldexp(1.0, e - 1)  # the power of two at or below |x|
+    if (x > 0) != up or m == 0.5:
+        p = below
+    else:
+        p = top if e > 1023 else min(math.ldexp(1.0, e), top)
+    return p if x > 0 else -p
+
+
+def range_fact(t: torch.Tensor) -> tuple[float, float] | None:
+    """`(lo, hi)`: every element of `t` is finite and in `[lo, hi]`, its min and max
+    rounded outward to powers of two; None for an empty tensor, a dtype not in
+    `RANGED` (integers, bool, complex, float8) or one holding NaN or inf."""
+    if t.dtype not in RANGED or t.numel() == 0 or t.is_meta:
+        return None
+    lo, hi = (float(v) for v in torch.aminmax(t.detach().reshape(-1)))  # NaN propagates
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return None
+    top = torch.finfo(t.dtype).max
+    return _outward(lo, False, top), _outward(hi, True, top)
+
+
+def range_holds(t: torch.Tensor, lo: float, hi: float) -> bool:
+    """Whether every element of `t` is finite and in `[lo, hi]`."""
+    if t.dtype not in RANGED or t.numel() == 0 or t.is_meta:
+        return False
+    a, b = (float(v) for v in torch.aminmax(t.detach().reshape(-1)))
+    return lo <= a and b <= hi  # False for NaN; +-inf lies outside any finite range
+
+
+def range_attr(lo: float, hi: float) -> str:
+    """`tilefuse.range = [lo : f64, hi : f64]`, each printed to round-trip exactly."""
+    return f"{RANGE} = [{lo:.17e} : f64, {hi:.17e} : f64]"
+
+
+def range_arguments(text: str, name: str) -> set[int]:
+    """The arguments of `@name` in `text` a proof of one of its `cf.assert`s would
+    read a range fact of (none without checks, or if it does not parse: compiling
+    it says why)."""
+    if "cf.assert" not in text:
+        return set()
+    try:
+        return fact_arguments(entry_function(parse_module(make_context(), text), name))
+    except CompileError:
+        return set()
+
+
 def with_arg_attrs(text: str, name: str, attrs: dict[int, str]) -> str:
     """`text` (torch-mlir's module) with `attrs[k]` on argument `k` of `@name`."""
     if not attrs:
@@ -105,30 +178,43 @@ def _key(t: torch.Tensor) -> tuple[object, ...] | None:
 
 @dataclass
 class Guard:
-    """A buffer's mask fact, and the tensor it was last checked on."""
+    """A buffer's facts (a mask `(kind, c)`, a range `(lo, hi)`, or both), and the
+    key of the tensor they were last checked on."""
 
     index: int
-    kind: str
-    c: int
     seen: tuple[object, ...] | None
+    mask: tuple[str, int] | None = None
+    range: tuple[float, float] | None = None
     ok: bool = True
 
     @staticmethod
-    def of(index: int, t: torch.Tensor) -> Guard | None:
-        """The guard of a buffer that looks like an attention mask: square in its
-        last two dims, keeping some element (an all-zero buffer, a KV cache before
-        it is filled, would be checked again at every write for nothing)."""
-        if t.dim() < 2 or t.shape[-1] != t.shape[-2] or (fact := mask_fact(t)) is None:
+    def of(index: int, t: torch.Tensor, ranged: bool = False) -> Guard | None:
+        """The guard of a buffer: a mask fact if it looks like an attention mask
+        (square in its last two dims, keeping some element: an all-zero buffer, a KV
+        cache before it is filled, would be checked again at every write for
+        nothing); a range fact if `ranged` and it has one; None without either."""
+        mask = mask_fact(t) if t.dim() >= 2 and t.shape[-1] == t.shape[-2] else None
+        if mask is not None and mask[1] <= -t.shape[-1]:
+            mask = None
+        bounds = range_fact(t) if ranged else None
+        if mask is None and bounds is None:
             return None
-        return None if fact[1] <= -t.shape[-1] else Guard(index, *fact, _key(t))
+        return Guard(index, _key(t), mask, bounds)
 
     @property
     def attr(self) -> str:
-        return f"{self.kind} = {self.c} : i64"
+        """The argument attributes of its facts (`name = value, ...`)."""
+        attrs = [] if self.mask is None else [f"{self.mask[0]} = {self.mask[1]} : i64"]
+        return ", ".join(attrs + ([] if self.range is None else [range_attr(*self.range)]))
+
+    def holds(self, t: torch.Tensor) -> bool:
+        """Whether all its facts hold of `t` (checked now)."""
+        return (self.mask is None or holds(t, *self.mask)) and \
+            (self.range is None or range_holds(t, *self.range))  # fmt: skip
 
     def check(self, t: torch.Tensor) -> bool:
-        """Whether the fact holds of `t` (re-checked when `t` changed)."""
+        """Whether its facts hold of `t` (re-checked when `t` changed)."""
         key = _key(t)
         if key is None or key != self.seen:
-            self.ok, self.seen = holds(t, self.kind, self.c), key
+            self.ok, self.seen = self.holds(t), key
         return self.ok

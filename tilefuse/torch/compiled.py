@@ -16,11 +16,14 @@ autograd: the outputs do not require grad (use the `torch.compile` backend to tr
 
 A buffer holding a causal mask (`torch/buffers.py`: every element above a diagonal
 `-inf`, `finfo.min` or 0) is told to the compiler, whose flash-attention kernels then
-skip the masked key tiles. The fact is guarded: a call whose buffer is another tensor
-or was written since it was checked (`data_ptr`, `_version`) checks it again, and if
-it no longer holds runs a program compiled without it (compiled then, once). Writes
-that bypass the version counter (through `.data`) are not seen, as autograd's own
-checks do not see them.
+skip the masked key tiles; so is the range of a float buffer a runtime check reads
+(every element finite, within bounds: BatchNorm's `running_var >= 0` proves its
+`sqrt(var + eps) != 0`, so the kernels check nothing and the host waits for no flag).
+The facts are guarded: a call whose buffer is another tensor or was written since
+it was checked (`data_ptr`, `_version`) checks it again, and if one no longer holds
+runs a program compiled without facts (compiled then, once), whose kernels check
+again. Writes that bypass the version counter (through `.data`) are not seen, as
+autograd's own checks do not see them.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from torch.utils import _pytree as pytree
 
 from tilefuse.ir.diagnostics import ArgumentError
 from tilefuse.runtime import CompiledProgram
-from tilefuse.torch.buffers import Guard
+from tilefuse.torch.buffers import Guard, range_arguments
 from tilefuse.torch.export import TENSOR, Exported, export, state_tensor
 from tilefuse.torch.mlir import compile_mlir
 
@@ -136,8 +139,9 @@ def compile(module_or_fn: nn.Module | Callable[..., Any], *example_inputs: Any,
         name = getattr(module_or_fn, "__name__", None) or type(module_or_fn).__name__
     name = re.sub(r"\W", "_", name).strip("_") or "module"
     exported = export(module_or_fn, example_inputs, name)
+    ranged = range_arguments(str(exported.mlir), name)  # buffers a check's proof reads
     guards = [g for k, (n, p) in enumerate(exported.state) if not p and
-              (g := Guard.of(k, state_tensor(exported.module, n, p))) is not None]  # fmt: skip
+              (g := Guard.of(k, state_tensor(exported.module, n, p), k in ranged)) is not None]  # fmt: skip
     options = {"target": target, "dump_dir": dump_dir, "allow_tf32": allow_tf32}
     program = compile_mlir(exported.mlir, name, graph=exported.graph,
                            arg_attrs={g.index: g.attr for g in guards}, **options)  # fmt: skip

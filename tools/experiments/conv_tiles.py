@@ -12,6 +12,8 @@ program, padding read through masks, the K loop over taps x channel chunks.
 
 from __future__ import annotations
 
+import functools
+
 import torch
 import torch.nn.functional as F
 import triton
@@ -69,6 +71,32 @@ def conv_flat(x, w, y, N: tl.constexpr, C: tl.constexpr, H: tl.constexpr, W: tl.
              mask=live[None, :])  # fmt: skip
 
 
+@triton.jit
+def conv_flat_nhwc(x, w, y, N: tl.constexpr, C: tl.constexpr, H: tl.constexpr, W: tl.constexpr,
+                   F_: tl.constexpr, KS: tl.constexpr, BF: tl.constexpr, BP: tl.constexpr,
+                   BK: tl.constexpr):  # fmt: skip
+    """`conv_flat` on channels-last input and output: x[n, h, w, c], y[n, h, w, f]."""
+    HW: tl.constexpr = H * W
+    p = tl.program_id(0) * BP + tl.arange(0, BP)
+    f = tl.program_id(1) * BF + tl.arange(0, BF)
+    n = p // HW
+    r = p % HW
+    oh = r // W
+    ow = r % W
+    live = p < N * HW
+    acc = tl.zeros((BP, BF), tl.float32)
+    for k in range(0, KS * KS * (C // BK)):
+        t = k // (C // BK)
+        c = (k % (C // BK)) * BK + tl.arange(0, BK)
+        ih = oh + t // KS - (KS // 2)
+        iw = ow + t % KS - (KS // 2)
+        ok = live & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+        xt = tl.load(x + ((n * H + ih) * W + iw)[:, None] * C + c[None, :], mask=ok[:, None], other=0.0)
+        wt = tl.load(w + f[None, :] * C * KS * KS + c[:, None] * KS * KS + t)
+        acc = tl.dot(xt, wt, acc)
+    tl.store(y + p[:, None] * F_ + f[None, :], acc.to(tl.bfloat16), mask=live[:, None])
+
+
 def bench(fn) -> float:
     return triton.testing.do_bench(fn, warmup=25, rep=200) * 1e3  # us
 
@@ -80,9 +108,9 @@ def main() -> None:
         w = torch.randn(F_, C, KS, KS, device="cuda", dtype=torch.bfloat16) * 0.05
         ref = F.conv2d(x, w, padding=KS // 2)
         flops = 2 * N * H * W * C * F_ * KS * KS
-        t_ref = bench(lambda x=x, w=w, KS=KS: F.conv2d(x, w, padding=KS // 2))
+        t_ref = bench(functools.partial(F.conv2d, x, w, padding=KS // 2))
         xc, wc = x.to(memory_format=torch.channels_last), w.to(memory_format=torch.channels_last)
-        t_cl = bench(lambda: F.conv2d(xc, wc, padding=KS // 2))
+        t_cl = bench(functools.partial(F.conv2d, xc, wc, padding=KS // 2))
         print(f"conv {C}->{F_} {KS}x{KS}: cuDNN NCHW {t_ref:7.1f} us ({flops / t_ref * 1e-6:5.0f} TF/s), "
               f"channels_last {t_cl:7.1f} us")  # fmt: skip
         y = torch.empty_like(ref)
@@ -91,8 +119,8 @@ def main() -> None:
             if F_ % BF or C % BK:
                 continue
             grid = (N * H, F_ // BF)
-            run = lambda: conv_row[grid](xp, w, y, C, H, W, F_, KS, BF, BK, num_warps=warps,
-                                         num_stages=stages)  # fmt: skip
+            run = functools.partial(conv_row[grid], xp, w, y, C, H, W, F_, KS, BF, BK,
+                                    num_warps=warps, num_stages=stages)  # fmt: skip
             run()
             err = (y.float() - ref.float()).abs().max().item()
             t = bench(run)
@@ -104,12 +132,27 @@ def main() -> None:
             if F_ % BF or C % BK:
                 continue
             grid = (triton.cdiv(N * H * W, BP), F_ // BF)
-            run = lambda: conv_flat[grid](x, w, y, N, C, H, W, F_, KS, BF, BP, BK,
-                                          num_warps=warps, num_stages=stages)  # fmt: skip
+            run = functools.partial(conv_flat[grid], x, w, y, N, C, H, W, F_, KS, BF, BP, BK,
+                                    num_warps=warps, num_stages=stages)  # fmt: skip
             run()
             err = (y.float() - ref.float()).abs().max().item()
             t = bench(run)
             print(f"  flat BF{BF} BP{BP} BK{BK} w{warps} s{stages}: {t:7.1f} us "
+                  f"({flops / t * 1e-6:5.0f} TF/s) err {err:.3g}")  # fmt: skip
+        yc = torch.empty_like(ref, memory_format=torch.channels_last)
+        xn = x.permute(0, 2, 3, 1).contiguous()
+        for BF, BP, BK, warps, stages in ((64, 128, 64, 4, 4), (64, 256, 64, 8, 3),
+                                          (128, 128, 64, 8, 3), (128, 256, 64, 8, 3),
+                                          (256, 128, 64, 8, 3)):  # fmt: skip
+            if F_ % BF or C % BK:
+                continue
+            grid = (triton.cdiv(N * H * W, BP), F_ // BF)
+            run = functools.partial(conv_flat_nhwc[grid], xn, w, yc, N, C, H, W, F_, KS, BF, BP, BK,
+                                    num_warps=warps, num_stages=stages)  # fmt: skip
+            run()
+            err = (yc.float() - ref.float()).abs().max().item()
+            t = bench(run)
+            print(f"  flat NHWC BF{BF} BP{BP} BK{BK} w{warps} s{stages}: {t:7.1f} us "
                   f"({flops / t * 1e-6:5.0f} TF/s) err {err:.3g}")  # fmt: skip
 
 

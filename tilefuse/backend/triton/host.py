@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.dialects import arith, func, tensor
-from xdsl.dialects.builtin import IntegerType, TensorType
+from xdsl.dialects.builtin import DenseArrayBase, IntegerType, TensorType
 from xdsl.ir import Operation, SSAValue
 
 from tilefuse.analysis.dataflow import pad_value, reshape_root
@@ -37,7 +37,7 @@ from tilefuse.backend.triton.signature import (
 )
 from tilefuse.ir.constants import constant_array, is_splat, stored_elements
 from tilefuse.ir.diagnostics import CompileError
-from tilefuse.ir.tilefuse import GroupOp, TileGridOp, WindowOp
+from tilefuse.ir.tilefuse import LAYOUT_ATTR, GroupOp, TileGridOp, WindowOp
 
 
 @dataclass(frozen=True, eq=False)
@@ -62,6 +62,8 @@ class HostPrinter:
         self.checks = {n: key for key, n in (checks or {}).items()}
         """The kernels' runtime checks by number: (message, location)."""
         self.launches = {g: (grids, stacked, sig) for g, grids, stacked, sig in launches}
+        self.padded_in_place: set[tensor.PadOp] = set()
+        """Pads whose source kernel writes their interior (`_pad_in_place`)."""
         kernels = [sig.name for _, _, _, sig in launches]
         self.kernels = kernels
         self.names = Names(kernels)  # kernels are module globals
@@ -93,6 +95,8 @@ class HostPrinter:
         if self.checks:  # one flag per call, read once after the kernels ran
             lines.append("    checks = torch.zeros((1,), dtype=torch.int32, device=device)")
         for op in f.body.block.ops:
+            if op in self.padded_in_place:
+                continue
             lines += _host_empties(op, names)
             if isinstance(op, GroupOp):
                 lines += self.launch(op)
@@ -114,10 +118,16 @@ class HostPrinter:
             call.append(f"{names(v)}, *{names(v)}.stride()" if p.strided else names(v))
         if sig.has_checks:
             call.append("checks")
-        for r in g.results:
+        for i, r in enumerate(g.results):
             shape = tuple(r.type.get_shape())
             dtype = torch_dtype(r.type, g)
-            lines.append(f"    {names(r)} = torch.empty({shape}, dtype={dtype}, device=device)")
+            if (pad := _pad_in_place(g, r)) is not None:
+                # (the kernel writes the pad's interior: no copy; the pad prints nothing)
+                self.padded_in_place.add(pad)
+                lines += [f"    {names(pad.result)} = {_pad_filled(pad, names, dtype, 'device')}",
+                          f"    {names(r)} = {names(pad.result)}[{_pad_spans(pad)}]"]  # fmt: skip
+                continue
+            lines.append(f"    {names(r)} = {_empty(shape, g.layout(i), dtype, 'device')}")
         consts = {p.name: p.value for p in sig.params if p.kind is CONSTEXPR}
         if consts:
             dtype, precision = f"tl.{consts['DOT_DTYPE']}", consts["DOT_PRECISION"]
@@ -228,6 +238,44 @@ def _host_op(op: Operation, names) -> list[str]:
     return []
 
 
+def _pad_in_place(g: GroupOp, r: SSAValue) -> tensor.PadOp | None:
+    """The static constant pad that is the only reader of kernel result `r`, if the
+    kernel can write the pad's interior through a view (one grid: a stacked
+    bundle's members share strides)."""
+    uses = list(r.uses)
+    if len(g.grids) != 1 or len(uses) != 1:
+        return None
+    pad = uses[0].operation
+    return pad if isinstance(pad, tensor.PadOp) and pad_value(pad) is not None else None
+
+
+def _pad_filled(op: tensor.PadOp, names, dtype: str, device: str) -> str:
+    """A tensor of the pad's shape filled with its value (in the dim order
+    `choose-layouts` gave it)."""
+    value = pad_value(op)
+    assert value is not None
+    data = value.owner.value.value.data  # type: ignore[union-attr]
+    fill = repr(int(data)) if isinstance(value.type, IntegerType) else literal(float(data))
+    shape = tuple(op.result.type.get_shape())  # type: ignore[attr-defined]
+    order = op.attributes.get(LAYOUT_ATTR)
+    if isinstance(order, DenseArrayBase):
+        return f"{_empty(shape, tuple(order.get_values()), dtype, device)}.fill_({fill})"  # type: ignore[arg-type]
+    return f"torch.full({shape}, {fill}, dtype={dtype}, device={device})"
+
+
+def _pad_spans(op: tensor.PadOp) -> str:
+    """The slice of a pad's result its source fills."""
+    lows = op.static_low.get_values()
+    return ", ".join(f"{lo}:{lo + n}" for lo, n in zip(lows, op.source.type.get_shape(), strict=True))  # type: ignore[attr-defined]
+
+
+def _empty(shape: tuple[int, ...], order: tuple[int, ...] | None, dtype: str, device: str) -> str:
+    """An uninitialised tensor, its dims stored in `order` (outermost first) if given."""
+    if order is None:
+        return f"torch.empty({shape}, dtype={dtype}, device={device})"
+    return f"torch.empty_permuted({shape}, {order}, dtype={dtype}, device={device})"
+
+
 def _returned(v: SSAValue, names) -> str:
     """A returned value; a copy where it is (a view of) a constant of the table,
     which every call shares and a caller could write to."""
@@ -242,15 +290,9 @@ def _host_copy(op: tensor.ConcatOp | tensor.InsertSliceOp | tensor.PadOp, names)
     with the source assigned into it."""
     r = names(op.result)
     if isinstance(op, tensor.PadOp):  # (not F.pad: its value is a float, an i64 past 2**53 rounds)
-        value = pad_value(op)
-        assert value is not None
-        data = value.owner.value.value.data
-        fill = repr(int(data)) if isinstance(value.type, IntegerType) else literal(float(data))
-        x, lows = names(op.source), op.static_low.get_values()
-        spans = ", ".join(f"{lo}:{lo + n}" for lo, n in zip(lows, op.source.type.get_shape(), strict=True))
-        return [f"    {r} = torch.full({tuple(op.result.type.get_shape())}, {fill}, "
-                f"dtype={x}.dtype, device={x}.device)",
-                f"    {r}[{spans}] = {x}"]  # fmt: skip
+        x = names(op.source)
+        return [f"    {r} = {_pad_filled(op, names, f'{x}.dtype', f'{x}.device')}",
+                f"    {r}[{_pad_spans(op)}] = {x}"]  # fmt: skip
     if isinstance(op, tensor.ConcatOp):
         parts = ", ".join(names(v) for v in op.inputs)
         return [f"    {r} = torch.cat([{parts}], dim={op.dim.value.data})"]

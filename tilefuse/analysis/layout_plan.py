@@ -1,0 +1,166 @@
+"""
+Physical layouts of the tensors kernels hand each other.
+
+A tensor that one kernel writes and others read is the compiler's own: only its
+shape is fixed, not the order of its dims in memory. Kernels take strides, so any
+order is correct; the order decides how fast they read it. A convolution reads its
+input through a window (`tilefuse.window`): along the windowed dims (rows, columns)
+consecutive taps start one element apart, so with those dims innermost (NCHW) a
+tile's vectors start at odd addresses and its loads are per element; with the
+channels innermost (NHWC) a tap moves the tile by whole channel rows and every
+load is 16-byte vectors (the ResNet-50 bottleneck's 3x3 convolution: 372 -> 127 us,
+`tools/experiments/conv_layout.py`).
+
+`plan_layouts` picks, for each group result that only windows (or a `tensor.pad`
+then windows) read, the order with the consumers' reduction dim innermost, where:
+- every window reads that source dim as one plain view dim (`c`, not `oh + kh`),
+  which every consuming contraction reduces over, and some other source dim is
+  windowed;
+- the dim is not innermost already;
+- the producing kernel writes tiles at least 8 elements long along it (its stores
+  stay vectors) and is no bundle of several grids (a stacked bundle's members share
+  strides);
+- no result of the function is the tensor (a caller gets row-major tensors).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.dialects import func, tensor
+from xdsl.dialects.linalg import ops as linalg
+from xdsl.ir import BlockArgument, SSAValue
+from xdsl.ir.affine import AffineDimExpr
+
+from tilefuse.ir.tilefuse import GroupOp, LoadOp, StoreOp, WindowOp
+
+MIN_STORE_RUN = 8
+"""Elements a producer's tile must write contiguously along the new innermost dim."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Group `group`'s result `result` is stored in `order` (outermost dim first)."""
+
+    group: str
+    result: int
+    order: tuple[int, ...]
+    reason: str
+
+
+def plan_layouts(f: func.FuncOp) -> list[Layout]:
+    """The non-row-major layouts of `f`'s tensors between kernels."""
+    out = []
+    for g in f.body.block.ops:
+        if not isinstance(g, GroupOp) or len(g.grids) != 1:
+            continue
+        for i, r in enumerate(g.results):
+            if (layout := _layout_of(g, i, r)) is not None:
+                out.append(layout)
+    return out
+
+
+def _windows(v: SSAValue) -> list[WindowOp] | None:
+    """The windows reading `v` (directly or through one pad), or None if anything
+    else reads it."""
+    found = []
+    for use in v.uses:
+        op = use.operation
+        if isinstance(op, WindowOp):
+            found.append(op)
+        elif isinstance(op, tensor.PadOp) and (inner := _windows(op.result)) is not None:
+            found += inner
+        else:
+            return None
+    return found
+
+
+def _reduced_view_dims(w: WindowOp) -> set[int] | None:
+    """The view dims of `w` that every contraction reading it reduces over; None
+    if a reader is not a group's contraction reading a plain projection of it."""
+    reduced: set[int] | None = None
+    for use in w.result.uses:
+        g = use.operation
+        if not isinstance(g, GroupOp):
+            return None
+        arg = g.entry.args[use.index]
+        for dims in _reduced_dims_of_loads(arg):
+            if dims is None:
+                return None
+            reduced = dims if reduced is None else reduced & dims
+    return reduced
+
+
+def _reduced_dims_of_loads(arg: BlockArgument):
+    """Per generic reading a tile of `arg`: the tile dims it reduces over (None
+    where the tile is not read through plain dims)."""
+    for load_use in list(arg.uses):
+        load = load_use.operation
+        if not isinstance(load, LoadOp):
+            yield None
+            continue
+        for use in load.result.uses:
+            op = use.operation
+            if not isinstance(op, linalg.GenericOp) or use.index >= len(op.inputs):
+                yield None
+                continue
+            amap = op.indexing_maps.data[use.index].data
+            kinds = [t.data.value for t in op.iterator_types.data]
+            if not all(isinstance(e, AffineDimExpr) for e in amap.results):
+                yield None
+                continue
+            yield {k for k, e in enumerate(amap.results)
+                   if isinstance(e, AffineDimExpr) and kinds[e.position] == "reduction"}  # fmt: skip
+
+
+def _channel(windows: list[WindowOp]) -> int | None:
+    """The source dim every window reads as one reduced view dim, with some other
+    source dim windowed; None if there is none or several."""
+    found: set[int] | None = None
+    windowed = False
+    for w in windows:
+        reduced = _reduced_view_dims(w)
+        if reduced is None:
+            return None
+        plain = set()
+        for s, (coeffs, const) in enumerate(w.terms()):
+            windowed |= len(coeffs) > 1
+            if len(coeffs) == 1 and const == 0 and set(coeffs.values()) == {1} and next(iter(coeffs)) in reduced:
+                plain.add(s)
+        found = plain if found is None else found & plain
+    if not windowed or found is None or len(found) != 1:
+        return None
+    return next(iter(found))
+
+
+def _store_runs(g: GroupOp, i: int, dim: int) -> int | None:
+    """The shortest tile extent along `dim` of the stores writing result `i`."""
+    grid = g.grids[0]
+    yielded = g.entry.last_op.operands[i]  # type: ignore[union-attr]
+    if yielded.owner is not grid:
+        return None
+    dest = grid.destinations[list(grid.results).index(yielded)]
+    runs = [u.operation.value.type.get_shape()[dim] for u in dest.uses
+            if isinstance(u.operation, StoreOp)]  # fmt: skip
+    return min(runs) if runs else None
+
+
+def _layout_of(g: GroupOp, i: int, r: SSAValue) -> Layout | None:
+    rank = len(r.type.get_shape())  # type: ignore[attr-defined]
+    windows = _windows(r)
+    if not windows or any(isinstance(u.operation, func.ReturnOp) for u in r.uses):
+        return None
+    c = _channel(windows)
+    if c is None or c == rank - 1:
+        return None
+    extent = r.type.get_shape()[c]  # type: ignore[attr-defined]
+    run = _store_runs(g, i, c)
+    if run is None or run < min(MIN_STORE_RUN, extent):
+        return None
+    order = (*(d for d in range(rank) if d != c), c)
+    readers = sorted({u.operation.sym_name.data for w in windows for u in w.result.uses
+                      if isinstance(u.operation, GroupOp)})  # fmt: skip
+    return Layout(g.sym_name.data, i, order,
+                  f"dim {c} innermost: the reduction dim of the window(s) {', '.join(readers)} "
+                  f"read (their windowed dims are not), written in runs of {run}")  # fmt: skip
+
