@@ -1,23 +1,24 @@
 """
 Element types as the generated module spells them: Triton (`tl.bfloat16`) in
-kernels, torch (`torch.bfloat16`) on the host, and the type a kernel computes in.
+kernels, torch (`torch.bfloat16`) on the host, and the type each value of a kernel
+is computed in.
 """
 
 from __future__ import annotations
 
 from xdsl.dialects.builtin import (
+    AnyFloat,
     BFloat16Type,
     Float16Type,
     Float32Type,
     Float64Type,
+    IndexType,
     IntegerType,
-    TensorType,
 )
 from xdsl.ir import Attribute, Operation
 
 from tilefuse.ir.diagnostics import CompileError
 from tilefuse.ir.structured import element_type
-from tilefuse.ir.tilefuse import GroupOp
 
 TORCH_DTYPE = {Float32Type: "torch.float32", Float16Type: "torch.float16",
                BFloat16Type: "torch.bfloat16", Float64Type: "torch.float64"}  # fmt: skip
@@ -53,14 +54,19 @@ def torch_dtype(t: Attribute, at: Operation | None = None) -> str:
     return TORCH_DTYPE[type(et)]
 
 
-def compute_type(group: GroupOp) -> str:
-    """The type a kernel computes in: fp32 (16-bit and fp32 data alike), or fp64
-    when any tensor of the group is fp64."""
-    for op in group.walk():
-        for v in (*op.operands, *op.results):
-            if isinstance(v.type, TensorType) and isinstance(element_type(v.type), Float64Type):
-                return "tl.float64"
-    return "tl.float32"
+def compute_type(t: Attribute) -> str:
+    """The `tl` type a value of type `t` (a tensor's or a scalar's) is computed in:
+    fp64 for fp64, fp32 for every other float (16-bit values are carried in fp32
+    and rounded where the IR truncates), an integer in its own type (index: int64).
+    Each value has its own: an f64 value next to f32 ones leaves them f32."""
+    et = element_type(t)
+    if isinstance(et, Float64Type):
+        return "tl.float64"
+    if isinstance(et, AnyFloat):
+        return "tl.float32"
+    if isinstance(et, IndexType):
+        return "tl.int64"
+    return tl_dtype(et)
 
 
 def kept_shape(t: Attribute) -> tuple[int, ...]:

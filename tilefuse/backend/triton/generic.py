@@ -14,14 +14,14 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from xdsl.dialects import arith, cf, scf, tensor
+from xdsl.dialects import arith, cf, tensor
 from xdsl.dialects.builtin import Float64Type, IntegerType
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Operation, SSAValue
 
 from tilefuse.analysis.dataflow import is_contraction, product_operand
 from tilefuse.backend.triton.dot import DotAxes, dot_axes, narrower_than_its_factors
-from tilefuse.backend.triton.dtypes import kept_shape, tl_dtype
+from tilefuse.backend.triton.dtypes import compute_type, kept_shape
 from tilefuse.backend.triton.scalar import (
     BINARY,
     I1_REDUCE,
@@ -34,7 +34,6 @@ from tilefuse.ir.structured import (
     ArgReduction,
     StructuredOp,
     arg_reduction_of,
-    as_structured,
     element_type,
 )
 
@@ -128,14 +127,10 @@ class GenericPrinter:
         dims = self.s.operand_dims(len(self.s.inputs) + j)
         shape = kept_shape(result.type)
         hint = self.result_hint(j)
-        if not vdims:  # a fill: integers keep their type (an f32 fill rounds past 2**24)
-            integer = isinstance(element_type(result.type), IntegerType)
-            dtype = tl_dtype(result.type) if integer else self.k.compute
-            # a dot's accumulator is f32 (f64 for an f64 dot), whatever the
-            # kernel computes in: Triton 3.6 refuses an f64 one for an f32 dot
-            if not integer and _accumulates_a_dot(result):
-                wide = isinstance(element_type(result.type), Float64Type)
-                dtype = "tl.float64" if wide else "tl.float32"
+        if not vdims:  # a fill, a 0-d result: in its own compute type (integers in
+            # theirs: an f32 fill rounds past 2**24; a dot's accumulator f32, or f64
+            # for an f64 dot: Triton 3.6 refuses an f64 one for an f32 dot)
+            dtype = compute_type(result.type)
             self.k.bind(result, f"tl.full({shape}, {value}, {dtype})", shape, hint)
             return
         self.k.bind(result, self.from_loop_space(value, dims, vdims), shape, hint)
@@ -179,11 +174,12 @@ class GenericPrinter:
         if isinstance(op, arith.SelectOp) and self.k.wheres.get(operands[1]) == (
             operands[0], operands[2]):  # fmt: skip
             return operands[1]
+        dtype = compute_type(op.results[0].type)
         text = scalar_expr(op, lambda v, ops=operands, o=op: ops[list(o.operands).index(v)],
-                           lambda t: self.k.value("pw", t))  # fmt: skip
+                           lambda t: self.k.value("pw", t, dtype))  # fmt: skip
         if text in self.k.defined:  # a cast to the compute type it is already in
             return text
-        name = self.k.value(op.results[0].name_hint or "t", text)
+        name = self.k.value(op.results[0].name_hint or "t", text, dtype)
         if isinstance(op, arith.SelectOp):
             self.k.wheres.setdefault(name, (operands[0], operands[2]))
         return name
@@ -213,14 +209,15 @@ class GenericPrinter:
             else:
                 index = self._operand(v, env)
                 if not clamped(v, size):
-                    index = self.k.value("idx", f"tl.minimum(tl.maximum({index}, 0), {size - 1})")
+                    index = self.k.value("idx", f"tl.minimum(tl.maximum({index}, 0), {size - 1})",
+                                         compute_type(v.type))  # fmt: skip
                 dims |= env[v][1] if v in env else set()
             if index != "0":
                 terms.append(f"{index} * {stride}")
         integer = isinstance(element_type(table.type), IntegerType)
-        upcast = "" if integer else f".to({self.k.compute})"
-        text = f"tl.load({' + '.join(terms)}){upcast}"
-        return self.k.value(op.result.name_hint or "gathered", text), dims
+        dtype = compute_type(op.result.type)
+        text = f"tl.load({' + '.join(terms)})" + ("" if integer else f".to({dtype})")
+        return self.k.value(op.result.name_hint or "gathered", text, dtype), dims
 
     def _operand(self, v: SSAValue, env) -> str:
         if v in env:
@@ -256,7 +253,7 @@ class GenericPrinter:
                 reduce, combine = I1_REDUCE[type(comb)]
             x = comb.operands[1] if comb.operands[0] is acc else comb.operands[0]
             expr = self._reduced(reduce, self._in_loop_space(env, x))
-            red = self.k.value("red", expr)
+            red = self.k.value("red", expr, compute_type(x.type))
             self._bind_reduced(j, lambda acc_value, r=red, c=combine: c.format(acc_value, r))
 
     def _in_loop_space(self, env, x: SSAValue) -> str:
@@ -316,9 +313,10 @@ class GenericPrinter:
             raise CompileError.at(s.op, "takes the position of a max/min of i1 values, which the "
                                   "Triton backend does not lower: extend them first (arith.extui)")  # fmt: skip
         x = self._in_loop_space(env, pair.x)
-        x = x if x.isidentifier() else self.k.value("x", x)
+        dtype = compute_type(pair.x.type)
+        x = x if x.isidentifier() else self.k.value("x", x, dtype)
         position = self._in_loop_space(env, pair.position)
-        red = self.k.value("red", self._reduced(REDUCE[type(pair.combiner)], x))
+        red = self.k.value("red", self._reduced(REDUCE[type(pair.combiner)], x), dtype)
         combine = BINARY[type(pair.combiner)]
         acc_value = self._acc(pair.value)
         integer = isinstance(element_type(pair.x.type), IntegerType)
@@ -375,7 +373,8 @@ class GenericPrinter:
             return
         value = dot
         if len(grouped) != 2:
-            value = f"tl.reshape({self.k.value('dot', dot)}, {self.kshape(grouped)})"
+            dot = self.k.value("dot", dot, compute_type(s.outputs[0].type))
+            value = f"tl.reshape({dot}, {self.kshape(grouped)})"
         if order != list(range(len(order))):
             value = f"tl.permute({value}, {tuple(order)})"
         self.k.bind(result, value, kept_shape(result.type), self.result_hint(0))
@@ -439,17 +438,3 @@ def result_hint(s: StructuredOp, j: int) -> str | None:
         return "position"
     return REDUCTION_NAMES.get(REDUCE.get(type(comb), ""))  # type: ignore[arg-type]
 
-
-def _accumulates_a_dot(value: SSAValue) -> bool:
-    """`value` is the init of a contraction (the accumulator of a `tl.dot`),
-    directly or as the initial value of a K loop's `scf.for` iteration argument."""
-    for use in value.uses:
-        op = use.operation
-        if isinstance(op, scf.ForOp) and use.index >= 3:
-            if _accumulates_a_dot(op.body.block.args[use.index - 2]):
-                return True
-            continue
-        s = as_structured(op)
-        if s is not None and use.index >= len(s.inputs) and is_contraction(s):
-            return True
-    return False

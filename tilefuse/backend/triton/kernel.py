@@ -64,6 +64,9 @@ SCALAR_OPS = (arith.CmpiOp, arith.SelectOp)
 KERNEL_LOCALS = ("pid", "seg", "tile", "group", "first_m", "rows", CHECKS_PARAM)
 """Names the kernel's program-id arithmetic uses."""
 
+INDEX, MASK = "tl.int64", "tl.int1"
+"""The types offsets (index values) and masks (i1 values) are computed in."""
+
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 _ASSIGN = re.compile(r"^(\s*)([A-Za-z_]\w*) = (.*)$")
 
@@ -76,15 +79,18 @@ class Emitter:
     """Lines of a kernel body, and what is known about the names they define.
 
     `value` prints a pure expression once per scope (a `for` body or a branch is a
-    scope); assigning a name again (a loop-carried block) forgets every expression
-    that mentions it.
+    scope) and per type it is computed in (`dtypes.compute_type`: a text of
+    literals alone reads the same for an f32 value and an f64 one, and two IR values
+    of different types never share a name); assigning a name again (a loop-carried
+    block) forgets every expression that mentions it.
     """
 
     def __init__(self, names: Names):
         self.names = names
         self.lines: list[str] = []
         self.indent = 1
-        self.scopes: list[dict[str, str]] = [{}]  # expression text -> the name holding it
+        # (expression text, the type it is computed in) -> the name holding it
+        self.scopes: list[dict[tuple[str, str], str]] = [{}]
         self.defined: set[str] = set()
         self.wheres: dict[str, tuple[str, str]] = {}  # name -> (mask, other) of its tl.where
         self.helpers: set[str] = set()
@@ -102,22 +108,24 @@ class Emitter:
         self.defined.add(name)
         return name
 
-    def value(self, hint: str, text: str) -> str:
-        """A name holding the pure expression `text` (printed once per scope)."""
+    def value(self, hint: str, text: str, dtype: str) -> str:
+        """A name holding the pure expression `text`, a block computed in `dtype`
+        (printed once per scope and type)."""
+        key = (text, dtype)
         for scope in reversed(self.scopes):
-            if text in scope:
-                return scope[text]
+            if key in scope:
+                return scope[key]
         name = self.assign(self.names.fresh(hint), text)
-        self.scopes[-1][text] = name
+        self.scopes[-1][key] = name
         self._last_value = name
         return name
 
     def forget(self, name: str) -> None:
         """`name` is about to be assigned again: no expression may stand for it."""
         for scope in self.scopes:
-            for text, held in list(scope.items()):
-                if held == name or _mentions(text, name):
-                    del scope[text]
+            for key, held in list(scope.items()):
+                if held == name or _mentions(key[0], name):
+                    del scope[key]
         for held, (mask, other) in list(self.wheres.items()):
             if name in (held, mask, other) or _mentions(mask, name):
                 del self.wheres[held]
@@ -129,9 +137,9 @@ class Emitter:
         indent, _, rhs = _ASSIGN.match(self.lines[-1]).groups()  # type: ignore[union-attr]
         self.forget(new)
         for scope in self.scopes:
-            for text, held in list(scope.items()):
+            for key, held in list(scope.items()):
                 if held == old:
-                    scope[text] = new
+                    scope[key] = new
         if old in self.wheres and not _mentions(self.wheres[old][0], new):
             self.wheres[new] = self.wheres.pop(old)
         self.lines[-1] = f"{indent}{new} = {rhs}"
@@ -203,7 +211,6 @@ class KernelPrinter(Emitter):
         self.strides = {v: [f"{self.base[v]}_s{i}" for i in range(len(v.type.get_shape()))]
                         for v in self.tensors}  # fmt: skip
         self.hints: dict[LoadOp, str] = {}
-        self.compute = compute_type(group)
         self.uses_dot_constexprs = False
         self.loop_stack: list[Sequence[SSAValue]] = []
 
@@ -408,7 +415,7 @@ class KernelPrinter(Emitter):
         # Tiles only multiplied by tl.dot stay in their storage type.
         dot = _only_dot_operand(op.result)
         integer = isinstance(element_type(op.result.type), IntegerType)  # i1 masks, indices
-        upcast = "" if dot or integer else f".to({self.compute})"
+        upcast = "" if dot or integer else f".to({compute_type(op.result.type)})"
         if not dot and op in self.hints:
             masked += f', eviction_policy="{self.hints[op]}"'
         self.bind(op.result, f"tl.load({ptr}{masked}){upcast}", kept_shape(op.result.type),
@@ -520,13 +527,13 @@ class KernelPrinter(Emitter):
                     ptr.append(f"{start} * {strides[i]}")
                 continue
             arange = f"tl.arange(0, {size})"
-            o = self.value(f"offs{i}", arange if start == "0" else f"{start} + {arange}")
+            o = self.value(f"offs{i}", arange if start == "0" else f"{start} + {arange}", INDEX)
             index = ", ".join(":" if j == i else "None" for j in kept)
             term = f"{o}[{index}]" if len(kept) > 1 else o
             ptr.append(f"{term} * {strides[i]}")
             if extent % size != 0:
                 masks.append(f"({term} < {extent})")
-        mask = self.value("mask", " & ".join(masks)) if masks else ""
+        mask = self.value("mask", " & ".join(masks), MASK) if masks else ""
         return " + ".join(ptr), mask
 
 

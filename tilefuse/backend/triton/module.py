@@ -12,9 +12,9 @@ Input: a module after `tile-and-fuse` (every group's body holds its
 `tilefuse.tile_grid`s). Each kernel is preceded by a comment naming the ops it
 fuses, its tile plan and where its root op is in the source.
 
-Everything is computed in fp32 (fp64 in a kernel with an fp64 tensor:
-`dtypes.compute_type`); float loads upcast (integer and i1 loads keep their
-type) and stores cast to the destination's type. A kernel with a `tl.dot` takes
+Each value is computed in its type's compute type (`dtypes.compute_type`: fp64
+for f64, fp32 for the other floats); float loads upcast to their value's
+(integer and i1 loads keep their type) and stores cast to the destination's type. A kernel with a `tl.dot` takes
 its operand type as the `DOT_DTYPE` constexpr: the storage type on the GPU, fp32
 under Triton's interpreter (whose bf16 dots are wrong in Triton 3.9), which the
 runtime asks for through the host function's `dot_dtype`.

@@ -5,8 +5,9 @@ Payload scalar expressions: one arith/math op as an elementwise block expression
 tables say how: `BINARY` and `UNARY` are templates (some call a helper of
 `prelude.py`, the ones whose name starts with `_`), `CMP`/`UNORDERED`/`CMPI` are
 the comparison predicates, `REDUCE` names the block reduction of a combiner.
-Values are computed in a wide type (`dtypes.compute_type`), so truncations and
-integer views are spelled out.
+Each value is computed in its type's compute type (`dtypes.compute_type`: f64 for
+f64, f32 for the other floats), so truncations, widenings to f64 and integer views
+are spelled out.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Operation, SSAValue
 
-from tilefuse.backend.triton.dtypes import INT_WIDTHS, TL_DTYPE
+from tilefuse.backend.triton.dtypes import INT_WIDTHS, TL_DTYPE, compute_type
 from tilefuse.ir.arith_extra import RemFOp
 from tilefuse.ir.diagnostics import CompileError
 from tilefuse.ir.structured import cmpf_predicate, element_type
@@ -141,10 +142,17 @@ def _typed_expr(op: Operation, args: list[str]) -> str | None:
         # type (an f64 -> f32 truncation is f32 from here: kept in f64, it made
         # everything it met f64, a BatchNorm epilogue's whole tile).
         narrow = TL_DTYPE[type(element_type(op.result.type))]
-        carried = "tl.float64" if narrow == "tl.float64" else "tl.float32"
+        carried = compute_type(op.result.type)
         x = block_constant(op.operands[0], args[0])
         rounded = f"_round_bf16({x})" if narrow == "tl.bfloat16" else f"({x}).to({narrow})"
         return rounded if narrow == carried else f"({rounded}).to({carried})"
+    if isinstance(op, arith.ExtFOp):
+        # exact: a widening that changes the compute type (f32 or a 16-bit type to
+        # f64) converts; any other is the value itself (16-bit values are f32)
+        wide = compute_type(op.result.type)
+        if compute_type(op.operands[0].type) == wide:
+            return args[0]
+        return f"({block_constant(op.operands[0], args[0])}).to({wide})"
     et = type(element_type(op.results[0].type)) if op.results else None
     if isinstance(op, arith.DivUIOp | arith.RemUIOp | arith.CeilDivUIOp):
         a, b = (_unsigned(v, block_constant(v, x)) for v, x in zip(op.operands, args, strict=True))
