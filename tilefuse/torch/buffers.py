@@ -117,25 +117,31 @@ def _outward(x: float, up: bool, top: float) -> float:
     return p if x > 0 else -p
 
 
-def range_fact(t: torch.Tensor) -> tuple[float, float] | None:
-    """`(lo, hi)`: every element of `t` is finite and in `[lo, hi]`, its min and max
-    rounded outward to powers of two; None for an empty tensor, a dtype not in
-    `RANGED` (integers, bool, complex, float8) or one holding NaN or inf."""
+def _min_max(t: torch.Tensor) -> tuple[float, float] | None:
+    """`t`'s least and greatest elements (NaN if it holds one); None for an empty
+    tensor or a dtype not in `RANGED` (integers, bool, complex, float8)."""
     if t.dtype not in RANGED or t.numel() == 0 or t.is_meta:
         return None
     lo, hi = (float(v) for v in torch.aminmax(t.detach().reshape(-1)))  # NaN propagates
-    if not (math.isfinite(lo) and math.isfinite(hi)):
+    return lo, hi
+
+
+def range_fact(t: torch.Tensor) -> tuple[float, float] | None:
+    """`(lo, hi)`: every element of `t` is finite and in `[lo, hi]`, its min and max
+    rounded outward to powers of two; None where `_min_max` is, or if `t` holds NaN
+    or inf."""
+    bounds = _min_max(t)
+    if bounds is None or not all(math.isfinite(x) for x in bounds):
         return None
     top = torch.finfo(t.dtype).max
-    return _outward(lo, False, top), _outward(hi, True, top)
+    return _outward(bounds[0], False, top), _outward(bounds[1], True, top)
 
 
 def range_holds(t: torch.Tensor, lo: float, hi: float) -> bool:
     """Whether every element of `t` is finite and in `[lo, hi]`."""
-    if t.dtype not in RANGED or t.numel() == 0 or t.is_meta:
-        return False
-    a, b = (float(v) for v in torch.aminmax(t.detach().reshape(-1)))
-    return lo <= a and b <= hi  # False for NaN; +-inf lies outside any finite range
+    bounds = _min_max(t)
+    # (False for NaN; +-inf lies outside any finite range)
+    return bounds is not None and lo <= bounds[0] and bounds[1] <= hi
 
 
 def range_attr(lo: float, hi: float) -> str:
