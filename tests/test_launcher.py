@@ -34,7 +34,7 @@ def test_an_unknown_argument_type_is_refused():
 
 
 @pytest.mark.parametrize("metadata", [
-    {"global_scratch_size": 128}, {"profile_scratch_size": 8}, {"launch_pdl": True},
+    {"profile_scratch_size": 8}, {"launch_pdl": True},
     {"launch_cooperative_grid": True}, {"num_ctas": 2},
 ])  # fmt: skip
 def test_kernels_needing_more_than_a_plain_launch_are_refused(metadata):
@@ -58,9 +58,10 @@ def test_without_torch_s_launcher_triton_s_is_used():
 class _Compiled:
     """A compiled kernel as Triton returns it from a launch."""
 
-    def __init__(self, kept, scratch=0):
+    def __init__(self, kept, scratch=0, global_scratch=0):
         run = object.__new__(StaticLauncher)
         run.kept, run.scratch = kept, (None,) * scratch
+        run.global_scratch = global_scratch
         run.num_warps, run.shared, run.arg_types = 4, 0, "O" * len(kept)
         run.calls = []
         run.launch_kernel = lambda *a: run.calls.append(a)
@@ -213,3 +214,17 @@ def test_unhashable_arguments_and_grid_functions_go_through_triton():
     assert jit.slow == 2 and jit.compiled._run.calls == []
     grid = lambda meta: (4,)  # noqa: E731
     assert fast[grid] is not None and fast.launches == {}
+
+
+def test_a_kernel_with_global_scratch_gets_a_buffer_per_program(monkeypatch):
+    """A kernel making TMA descriptors takes global scratch: one buffer of
+    `programs x global_scratch_size` bytes per launch, as Triton's launcher asks
+    its allocator for, in the first scratch slot."""
+    from tilefuse.runtime import launcher
+
+    asked = []
+    monkeypatch.setattr(launcher, "scratch_buffer", lambda n: asked.append(n) or f"buffer{n}")
+    run = _Compiled([0], scratch=2, global_scratch=128)._run
+    run(6, 2, 1, 7, 1234, None, None, None, None, "x")
+    assert asked == [6 * 2 * 128]
+    assert run.calls[0][7] == ("x", "buffer1536", None)

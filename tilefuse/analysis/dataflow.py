@@ -23,7 +23,7 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Block, Operation, SSAValue
 
 from tilefuse.ir.structured import REDUCTION, StructuredOp, as_structured, shape_of
-from tilefuse.ir.tilefuse import WindowOp
+from tilefuse.ir.tilefuse import LAYOUT_ATTR, GroupOp, WindowOp
 
 FILL, POINTWISE, REDUCE, CONTRACTION = "fill", "pointwise", "reduction", "contraction"
 
@@ -248,6 +248,21 @@ def host_sources(value: SSAValue) -> list[SSAValue]:
     if isinstance(owner, HOST_COPIES):
         return [r for v in owner.operands if isinstance(v.type, TensorType) for r in host_sources(v)]
     return [value]
+
+
+def tma_tensor(value: SSAValue) -> bool:
+    """Is the host-side tensor `value` row-major, as a TMA descriptor reads it? Views
+    (reshapes, slices) of a function argument, a constant or a kernel's or a host
+    copy's row-major result are (the host checks alignment and strides at the launch,
+    `host._tma`); a window view and a tensor stored in another dim order are not."""
+    while isinstance(value.owner, VIEW_OPS):
+        if isinstance(value.owner, WindowOp):
+            return False
+        value = view_source(value.owner)
+    owner = value.owner
+    if isinstance(owner, GroupOp):
+        return owner.layout(value.index) is None  # type: ignore[attr-defined]
+    return not (isinstance(owner, Operation) and LAYOUT_ATTR in owner.attributes)
 
 
 def _through_host_ops(graph: Graph, value: SSAValue) -> list[Node]:

@@ -79,6 +79,8 @@ class KernelInfo:
     pipeline buffers; an upper bound of a memory-bound program's scratch)."""
     smem_budget: int = 0
     """The budget its plan was made for (0: the target's)."""
+    persistent: bool = False
+    """Its programs loop over its tiles (`TilePlan.persistent`)."""
 
 
 @dataclass(frozen=True)
@@ -157,6 +159,9 @@ def plan_horizontal(kernels: Sequence[KernelInfo], target: Target) -> Horizontal
 
 def _accept(joining: list[KernelInfo], bundle: list[KernelInfo], target: Target) -> tuple[bool, str]:
     everyone = [*bundle, *joining]
+    if any(m.persistent for m in everyone):
+        return False, ("horizontal: a persistent kernel already keeps every SM busy to its "
+                       "last tile, and its TMA operands need a grid of its own")  # fmt: skip
     dots = {m.dot_dtype for m in everyone} - {None}
     if len(dots) > 1:
         return False, f"horizontal: contractions on different operand types ({', '.join(sorted(dots))})"
@@ -240,5 +245,6 @@ def kernel_infos(groups: list[GroupOp], target: Target) -> list[KernelInfo]:
             dot_dtype=",".join(contraction_dtypes(grid)) or None,
             smem=plan.working_set.data if (plan := grid.plan) is not None else 0,
             smem_budget=plan.smem_budget.data if plan is not None else 0,
+            persistent=plan is not None and plan.persistent.data > 0,
         ))  # fmt: skip
     return out

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xdsl.dialects.builtin import TensorType
 
@@ -45,12 +45,19 @@ from tilefuse.analysis.cost.occupancy import occupancy
 from tilefuse.analysis.cost.opcost import payload_library_calls
 from tilefuse.analysis.cost.schedule import matmul_programs, simulate
 from tilefuse.analysis.cost.target import Target
-from tilefuse.analysis.dataflow import CONTRACTION, FILL, REDUCE, Graph, SharedDims
+from tilefuse.analysis.dataflow import (
+    CONTRACTION,
+    FILL,
+    REDUCE,
+    Graph,
+    SharedDims,
+    tma_tensor,
+)
 from tilefuse.analysis.dot import MIN_DOT, operand_dtype
 from tilefuse.analysis.patterns import find_online_softmax
 from tilefuse.ir.diagnostics import CompileError, op_location
 from tilefuse.ir.dtypes import DTYPES, dtype_bytes, dtype_name
-from tilefuse.ir.tilefuse import GRID, LOOP, WHOLE, TilePlanAttr
+from tilefuse.ir.tilefuse import GRID, LOOP, WHOLE, GroupOp, TilePlanAttr
 
 TARGET_TILE_ELEMS = 4096  # per program, for memory-bound groups
 MIN_CHUNK = 64
@@ -93,6 +100,9 @@ class TilePlan:
     """Tile rows per group in the grouped program order (1: row-major)."""
     schedule_note: str = ""
     """The tile-scheduler simulation that chose the order."""
+    persistent: int = 0
+    """Programs launched when they loop over the tiles (the Hopper lowering:
+    `hopper_programs`); 0: one program per tile."""
 
     @property
     def grid(self) -> tuple[int, ...]:
@@ -108,7 +118,7 @@ class TilePlan:
         return TilePlanAttr(
             [(d.extent, d.block, d.mode) for d in self.dims], self.num_warps, self.num_stages,
             self.working_set, self.smem_budget, self.regs_per_thread, self.occupancy,
-            self.swizzle, self.group_m, dot, self.schedule_note,
+            self.swizzle, self.group_m, dot, self.schedule_note, self.persistent,
         )  # fmt: skip
 
     def describe(self) -> str:
@@ -382,6 +392,8 @@ class _Roles:
     """Bytes of an element of the dot's operand type (`analysis.dot.operand_dtype`)."""
     acc_bytes: int
     """Bytes of an element of the accumulator the epilogue converts (`_accumulator_bytes`)."""
+    store_bytes: int
+    """Bytes of an element of the widest tensor the group writes."""
 
     @property
     def operand_bytes(self) -> int:
@@ -411,12 +423,17 @@ def _operand(graph: Graph, dims: SharedDims, node, i: int, dot: str) -> _Operand
     return _Operand(own, tuple((ds, b) for (_, ds), b in loads.items()), False)
 
 
+def _store_bytes(graph: Graph) -> int:
+    """Bytes of an element of the widest tensor the group writes."""
+    out = [r for n in graph.nodes if n.external_uses or n is graph.nodes[-1] for r in n.op.results]
+    return max(dtype_bytes(r.type) for r in out)
+
+
 def _accumulator_bytes(graph: Graph) -> int:
     """Bytes of an element of the accumulator the epilogue converts: f32, or the
     widest tensor the group writes (an f64 accumulator). Triton converts the
     accumulator or the stored value; the wider is counted."""
-    out = [r for n in graph.nodes if n.external_uses or n is graph.nodes[-1] for r in n.op.results]
-    return max([COMPUTE_BYTES, *(dtype_bytes(r.type) for r in out)])
+    return max(COMPUTE_BYTES, _store_bytes(graph))
 
 
 def _roles(graph: Graph, dims: SharedDims) -> _Roles:
@@ -440,7 +457,8 @@ def _roles(graph: Graph, dims: SharedDims) -> _Roles:
     dot = operand_dtype(node.s)
     a, b = (_operand(graph, dims, node, i, dot) for i in range(2))
     dot_bytes = DTYPES[dot].bytes if dot in DTYPES else COMPUTE_BYTES
-    return _Roles(m, n, k, other_k, a_bytes, b_bytes, a, b, dot_bytes, _accumulator_bytes(graph))
+    return _Roles(m, n, k, other_k, a_bytes, b_bytes, a, b, dot_bytes, _accumulator_bytes(graph),
+                  _store_bytes(graph))  # fmt: skip
 
 
 def _epilogue_library_calls(graph: Graph) -> int:
@@ -456,15 +474,15 @@ def _plan_contraction(graph: Graph, dims: SharedDims, target: Target, budget: in
     ext = {d.id: d.extent for d in dims.dims}
     calls = _epilogue_library_calls(graph)
     best = None
-    for bm in _mma_sizes(ext, roles.m):
-        for bn in _mma_sizes(ext, roles.n):
-            cand = _contraction_candidate(target, budget, roles, ext, bm, bn, calls)
-            if cand is not None and (best is None or cand[0] > best[0]):
-                best = cand
+    if hopper_lowering(graph, target, roles, calls):
+        best = _best_candidate(target, budget, roles, ext, calls, hopper=True)
+    hopper = best is not None
+    if best is None:
+        best = _best_candidate(target, budget, roles, ext, calls, hopper=False)
     if best is None:
         raise TilingRefused("cannot tile the contraction within the shared-memory budget",
                             op_location(graph.nodes[-1].op))  # fmt: skip
-    _, blocks, warps, stages, ws, regs, occ = best
+    _, blocks, warps, stages, ws, regs, occ, per_sm, _ = best
     note = ""
     if warps > _contraction_warps(blocks.get(roles.m, 1), blocks.get(roles.n, 1), 0):
         note = (f"{warps} warps: {calls} library call(s) per element of the epilogue, "
@@ -481,7 +499,52 @@ def _plan_contraction(graph: Graph, dims: SharedDims, target: Target, budget: in
             mode = GRID
         tiles.append(DimTile(d.id, d.extent, blocks[d.id], mode))
     plan = TilePlan(tuple(tiles), warps, stages, ws, budget, regs, occ, True, schedule_note=note)
+    if hopper:
+        programs = math.prod(t.programs for t in tiles)
+        plan = replace(plan, persistent=min(programs, target.sm_count * per_sm))
     return _choose_order(plan, roles, target)
+
+
+def hopper_lowering(graph: Graph, target: Target, roles: _Roles, library_calls: int) -> bool:
+    """May this contraction take the Hopper lowering: a persistent grid (each
+    program loops over output tiles, the next tile's loads overlapping this one's
+    epilogue) whose operand tiles arrive by TMA (`tl.make_tensor_descriptor`)? On
+    sm_90 targets, for one 16-bit dot with an M and an N, both operands tensors the
+    host passes row-major (`dataflow.tma_tensor`) read as they are stored (no
+    producer fused into a K step), and an epilogue without library calls (an erf
+    or a second accumulator spilled at 8 and 16 warps in the persistent loop:
+    ptxas, sm_90). Measured on the H200 at the models' Linear shapes: 1.1-1.4x
+    the pointer loop (tools/experiments/gemm_tma.py, docs/PERF.md). Tiles of at
+    least 128 x 128, and a grid of at least one wave, or the pointer loop."""
+    if not (target.compute_capability[0] == 9 and roles.dot_bytes == 2 and library_calls == 0
+            and roles.m is not None and roles.n is not None
+            and roles.a.direct and roles.b.direct):  # fmt: skip
+        return False
+    contractions = [n for n in graph.nodes if n.kind == CONTRACTION]
+    group = graph.block.parent_op()
+    if len(contractions) != 1 or not isinstance(group, GroupOp):
+        return False
+    args = list(graph.block.args)
+    return all(v in args and tma_tensor(group.inputs[args.index(v)])
+               for v in contractions[0].s.inputs)  # fmt: skip
+
+
+HOPPER_MIN_TILE = 128 * 128
+"""The smallest BM x BN the Hopper lowering takes (measured from 128 x 128 up)."""
+
+
+def _best_candidate(target, budget, roles: _Roles, ext, calls: int, hopper: bool):
+    best = None
+    for bm in _mma_sizes(ext, roles.m):
+        for bn in _mma_sizes(ext, roles.n):
+            if hopper and bm * bn < HOPPER_MIN_TILE:
+                continue
+            cand = _contraction_candidate(target, budget, roles, ext, bm, bn, calls, hopper)
+            if cand is not None and hopper and cand[-1] < target.sm_count:
+                continue  # under one wave of tiles: the pointer loop's smaller ones
+            if cand is not None and (best is None or cand[0] > best[0]):
+                best = cand
+    return best
 
 
 SIM_WAVES = 4  # waves of programs simulated
@@ -490,8 +553,6 @@ SIM_K_STEPS = 64  # K steps simulated (at most): the reuse pattern of the whole 
 
 def _choose_order(plan: TilePlan, roles: _Roles, target: Target) -> TilePlan:
     """Grouped program order when the tile-scheduler simulation says it saves HBM reads."""
-    from dataclasses import replace
-
     grid_ids = [t.dim for t in plan.dims if t.mode == GRID]
     tiles = {t.dim: t for t in plan.dims}
     if roles.m is None or roles.n is None:
@@ -556,7 +617,8 @@ def _contraction_warps(bm: int, bn: int, library_calls: int) -> int:
     return warps
 
 
-def _contraction_candidate(target, budget, roles: _Roles, ext, bm: int, bn: int, calls: int = 0):
+def _contraction_candidate(target, budget, roles: _Roles, ext, bm: int, bn: int, calls: int = 0,
+                           hopper: bool = False):  # fmt: skip
     """Score and budget numbers of one (BM, BN) choice, or None if it does not fit."""
     k = roles.k
     bk = min(max(MIN_DOT, pow2(ext[k])), 64 if roles.operand_bytes <= 2 else 32)
@@ -572,7 +634,7 @@ def _contraction_candidate(target, budget, roles: _Roles, ext, bm: int, bn: int,
         blocks[roles.n] = bn
     blocks[k] = bk
     for stages in (4, 3, 2, 1):
-        ws = _contraction_smem(roles, ext, blocks, warps, stages)
+        ws = _contraction_smem(roles, ext, blocks, warps, stages, hopper)
         if ws <= budget:
             break
     else:
@@ -586,9 +648,9 @@ def _contraction_candidate(target, budget, roles: _Roles, ext, bm: int, bn: int,
         math.ceil(ext[d] / blocks[d]) for d in ext if d != k and d not in roles.other_k
     )
     busy = wave_efficiency(programs, target.sm_count, resident.blocks_per_sm)
-    score = (round(busy * tile_efficiency(bm, bn), 3),
-             bm * bn, stages)  # fmt: skip
-    return score, blocks, warps, stages, ws, regs, occ
+    efficiency = tile_efficiency(bm, bn, HOPPER_TILE_EFFICIENCY if hopper else TILE_EFFICIENCY)
+    score = (round(busy * efficiency, 3), bm * bn, stages)
+    return score, blocks, warps, stages, ws, regs, occ, resident.blocks_per_sm, programs
 
 
 TILE_EFFICIENCY = {(256, 128): 1.0, (128, 256): 0.9, (128, 128): 0.92, (64, 128): 0.82,
@@ -601,12 +663,19 @@ ELONGATED = 0.85
 square tile of the same area)."""
 
 
-def tile_efficiency(bm: int, bn: int) -> float:
-    """`TILE_EFFICIENCY` of a BM x BN tile; other shapes by their area against the
+HOPPER_TILE_EFFICIENCY = {(128, 256): 1.0, (256, 128): 0.96, (128, 128): 0.91,
+                          (64, 128): 0.8, (128, 64): 0.76}  # fmt: skip
+"""The same for the Hopper lowering (persistent, TMA operands), relative to 128 x 256:
+tools/experiments/gemm_tma.py on the H200 at 8192 x {1024, 2816, 4096, 5632} x K,
+docs/PERF.md (64-wide tiles: unmeasured, scaled as the pointer loop's)."""
+
+
+def tile_efficiency(bm: int, bn: int, table: dict[tuple[int, int], float] = TILE_EFFICIENCY) -> float:
+    """`table`'s efficiency of a BM x BN tile; other shapes by their area against the
     measured ones (below 64 x 128: by the square root of the area, as operand reuse
     goes with a tile's side), times `ELONGATED`."""
-    if (bm, bn) in TILE_EFFICIENCY:
-        return TILE_EFFICIENCY[(bm, bn)]
+    if (bm, bn) in table:
+        return table[(bm, bn)]
     area = bm * bn
     eff = 1.0 if area >= 256 * 128 else 0.92 if area >= 128 * 128 else 0.82 * min(1.0, (area / 8192) ** 0.5)
     return eff * (ELONGATED if max(bm, bn) >= 4 * min(bm, bn) else 1.0)
@@ -631,10 +700,22 @@ WGMMA_ROWS_PER_WARP = 16
 `min(BM, 16 x warps)` rows at a time."""
 
 
+PERSISTENT_SMEM_SLACK = 1024
+"""Barriers and alignment of a persistent contraction's buffers (ptxas: 24-32 B)."""
+
+
 def _contraction_smem(roles: _Roles, ext, blocks: dict[int, int], warps: int,
-                      stages: int = 1) -> int:  # fmt: skip
+                      stages: int = 1, persistent: bool = False) -> int:  # fmt: skip
     """Shared memory of one contraction tile (`budget.contraction_smem`): pipelined
-    when the K loop has more than one trip."""
+    when the K loop has more than one trip. A persistent program's epilogue runs
+    while the next tile's loads are in flight, so its layout conversion does not
+    reuse the pipeline's buffers: they add, at most a BM x BN tile of the stored
+    type (ptxas, sm_90, Triton 3.9: 8-64 KB for bf16 stores of 64-256 x 128-256
+    tiles at 4-16 warps, 64-128 KB for f32 ones; `tools/experiments/smem_tma.py`)."""
+    if persistent:
+        bm, bn = (blocks.get(d, 1) if d is not None else 1 for d in (roles.m, roles.n))
+        operands = _contraction_smem(replace(roles, acc_bytes=0), ext, blocks, warps, stages)
+        return operands + bm * bn * roles.store_bytes + PERSISTENT_SMEM_SLACK
     trips = math.ceil(ext[roles.k] / blocks[roles.k]) * math.prod(ext[d] for d in roles.other_k)
     bm = blocks.get(roles.m, 1) if roles.m is not None else 1
     bn = blocks.get(roles.n, 1) if roles.n is not None else 1
@@ -802,8 +883,6 @@ def _neighbours(graph: Graph, dims: SharedDims, target: Target, base: TilePlan):
 
 def _launch_neighbours(target: Target, base: TilePlan):
     """Half and double the warps; one pipeline stage fewer or more for loops."""
-    from dataclasses import replace
-
     for warps in (base.num_warps * 2, base.num_warps // 2):
         regs = math.ceil(base.regs_per_thread * base.num_warps / max(warps, 1))
         if 2 <= warps <= MAX_WARPS and regs <= target.max_regs_per_thread:
@@ -817,8 +896,6 @@ def _launch_neighbours(target: Target, base: TilePlan):
 
 def _block_neighbours(graph: Graph, dims: SharedDims, target: Target, base: TilePlan):
     """Half and double the block of the first grid dim (rows per program)."""
-    from dataclasses import replace
-
     values = _values(graph, dims)
     grid = {t.dim: t for t in base.dims if t.mode == GRID and t.programs > 1}
     first = next((grid[d.id] for d in _grid_growth_order(graph, dims) if d.id in grid), None)

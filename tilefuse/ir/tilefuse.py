@@ -64,6 +64,19 @@ from tilefuse.ir.dtypes import FLOATS
 _T = TypeVar("_T")
 
 
+def _parse_plan_tail(parser: AttrParser) -> tuple[int, str]:
+    """A tile plan's optional `, persistent = N` and `, note = "..."`."""
+    persistent, note = 0, ""
+    if parser.parse_optional_punctuation(",") is None:
+        return persistent, note
+    if parser.parse_optional_keyword("persistent") is not None:
+        parser.parse_punctuation("=")
+        persistent = parser.parse_integer()
+        if parser.parse_optional_punctuation(",") is None:
+            return persistent, note
+    return persistent, _parse_field(parser, "note", parser.parse_str_literal, first=True)
+
+
 def _parse_field(parser: AttrParser, name: str, value: Callable[[], _T], first: bool = False) -> _T:
     """`, name = <value>` (no comma before the first field)."""
     if not first:
@@ -203,6 +216,9 @@ class TilePlanAttr(ParametrizedAttribute):
     order: ArrayAttr[IntAttr]
     """Empty for row order; (m, n, group_m) for grouped order."""
     dot: StringAttr | NoneAttr
+    persistent: IntAttr
+    """0: one program per tile; else the programs launched, each looping over the
+    tiles `pid, pid + persistent, ...` (the Hopper lowering)."""
     note: StringAttr
 
     def __init__(
@@ -218,16 +234,18 @@ class TilePlanAttr(ParametrizedAttribute):
         group_m: int = 1,
         dot: str | None = None,
         note: str = "",
+        persistent: int = 0,
     ):
         """`dims`: (extent, block, mode) per dim; `swizzle`: the positions of M and N
-        among the grid dims, walked `group_m` rows at a time (None: row order)."""
+        among the grid dims, walked `group_m` rows at a time (None: row order);
+        `persistent`: programs launched when they loop over the tiles (0: one per tile)."""
         order = () if swizzle is None else (*swizzle, group_m)
         super().__init__(
             ArrayAttr(IntAttr(e) for e, _, _ in dims), ArrayAttr(IntAttr(b) for _, b, _ in dims),
             ArrayAttr(StringAttr(m) for _, _, m in dims), IntAttr(warps), IntAttr(stages),
             IntAttr(int(working_set)), IntAttr(smem_budget), IntAttr(regs), FloatData(float(occupancy)),
             ArrayAttr(IntAttr(i) for i in order), NoneAttr() if dot is None else StringAttr(dot),
-            StringAttr(note),
+            IntAttr(persistent), StringAttr(note),
         )  # fmt: skip
 
     @property
@@ -262,6 +280,9 @@ class TilePlanAttr(ParametrizedAttribute):
         """The plan in one line: `tile 8x512, grid 9, working set 48.1 KB of 227 KB, ...`."""
         tile = "x".join(f"{b}{'(loop)' if m == LOOP else ''}" for _, b, m in self.dims)
         note = self.note.data
+        if self.persistent.data:
+            note = f"persistent: {self.persistent.data} programs loop over the tiles" + (
+                f"; {note}" if note else "")
         return (
             f"tile {tile}, grid {'x'.join(map(str, self.grid)) or '1'}, working set "
             f"{self.working_set.data / 1024:.1f} KB of {self.smem_budget.data / 1024:.0f} KB, "
@@ -287,6 +308,8 @@ class TilePlanAttr(ParametrizedAttribute):
             printer.print_string_literal(self.dot.data)
         else:
             printer.print_string("none")
+        if self.persistent.data:
+            printer.print_string(f", persistent = {self.persistent.data}")
         if self.note.data:
             printer.print_string(", note = ")
             printer.print_string_literal(self.note.data)
@@ -327,10 +350,8 @@ class TilePlanAttr(ParametrizedAttribute):
                 field("occupancy", lambda: FloatData(float(parser.parse_number()))),
                 field("order", order), field("dot", dot),
             ]  # fmt: skip
-            note = ""
-            if parser.parse_optional_punctuation(",") is not None:
-                note = _parse_field(parser, "note", parser.parse_str_literal, first=True)
-        return [*params, StringAttr(note)]
+            persistent, note = _parse_plan_tail(parser)
+        return [*params, IntAttr(persistent), StringAttr(note)]
 
     def verify(self) -> None:
         n = (len(self.extents.data), len(self.blocks.data), len(self.modes.data))
@@ -354,9 +375,10 @@ class TilePlanAttr(ParametrizedAttribute):
             raise VerifyException(f"A tile plan launches a power-of-two number of warps and at "
                                   f"least one stage, not {w} warps and {self.stages.data} "
                                   "stages.")  # fmt: skip
-        if min(self.working_set.data, self.smem_budget.data, self.regs.data) < 0:
-            raise VerifyException("A tile plan's working set, budget and registers must not "
-                                  "be negative.")  # fmt: skip
+        if min(self.working_set.data, self.smem_budget.data, self.regs.data,
+               self.persistent.data) < 0:
+            raise VerifyException("A tile plan's working set, budget, registers and "
+                                  "persistent programs must not be negative.")  # fmt: skip
         if not 0.0 <= self.occupancy.data <= 1.0:
             raise VerifyException(f"A tile plan's occupancy is a fraction in [0, 1], not "
                                   f"{self.occupancy.data}.")  # fmt: skip

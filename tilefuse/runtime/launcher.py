@@ -12,8 +12,8 @@ launches through it; within `static_launchers()` (on one thread) Triton builds
 it instead of its own. (Triton 3.9's launcher is generic already: there the
 gain is only the direct launches of `FastKernel`.)
 
-Anything it does not handle (a non-CUDA target, scratch buffers, clusters,
-cooperative or PDL launches, tensor descriptors, instrumentation, tuple or
+Anything it does not handle (a non-CUDA target, profiling scratch, clusters,
+cooperative or PDL launches, host-made tensor descriptors, instrumentation, tuple or
 16-bit float scalar arguments, a torch without the launcher) gets Triton's
 launcher, so a kernel always launches one way or the other;
 `TILEFUSE_TRITON_LAUNCHER=1` turns ours off.
@@ -56,11 +56,12 @@ class StaticLauncher:
         ):
             raise Unsupported("clusters or tensor descriptors")
         scratch = 0
+        self.global_scratch = getattr(metadata, "global_scratch_size", 0)
         for name in ("global_scratch_size", "profile_scratch_size"):
             if hasattr(metadata, name):
-                if getattr(metadata, name) > 0:
+                if getattr(metadata, name) > 0 and name != "global_scratch_size":
                     raise Unsupported(name)
-                scratch += 1  # the kernel takes a (null) pointer for it
+                scratch += 1  # the kernel takes a pointer for it (null if unused)
         self.kept, codes = kernel_parameters(src)
         self.arg_types = codes + "O" * scratch
         self.scratch = (None,) * scratch
@@ -75,11 +76,25 @@ class StaticLauncher:
                  *args: Any) -> None:  # fmt: skip
         if enter_hook is not None:
             enter_hook(launch_metadata)
-        params = (*(args[i] for i in self.kept), *self.scratch)
+        scratch = self.scratch
+        if self.global_scratch:
+            # Per program (TMA descriptors made in the kernel), as Triton's launcher
+            # asks its allocator for it.
+            scratch = (scratch_buffer(grid_x * grid_y * grid_z * self.global_scratch),
+                       *scratch[1:])  # fmt: skip
+        params = (*(args[i] for i in self.kept), *scratch)
         self.launch_kernel(function, grid_x, grid_y, grid_z, self.num_warps, self.shared,
                            self.arg_types, params, stream)  # fmt: skip
         if exit_hook is not None:
             exit_hook(launch_metadata)
+
+
+def scratch_buffer(nbytes: int) -> Any:
+    """Device memory for a launch's global scratch, from torch's caching allocator
+    (on the current device and stream)."""
+    import torch
+
+    return torch.empty(nbytes, dtype=torch.int8, device="cuda")
 
 
 def kernel_parameters(src: Any) -> tuple[list[int], str]:

@@ -92,6 +92,8 @@ class HostPrinter:
                   f"    device = {device}"]  # fmt: skip
         if table:
             lines.append(f"    {', '.join(c.name for c in self.constants)}, = constants")
+        if any(sig.has_descriptors for _, _, sig in self.launches.values()):
+            lines.append("    _tma_allocator()")
         if self.checks:  # one flag per call, read once after the kernels ran
             lines.append("    checks = torch.zeros((1,), dtype=torch.int32, device=device)")
         for op in f.body.block.ops:
@@ -115,6 +117,8 @@ class HostPrinter:
         pointers = [p for p in sig.params if p.kind is POINTER and p.name != CHECKS_PARAM]
         call = []
         for v, p in zip([*g.inputs, *g.results], pointers, strict=True):
+            if p.descriptor:  # (one name: an argument read twice is checked once)
+                lines.append(f"    {names(v)} = _tma({names(v)})")
             call.append(f"{names(v)}, *{names(v)}.stride()" if p.strided else names(v))
         if sig.has_checks:
             call.append("checks")
@@ -152,6 +156,31 @@ class HostPrinter:
                 lines += [f"    if not ({same}):",
                           f"        {ts} = {', '.join(f'{names(v)}.contiguous()' for v in values)}"]  # fmt: skip
         return lines
+
+
+TMA_HELPERS = '''
+def _tma_scratch(size, alignment, stream):
+    # Device memory Triton asks for at a launch of a kernel making TMA descriptors.
+    return torch.empty(size, dtype=torch.int8, device="cuda" if _ON_GPU else "cpu")
+
+
+def _tma(t):
+    """`t` as a TMA descriptor reads it: 16-byte aligned, its last dim contiguous,
+    its other strides multiples of 16 bytes (else a row-major copy)."""
+    size = t.element_size()
+    if t.data_ptr() % 16 or t.stride(-1) != 1 or any(s * size % 16 for s in t.stride()[:-1]):
+        return t.clone(memory_format=torch.contiguous_format)
+    return t
+
+
+def _tma_allocator():
+    # The allocator is per context (thread): give Triton ours where none is set.
+    allocation = triton.runtime._allocation
+    if isinstance(allocation._allocator.get(), allocation.NullAllocator):
+        triton.set_allocator(_tma_scratch)
+'''
+"""Host helpers of a module whose kernels read tiles through TMA descriptors (made
+in the kernel: Triton asks the allocator it was given for their scratch)."""
 
 
 def _is_table_constant(op: Operation) -> bool:

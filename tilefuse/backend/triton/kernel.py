@@ -27,6 +27,7 @@ from xdsl.dialects import arith, cf, scf, tensor
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, IntegerType
 from xdsl.ir import Block, Operation, OpResult, SSAValue
 
+from tilefuse.analysis.dataflow import tma_tensor
 from tilefuse.backend.triton import library
 from tilefuse.backend.triton.dot import dot_axes, dot_input_dtype, dot_precision
 from tilefuse.backend.triton.dtypes import compute_type, kept_shape, tl_dtype
@@ -48,6 +49,7 @@ from tilefuse.backend.triton.signature import (
     Param,
 )
 from tilefuse.ir.diagnostics import CompileError, op_location
+from tilefuse.ir.dtypes import dtype_bytes
 from tilefuse.ir.structured import as_structured, element_type
 from tilefuse.ir.tilefuse import (
     GroupOp,
@@ -61,7 +63,7 @@ from tilefuse.ir.tilefuse import (
 SCALAR_OPS = (arith.CmpiOp, arith.SelectOp)
 """Scalar ops of a tile program besides those of the BINARY and UNARY tables."""
 
-KERNEL_LOCALS = ("pid", "seg", "tile", "group", "first_m", "rows", CHECKS_PARAM)
+KERNEL_LOCALS = ("pid", "tile_id", "seg", "tile", "group", "first_m", "rows", CHECKS_PARAM)
 """Names the kernel's program-id arithmetic uses."""
 
 INDEX, MASK = "tl.int64", "tl.int1"
@@ -213,6 +215,13 @@ class KernelPrinter(Emitter):
         self.hints: dict[LoadOp, str] = {}
         self.uses_dot_constexprs = False
         self.loop_stack: list[Sequence[SSAValue]] = []
+        plan = self.grid.plan
+        self.persistent = plan.persistent.data if len(self.grids) == 1 and plan is not None else 0
+        """Programs launched when they loop over the tiles (0: one per tile)."""
+        self.descriptors: dict[tuple[SSAValue, tuple[int, ...]], str] = {}
+        """(tensor, tile shape) -> the TMA descriptor loading such tiles of it."""
+        self.preamble: list[str] = []
+        """Lines before the tile loop (descriptors: made once per program)."""
 
     def _base_name(self, v: SSAValue) -> str:
         """A tensor parameter's stem, from the name of the value the group is
@@ -264,7 +273,14 @@ class KernelPrinter(Emitter):
 
     def print(self) -> tuple[str, KernelSignature]:
         self.assign("pid", "tl.program_id(0)")
-        if len(self.grids) == 1:
+        if self.persistent:
+            tiles = math.prod(self.grid.grid_shape)
+            self.emit(f"for tile_id in tl.range(pid, {tiles}, {self.persistent}, flatten=True):")
+            self.push()
+            self.print_grid(self.grid, "tile_id")
+            self.pop()
+            self.lines[1:1] = self.preamble
+        elif len(self.grids) == 1:
             self.print_grid(self.grid, "pid")
         elif self.stacked is not None:
             self.print_stacked(self.stacked)
@@ -280,8 +296,9 @@ class KernelPrinter(Emitter):
         params: list[Param] = []
         for v in self.tensors:
             shape = tuple(v.type.get_shape())
+            described = any(t is v for t, _ in self.descriptors)
             params.append(Param(self.ptr_param(v), POINTER, str(element_type(v.type)), shape,
-                                strided=v not in self.bare))  # fmt: skip
+                                strided=v not in self.bare, descriptor=described))  # fmt: skip
             if v not in self.bare:
                 params += [Param(s, STRIDE, "index", shape, i)
                            for i, s in enumerate(self.stride_params(v))]  # fmt: skip
@@ -293,7 +310,7 @@ class KernelPrinter(Emitter):
             params += [Param("DOT_DTYPE", CONSTEXPR, "tl.dtype", value=dtype.removeprefix("tl.")),
                        Param("DOT_PRECISION", CONSTEXPR, "str", value=precision)]  # fmt: skip
         grid = self.grid
-        programs = sum(math.prod(g.grid_shape) for g in self.grids)
+        programs = self.persistent or sum(math.prod(g.grid_shape) for g in self.grids)
         return KernelSignature(self.name, tuple(params), grid.num_warps.value.data,
                                grid.num_stages.value.data, programs)  # fmt: skip
 
@@ -410,6 +427,11 @@ class KernelPrinter(Emitter):
     @print_op.register
     def _(self, op: LoadOp) -> None:
         tile = tuple(op.result.type.get_shape())
+        if (desc := self._descriptor(op)) is not None:
+            at = ", ".join(self.ref(o) for o in op.offsets)
+            self.bind(op.result, f"{desc}.load([{at}])", kept_shape(op.result.type),
+                      hint=self.base.get(op.source))  # fmt: skip
+            return
         ptr, mask = self._addressing(op.source, op.offsets, tile)
         masked = f", mask={mask}, other=0.0" if mask else ""
         # Tiles only multiplied by tl.dot stay in their storage type.
@@ -509,6 +531,34 @@ class KernelPrinter(Emitter):
         self.emit(f"_check({CHECKS_PARAM}, {block_constant(op.arg, cond)}, {number})")
 
     # -- memory ----------------------------------------------------------------
+
+    def _descriptor(self, op: LoadOp) -> str | None:
+        """The TMA descriptor `op`'s tile is loaded through, made on first use; None
+        for a pointer load. A persistent kernel's `tl.dot` operand tiles of a tensor
+        the host passes in row-major order (`tma_tensors`) are, when TMA can load
+        them: no unit axis (the tile is the dot's operand as loaded), every axis at
+        most 256 elements, the last at least 16 bytes, rows of a multiple of 16
+        bytes. Out-of-bounds parts of a tile read as zero, so it needs no mask."""
+        source, tile = op.source, tuple(op.result.type.get_shape())
+        if not self.persistent or not _only_dot_operand(op.result):
+            return None
+        args = list(self.group.entry.args)
+        if source not in args or not tma_tensor(self.group.inputs[args.index(source)]):
+            return None
+        shape = tuple(source.type.get_shape())
+        size = dtype_bytes(source.type)
+        if (any(b < 2 or b > 256 for b in tile) or len(tile) > 5
+                or tile[-1] * size < 16 or shape[-1] * size % 16):  # fmt: skip
+            return None
+        key = (source, tile)
+        if key not in self.descriptors:
+            name = self.names.fresh(f"{self.base[source]}_desc")
+            strides = [*self.strides[source][:-1], "1"]
+            self.descriptors[key] = name
+            self.preamble.append(
+                f"    {name} = tl.make_tensor_descriptor({self.ptr[source]}, shape={list(shape)}, "
+                f"strides=[{', '.join(strides)}], block_shape={list(tile)})")  # fmt: skip
+        return self.descriptors[key]
 
     def _addressing(self, tensor_value: SSAValue, offsets, tile: Sequence[int]) -> tuple[str, str]:
         """Pointer and mask expressions for a tile of `tensor_value` at `offsets`.

@@ -54,6 +54,9 @@ class Param:
     dim: int | None = None
     value: object = None
     strided: bool = False
+    descriptor: bool = False
+    """A pointer the kernel reads through a TMA descriptor: the host passes its
+    tensor 16-byte aligned with the last dim contiguous (a copy if not)."""
 
 
 @dataclass(frozen=True)
@@ -65,10 +68,17 @@ class KernelSignature:
     num_warps: int
     num_stages: int
     programs: int
+    """Programs launched (a persistent kernel's: fewer than its tiles)."""
 
     @property
     def has_checks(self) -> bool:
         return any(p.name == CHECKS_PARAM for p in self.params)
+
+    @property
+    def has_descriptors(self) -> bool:
+        """Does the kernel read a tensor through a TMA descriptor (made in the kernel:
+        Triton asks the allocator for scratch at launch)?"""
+        return any(p.descriptor for p in self.params)
 
     @property
     def has_dot_constexprs(self) -> bool:

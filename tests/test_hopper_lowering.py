@@ -1,0 +1,148 @@
+"""The Hopper lowering of contractions (issue 17): on sm_90 targets a 16-bit GEMM
+with row-major operands launches one program per SM slot, each looping over output
+tiles, and loads its operand tiles through TMA descriptors; elsewhere (other
+targets, small grids, erf epilogues, window views) it is the pointer loop. Both
+lowerings run in the interpreter and give the same numbers."""
+
+from __future__ import annotations
+
+import re
+
+import torch
+
+from tilefuse.backend.triton.module import emit_module
+from tilefuse.frontend.program import load_program
+from tilefuse.ir.tilefuse import TileGridOp
+from tilefuse.pipeline import run_pipeline
+from tilefuse.runtime import compile as compile_program
+
+from .device import on_device
+
+LINEAR = "samples/linear_bias_relu.mlir"
+BIG = {"M": 8192, "K": 4096, "N": 4096}
+
+
+def plans(module):
+    return [op.plan for op in module.walk() if isinstance(op, TileGridOp)]
+
+
+def emitted(sample: str, dims: dict[str, int], target: str = "h200", dtype: str = "bf16"):
+    module = load_program(sample, dims, dtype)
+    run_pipeline(module, target)
+    return module, emit_module(module)
+
+
+def test_a_bf16_linear_on_h200_is_persistent_with_tma_operands():
+    module, out = emitted(LINEAR, BIG)
+    (plan,) = plans(module)
+    assert [b for _, b, _ in plan.dims] == [128, 256, 64]  # M, N, K: the Hopper table's tile
+    assert plan.persistent.data == 132  # one program per SM (192 KB of shared memory each)
+    assert "persistent: 132 programs loop over the tiles" in plan.describe()
+    (sig,) = out.kernels
+    assert sig.programs == 132
+    assert {p.name for p in sig.params if p.descriptor} == {"x_ptr", "w_ptr"}
+    text = out.text
+    assert "for tile_id in tl.range(pid, 1024, 132, flatten=True):" in text
+    assert re.search(r"x_desc = tl\.make_tensor_descriptor\(x_ptr, shape=\[8192, 4096\], "
+                     r"strides=\[x_s0, 1\], block_shape=\[128, 64\]\)", text)  # fmt: skip
+    assert "x = x_desc.load([(pid_0 * 128), k])" in text and "w = w_desc.load([k, (pid_1 * 256)])" in text
+    assert "b = tl.load(b_ptr" in text  # the epilogue's bias stays a pointer load
+    assert "    x = _tma(x)\n    w = _tma(w)\n" in text and "_tma_allocator()" in text
+    assert "fused_kernel_0[(132,)]" in text
+
+
+def test_other_targets_and_small_grids_keep_the_pointer_loop():
+    for target, dims in (("a100", BIG), ("h200", {"M": 300, "K": 192, "N": 256})):
+        module, out = emitted(LINEAR, dims, target)
+        assert [p.persistent.data for p in plans(module)] == [0], (target, dims)
+        assert "make_tensor_descriptor" not in out.text and "_tma" not in out.text
+
+
+def test_f32_and_erf_epilogues_keep_the_pointer_loop():
+    module, _ = emitted(LINEAR, BIG, dtype="f32")
+    assert [p.persistent.data for p in plans(module)] == [0]  # an IEEE f32 dot
+    module, _ = emitted("samples/mlp.mlir", {"M": 8192, "D": 4096, "F": 16384})
+    up, down = plans(module)
+    assert up.persistent.data == 0  # erf in the epilogue (it spilled when persistent)
+    assert down.persistent.data == 132
+
+
+def test_persistent_kernels_are_not_bundled_horizontally():
+    """The transformer's Q, K and V projections were one stacked launch; as
+    persistent kernels each keeps its own (the decision says why)."""
+    from tilefuse.analysis.cost.target import get_target
+    from tilefuse.analysis.horizontal_plan import kernel_infos, plan_horizontal
+    from tilefuse.ir.module import entry_function
+    from tilefuse.ir.tilefuse import GroupOp
+
+    dims = {"S": 4096, "E": 4096, "H": 32, "Dh": 128, "F": 16384}
+    module = load_program("samples/transformer_block.mlir", dims, "bf16")
+    run_pipeline(module, "h200", until="tile-and-fuse")
+    groups = [g for g in entry_function(module).body.block.ops if isinstance(g, GroupOp)]
+    plan = plan_horizontal(kernel_infos(groups, get_target("h200")), get_target("h200"))
+    refused = [d for d in plan.decisions if not d.taken and "persistent" in d.reason]
+    assert refused, plan.log()
+
+
+def _linear_inputs(m: int, k: int, n: int):
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(m, k, generator=g).bfloat16()
+    w = torch.randn(k, n, generator=g).bfloat16() / k**0.5
+    b = torch.randn(n, generator=g).bfloat16()
+    return x, w, b
+
+
+def test_both_lowerings_compute_the_same_linear():
+    """144 tiles of 128 x 128, three K steps: the persistent TMA kernel under the
+    interpreter against the pointer loop (a100's plan) and torch."""
+    dims = {"M": 1536, "K": 192, "N": 1536}
+    hopper = compile_program(LINEAR, "h200", dims, "bf16")
+    pointers = compile_program(LINEAR, "a100", dims, "bf16")
+    assert "make_tensor_descriptor" in hopper.source and "make_tensor_descriptor" not in pointers.source
+    x, w, b = _linear_inputs(1536, 192, 1536)
+    (got,) = hopper(*(on_device(t) for t in (x, w, b)))
+    (want,) = pointers(*(on_device(t) for t in (x, w, b)))
+    ref = torch.relu(x.double() @ w.double() + b.double())
+    scale = ref.abs().max()
+    assert float((got.cpu().double() - ref).abs().max() / scale) < 1e-2
+    assert float((got.cpu().double() - want.cpu().double()).abs().max() / scale) < 1e-2
+
+
+def test_a_partial_k_tile_reads_zeros_past_the_tensor():
+    """K = 200 is not a multiple of the 64-wide K tile: the last TMA tile reaches
+    past the operands' last column and must read zeros there (no mask)."""
+    dims = {"M": 1536, "K": 200, "N": 1536}
+    program = compile_program(LINEAR, "h200", dims, "bf16")
+    assert "make_tensor_descriptor" in program.source
+    x, w, b = _linear_inputs(1536, 200, 1536)
+    (got,) = program(*(on_device(t) for t in (x, w, b)))
+    ref = torch.relu(x.double() @ w.double() + b.double())
+    assert float((got.cpu().double() - ref).abs().max() / ref.abs().max()) < 1e-2
+
+
+def test_the_host_copies_a_tensor_tma_cannot_read():
+    """`_tma` passes a row-major 16-byte-aligned tensor through and copies any
+    other (an offset view, a transposed one) to a fresh row-major tensor."""
+    program = compile_program(LINEAR, "h200", {"M": 1536, "K": 192, "N": 1536}, "bf16")
+    tma = program.python._tma
+    base = torch.randn(4, 130).bfloat16()
+    aligned = base[:, :128]  # row stride 260 bytes: not a multiple of 16
+    for t in (aligned, base.T, base[:, 1:]):
+        copy = tma(t)
+        assert copy.data_ptr() % 16 == 0 and copy.is_contiguous() and torch.equal(copy, t)
+    ok = torch.randn(8, 64).bfloat16()
+    assert tma(ok) is ok
+
+
+def test_a_persistent_plan_prints_and_parses_back():
+    from xdsl.parser import Parser
+
+    from tilefuse.ir.context import make_context
+    from tilefuse.ir.tilefuse import TilePlanAttr
+
+    for persistent, note in ((132, "row order"), (264, ""), (0, "a note")):
+        plan = TilePlanAttr([(8192, 128, "grid"), (4096, 64, "loop")], 8, 3, 1000, 232448, 186,
+                            0.12, dot="bf16", note=note, persistent=persistent)  # fmt: skip
+        text = str(plan)
+        assert ("persistent = " in text) == bool(persistent), text
+        assert Parser(make_context(), text).parse_attribute() == plan
