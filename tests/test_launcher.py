@@ -61,7 +61,7 @@ class _Compiled:
     def __init__(self, kept, scratch=0, global_scratch=0):
         run = object.__new__(StaticLauncher)
         run.kept, run.scratch = kept, (None,) * scratch
-        run.global_scratch = global_scratch
+        run.global_scratch, run.buffers = global_scratch, {}
         run.num_warps, run.shared, run.arg_types = 4, 0, "O" * len(kept)
         run.calls = []
         run.launch_kernel = lambda *a: run.calls.append(a)
@@ -217,14 +217,15 @@ def test_unhashable_arguments_and_grid_functions_go_through_triton():
 
 
 def test_a_kernel_with_global_scratch_gets_a_buffer_per_program(monkeypatch):
-    """A kernel making TMA descriptors takes global scratch: one buffer of
-    `programs x global_scratch_size` bytes per launch, as Triton's launcher asks
-    its allocator for, in the first scratch slot."""
+    """A kernel making TMA descriptors takes global scratch: a buffer of
+    `programs x global_scratch_size` bytes, as Triton's launcher asks its allocator
+    for, in the first scratch slot; made once per stream and size."""
     from tilefuse.runtime import launcher
 
     asked = []
     monkeypatch.setattr(launcher, "scratch_buffer", lambda n: asked.append(n) or f"buffer{n}")
     run = _Compiled([0], scratch=2, global_scratch=128)._run
-    run(6, 2, 1, 7, 1234, None, None, None, None, "x")
-    assert asked == [6 * 2 * 128]
+    for stream in (7, 7, 9):
+        run(6, 2, 1, stream, 1234, None, None, None, None, "x")
+    assert asked == [6 * 2 * 128, 6 * 2 * 128]  # stream 7 once, stream 9 once
     assert run.calls[0][7] == ("x", "buffer1536", None)

@@ -57,6 +57,7 @@ class StaticLauncher:
             raise Unsupported("clusters or tensor descriptors")
         scratch = 0
         self.global_scratch = getattr(metadata, "global_scratch_size", 0)
+        self.buffers: dict[tuple[int, int], Any] = {}
         for name in ("global_scratch_size", "profile_scratch_size"):
             if hasattr(metadata, name):
                 if getattr(metadata, name) > 0 and name != "global_scratch_size":
@@ -79,9 +80,13 @@ class StaticLauncher:
         scratch = self.scratch
         if self.global_scratch:
             # Per program (TMA descriptors made in the kernel), as Triton's launcher
-            # asks its allocator for it.
-            scratch = (scratch_buffer(grid_x * grid_y * grid_z * self.global_scratch),
-                       *scratch[1:])  # fmt: skip
+            # asks its allocator for it; one buffer per stream and size, reused:
+            # launches on one stream run one after another.
+            key = (stream, grid_x * grid_y * grid_z * self.global_scratch)
+            buffer = self.buffers.get(key)
+            if buffer is None:
+                buffer = self.buffers[key] = scratch_buffer(key[1])
+            scratch = (buffer, *scratch[1:])
         params = (*(args[i] for i in self.kept), *scratch)
         self.launch_kernel(function, grid_x, grid_y, grid_z, self.num_warps, self.shared,
                            self.arg_types, params, stream)  # fmt: skip

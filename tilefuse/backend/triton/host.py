@@ -117,7 +117,7 @@ class HostPrinter:
         pointers = [p for p in sig.params if p.kind is POINTER and p.name != CHECKS_PARAM]
         call = []
         for v, p in zip([*g.inputs, *g.results], pointers, strict=True):
-            if p.descriptor:  # (one name: an argument read twice is checked once)
+            if p.descriptor and not _host_made(v):  # (checked once per name)
                 lines.append(f"    {names(v)} = _tma({names(v)})")
             call.append(f"{names(v)}, *{names(v)}.stride()" if p.strided else names(v))
         if sig.has_checks:
@@ -181,6 +181,14 @@ def _tma_allocator():
 '''
 """Host helpers of a module whose kernels read tiles through TMA descriptors (made
 in the kernel: Triton asks the allocator it was given for their scratch)."""
+
+
+def _host_made(value: SSAValue) -> bool:
+    """Is `value` a tensor the host function allocates row-major (a kernel's result
+    or a reshape of one), aligned as TMA needs without a check?"""
+    while isinstance(value.owner, tensor.ExpandShapeOp | tensor.CollapseShapeOp):
+        value = value.owner.src
+    return isinstance(value.owner, GroupOp)
 
 
 def _is_table_constant(op: Operation) -> bool:
