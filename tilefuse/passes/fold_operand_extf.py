@@ -86,6 +86,8 @@ class FoldWideningIntoContraction(RewritePattern):
                 continue
             maps = [m.data for m in op.indexing_maps.data]
             maps[i] = in_map.compose(maps[i])
+            if not _bounds_every_loop(maps):
+                continue  # a broadcast was the only operand sized along a loop: keep it
             operands = list(op.operands)
             operands[i] = view.inputs[0]
             op.operands = operands
@@ -95,6 +97,13 @@ class FoldWideningIntoContraction(RewritePattern):
             if not view.results[0].uses:
                 rewriter.erase(view)
             return  # the walker comes back for the other factor (and chains)
+
+
+def _bounds_every_loop(maps: list[AffineMap]) -> bool:
+    """Does every loop appear, as itself, in some operand's map (so some operand's
+    shape gives its extent)?"""
+    seen = {r.position for m in maps for r in m.results if isinstance(r, AffineDimExpr)}
+    return all(d in seen for d in range(maps[0].num_dims))
 
 
 def _factor_positions(op: linalg.GenericOp) -> list[int]:

@@ -141,3 +141,30 @@ func.func @kept(%x: tensor<16x16xbf16>, %w: tensor<16x16xf32>, %acc: tensor<16x1
   } -> tensor<16x16xf32>
   func.return %z : tensor<16x16xf32>
 }
+
+// -----
+
+// A broadcast read by both factors folds into one of them; the other keeps it, the
+// only operand left sized along the reduction loop (folding both, no operand would
+// say how long the loop is: a random program found it).
+// CHECK-LABEL: func.func @broadcast_sizes_the_loop
+// CHECK-SAME:    (%[[V:.*]]: tensor<1xf32>)
+// CHECK:         %[[B:.*]] = linalg.generic
+// CHECK:         linalg.generic {{.*}} ins(%[[V]], %[[B]] : tensor<1xf32>, tensor<1x2xf32>)
+func.func @broadcast_sizes_the_loop(%v: tensor<1xf32>) -> tensor<1x1xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e1 = tensor.empty() : tensor<1x2xf32>
+  %e2 = tensor.empty() : tensor<1x1xf32>
+  %b = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%v : tensor<1xf32>) outs(%e1 : tensor<1x2xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<1x2xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e2 : tensor<1x1xf32>) -> tensor<1x1xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%b, %b : tensor<1x2xf32>, tensor<1x2xf32>) outs(%f : tensor<1x1xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %m = arith.mulf %x, %y : f32
+    %s = arith.addf %m, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<1x1xf32>
+  func.return %r : tensor<1x1xf32>
+}
