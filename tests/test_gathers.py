@@ -91,3 +91,42 @@ def test_gather_loads_are_clamped_into_the_table():
     ids = torch.tensor([-3, 0, 2, 4, 1000])
     (out,) = run_on_device(prog, table, ids)
     torch.testing.assert_close(out, table[ids.clamp(0, 3)])
+
+
+ROTATE = """
+func.func @rotate(%x: tensor<4xROWSx64xf32>) -> tensor<4xROWSx64xf32> {
+  %0 = tensor.empty() : tensor<4xROWSx64xf32>
+  %1 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>],
+      iterator_types = ["parallel", "parallel", "parallel"]} outs(%0 : tensor<4xROWSx64xf32>) {
+  ^bb0(%out: f32):
+    %i = linalg.index 0 : index
+    %j = linalg.index 1 : index
+    %k = linalg.index 2 : index
+    %c32 = arith.constant 32 : index
+    %local = arith.remsi %k, %c32 : index
+    %up = arith.addi %local, %c32 : index
+    %a = tensor.extract %x[%i, %j, %up] : tensor<4xROWSx64xf32>
+    %na = arith.negf %a : f32
+    %b = tensor.extract %x[%i, %j, %local] : tensor<4xROWSx64xf32>
+    %low = arith.cmpi slt, %k, %c32 : index
+    %s = arith.select %low, %na, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<4xROWSx64xf32>
+  func.return %1 : tensor<4xROWSx64xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("rows, clamped", [(16, False), (13, True)])
+def test_gather_indices_proven_in_bounds_are_not_clamped(rows, clamped):
+    """rotate_half as fold-concats writes it (each half read at k mod 32): the
+    indices stay inside the tensor at every point of the loops, so with tiles
+    that divide the extents the gathers load without clamps (consecutive lanes,
+    consecutive addresses: vector loads); a partial tile (13 rows) computes
+    indices past the extent in its idle lanes, and those stay clamped."""
+    prog = compile(ROTATE.replace("ROWS", str(rows)))
+    kernel = prog.source[prog.source.index("@triton.jit\ndef fused"):]
+    assert ("tl.minimum(" in kernel) == clamped, kernel
+    x = torch.randn(4, rows, 64)
+    (out,) = run_on_device(prog, x)
+    torch.testing.assert_close(out, torch.cat([-x[..., 32:], x[..., :32]], dim=-1))

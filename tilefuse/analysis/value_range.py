@@ -5,7 +5,7 @@ stays in, where the program alone says so.
 `value_range(v)` is a `Range(lo, hi)` (both ends included) or None (unknown). It
 knows constants (dense tensors too), `linalg.index d` (0 to the loop's trip count
 minus 1), casts, `addi`/`subi`/`muli`/`maxsi`/`minsi` (unknown once a result may
-wrap), `select`, comparisons, `andi`/`ori`/`xori` of booleans, and a payload
+wrap), `remui`/`remsi` of a non-negative value by a positive one, `select`, comparisons, `andi`/`ori`/`xori` of booleans, and a payload
 argument read from a tensor a structured op computes (the range of what its payload
 yields), a fill, or a view of either. A boolean is `Range(0, 0)` (false),
 `Range(1, 1)` (true) or `Range(0, 1)`. `fold-asserts` asks it whether a
@@ -197,6 +197,8 @@ def _arithmetic(op: Operation, a: Range, b: Range) -> Range | None:
         r = Range(max(a.lo, b.lo), max(a.hi, b.hi))
     elif isinstance(op, arith.MinSIOp):
         r = Range(min(a.lo, b.lo), min(a.hi, b.hi))
+    elif isinstance(op, arith.RemUIOp | arith.RemSIOp) and a.lo >= 0 and b.lo > 0:
+        r = a if a.hi < b.lo else Range(0, min(a.hi, b.hi - 1))
     else:
         return None
     return _fits(r, op.results[0].type)

@@ -395,6 +395,10 @@ class TilePlanAttr(ParametrizedAttribute):
             raise VerifyException("A grouped order walks at least one tile row per group.")
 
 
+IN_BOUNDS = "tilefuse.in_bounds"
+"""On a tile program's `tensor.extract`: every index is proven inside its dim (the
+printer loads without clamping, so contiguous indices stay vector loads)."""
+
 LAYOUT_ATTR = "tilefuse.layout"
 """On a host-made tensor (a `tensor.pad`): the order of its dims in memory,
 outermost first (`choose-layouts`; a group's results carry theirs in `layouts`)."""

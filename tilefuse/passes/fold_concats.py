@@ -17,9 +17,12 @@ at the shifted index. The read of a piece looks through, as index arithmetic:
   each of its inputs read the same way through its map);
 
 anything else (a generic's result read elsewhere too, an argument, a view) is
-read with `tensor.extract`, a gather of a tensor in memory. Indices of the pieces
-not selected are clamped into their piece, so every read is in bounds. The new
-generic is elementwise, so fusion puts it in the kernel of its reader.
+read with `tensor.extract`, a gather of a tensor in memory. Every read is in
+bounds: pieces of one length `n` (`rotate_half`'s halves) are read at `i mod n`
+along the concat dim, the index within whichever piece `i` falls in, which keeps
+runs of `n` consecutive lanes reading consecutive elements (16-byte loads);
+otherwise the indices of the pieces not selected are clamped into their piece. The
+new generic is elementwise, so fusion puts it in the kernel of its reader.
 
 ```mlir
 %lo = tensor.extract_slice %x[0, 0] [4, 8] [1, 1] : tensor<4x16xf32> to tensor<4x8xf32>
@@ -29,8 +32,8 @@ generic is elementwise, so fusion puts it in the kernel of its reader.
 // becomes
 %r = linalg.generic {maps = [id]} outs(%e2 : tensor<4x16xf32>) {
   %i = linalg.index 0  %j = linalg.index 1
-  %a = tensor.extract %x[%i, min(max(%j, 0), 7) + 8]   %na = arith.negf %a
-  %b = tensor.extract %x[%i, min(max(%j - 8, 0), 7)]
+  %a = tensor.extract %x[%i, (%j mod 8) + 8]   %na = arith.negf %a
+  %b = tensor.extract %x[%i, %j mod 8]
   linalg.yield (select %j < 8, %na, %b)
 }
 ```
@@ -146,13 +149,18 @@ class _SelectBuilder:
         for piece in concat.inputs:
             starts.append(at)
             at += piece.type.get_shape()[dim]  # pyright: ignore
+        lengths = {piece.type.get_shape()[dim] for piece in concat.inputs}  # pyright: ignore
+        # Pieces of one length n: the index within the selected piece is `i mod n`, in
+        # every piece's bounds, and contiguous in runs of n (vector loads); others clamp.
+        local = self.add(arith.RemSIOp(index[dim], self.const(lengths.pop()))) \
+            if len(lengths) == 1 and len(concat.inputs) > 1 else None  # fmt: skip
         values = []
         for piece, start in zip(concat.inputs, starts, strict=True):
             n = piece.type.get_shape()[dim]  # pyright: ignore
-            at = index[dim]
-            if start:  # (the index is never below the first piece)
+            at = index[dim] if local is None else local
+            if start and local is None:  # (the index is never below the first piece)
                 at = self.add(arith.MaxSIOp(self.add(arith.SubiOp(at, self.const(start))), self.const(0)))
-            if start + n < size[dim]:  # (nor above the last)
+            if start + n < size[dim] and local is None:  # (nor above the last)
                 at = self.add(arith.MinSIOp(at, self.const(n - 1)))
             values.append(self.read(piece, [*index[:dim], at, *index[dim + 1 :]]))
         value = values[-1]

@@ -58,6 +58,7 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     StringAttr,
     TensorType,
+    UnitAttr,
 )
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.dialects.linalg.attrs import IteratorType, IteratorTypeAttr
@@ -88,6 +89,7 @@ from tilefuse.analysis.tile_plan import (
     plan_tiles,
     tile_candidates,
 )
+from tilefuse.analysis.value_range import value_range
 from tilefuse.ir.diagnostics import CompileError, op_location, warn
 from tilefuse.ir.structured import (
     IDENTITY,
@@ -97,6 +99,7 @@ from tilefuse.ir.structured import (
     reduction_combiner,
 )
 from tilefuse.ir.tilefuse import (
+    IN_BOUNDS,
     GroupOp,
     LoadOp,
     StoreOp,
@@ -658,7 +661,8 @@ class TileProgramBuilder:
         }
         s.payload.parent.clone_into(body, value_mapper=captured)
         self._offset_indices(node, body.block, scope)
-        clamp_gathers(body.block)
+        whole = not any(self._is_partial(node, d) for d in range(s.num_loops))
+        clamp_gathers(body.block, in_bounds_gathers(s.payload) if whole else set())
         if node.kind != CONTRACTION:
             self._mask_partial_reductions(node, body.block, scope)
         if node in self.zero_padding:
@@ -816,11 +820,27 @@ class TileProgramBuilder:
         return mul.result
 
 
-def clamp_gathers(block: Block) -> None:
+def in_bounds_gathers(payload: Block) -> set[int]:
+    """Positions (among the payload's `tensor.extract`s, in walk order) of the
+    gathers whose every index `value_range` proves inside its dim at every point of
+    the op's iteration space."""
+    found = set()
+    gathers = [op for op in payload.walk() if isinstance(op, tensor.ExtractOp)]
+    for k, op in enumerate(gathers):
+        ranges = [value_range(v) for v in op.indices]
+        if all(r is not None and r.lo >= 0 and r.hi <= size - 1
+               for r, size in zip(ranges, op.tensor.type.get_shape(), strict=True)):  # fmt: skip
+            found.add(k)
+    return found
+
+
+def clamp_gathers(block: Block, in_bounds: set[int] = frozenset()) -> None:  # type: ignore[assignment]
     """Clamp each index of the payload's gathers (`tensor.extract` of a tensor
     from outside) to its dim: lanes of an edge tile past the extent compute
     indices nobody stores, and an out-of-bounds extract is undefined; clamped,
     every program reads in bounds (what the gather's consumers store is unchanged).
+    The gathers at positions `in_bounds` (`in_bounds_gathers`, of a tile program
+    without partial tiles) are marked `tilefuse.in_bounds` instead.
 
     ```mlir
     %v = tensor.extract %table[%i] : tensor<11xf32>
@@ -830,8 +850,12 @@ def clamp_gathers(block: Block) -> None:
     %v = tensor.extract %table[%in] : tensor<11xf32>
     ```
     """
-    for op in list(block.walk()):
-        if not isinstance(op, tensor.ExtractOp) or _defining_block(op.tensor) is block:
+    gathers = [op for op in block.walk() if isinstance(op, tensor.ExtractOp)]
+    for k, op in enumerate(gathers):
+        if _defining_block(op.tensor) is block:
+            continue
+        if k in in_bounds:
+            op.attributes[IN_BOUNDS] = UnitAttr()
             continue
         indices = []
         for index, size in zip(op.indices, op.tensor.type.get_shape(), strict=True):

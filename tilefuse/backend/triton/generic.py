@@ -36,6 +36,7 @@ from tilefuse.ir.structured import (
     arg_reduction_of,
     element_type,
 )
+from tilefuse.ir.tilefuse import IN_BOUNDS
 
 if TYPE_CHECKING:
     from tilefuse.backend.triton.kernel import KernelPrinter
@@ -208,7 +209,7 @@ class GenericPrinter:
                 index = str(min(max(v.owner.value.value.data, 0), size - 1))
             else:
                 index = self._operand(v, env)
-                if not clamped(v, size):
+                if not clamped(v, size) and IN_BOUNDS not in op.attributes:
                     index = self.k.value("idx", f"tl.minimum(tl.maximum({index}, 0), {size - 1})",
                                          compute_type(v.type))  # fmt: skip
                 dims |= env[v][1] if v in env else set()
