@@ -229,3 +229,21 @@ def test_same_program_merges_come_before_branches():
     plan = plan_horizontal([q, k, v], H200)
     assert plan.bundles == (("q", "v"), ("k",))
     assert [d.taken for d in plan.decisions] == [True, False]
+
+
+def test_one_tile_program_uses_one_body_s_shared_memory():
+    """LLaMA's K and V projections (128 KB of pipeline buffers each): the same tile
+    program on other tensors is one body, so it fits as one does; two different
+    programs with such buffers would need them side by side, and do not fit."""
+    def gemm(name, key, persistent=False):
+        return KernelInfo(name, frozenset(), 8, 4, 128, 9e-6, key, dot_dtype="bf16",
+                          smem=128 * 1024, persistent=persistent)  # fmt: skip
+
+    same = plan_horizontal([gemm("k", 0), gemm("v", 0)], H200)
+    assert same.bundles == (("k", "v"),)
+    other = plan_horizontal([gemm("k", 0), gemm("o", 1)], H200)
+    assert other.bundles == (("k",), ("o",))
+    assert "shared memory (256 KB" in other.decisions[0].reason
+    persistent = plan_horizontal([gemm("q", 0, persistent=True), gemm("k", 0)], H200)
+    assert persistent.bundles == (("q",), ("k",))
+    assert "persistent" in persistent.decisions[0].reason

@@ -171,15 +171,15 @@ def _accept(joining: list[KernelInfo], bundle: list[KernelInfo], target: Target)
             f"horizontal: pipeline depths differ ({joining[0].num_stages} stages vs "
             f"{bundle[0].num_stages})"
         )
+    keys = {m.body_key for m in everyone}
     smem, budget = _bundle_smem(everyone, target)
-    if smem > budget:
+    if len(keys) > 1 and smem > budget:  # (one tile program: one body, its own buffers)
         return False, (
             f"horizontal: the branches' shared memory ({smem / 1024:.0f} KB, each "
             f"contraction's buffers its own) exceeds the budget ({budget / 1024:.0f} KB)"
         )
     saved = format_seconds(target.launch_overhead)
     programs = sum(m.programs for m in everyone)
-    keys = {m.body_key for m in everyone}
     if len(keys) == 1:
         return True, (
             f"independent, same tile program: {len(everyone)} grids in one launch of "
