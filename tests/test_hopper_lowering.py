@@ -146,3 +146,35 @@ def test_a_persistent_plan_prints_and_parses_back():
         text = str(plan)
         assert ("persistent = " in text) == bool(persistent), text
         assert Parser(make_context(), text).parse_attribute() == plan
+
+
+def test_two_contractions_of_one_operand_share_a_persistent_kernel():
+    """LLaMA's gate and up projections as torch-mlir exports them (one kernel: two
+    K loops over the same activation, SiLU between): persistent, three TMA
+    descriptors, 128 x 128 tiles (one accumulator live while the next loop runs),
+    the tile loop not flattened (two K loops in it), and the numbers of torch."""
+    from torch import nn
+
+    import tilefuse.torch as tt
+
+    class SwiGLU(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gate = nn.Linear(128, 1536, bias=False)
+            self.up = nn.Linear(128, 1536, bias=False)
+
+        def forward(self, x):
+            return nn.functional.silu(self.gate(x)) * self.up(x)
+
+    torch.manual_seed(0)
+    model = SwiGLU().to(torch.bfloat16).eval()
+    x = torch.randn(1536, 128).bfloat16()
+    with torch.no_grad():
+        compiled = tt.compile(model, x)
+        assert compiled.source.count("tl.make_tensor_descriptor(") == 3, compiled.source
+        assert "block_shape=[128, 64]" in compiled.source
+        assert "flatten=False)" in compiled.source and "for k_1 in range(0, 128, 64)" in compiled.source
+        out = compiled(x)
+        got = out[0] if isinstance(out, tuple) else out
+        ref = model.float()(x.float())
+    assert float((got.float() - ref).abs().max() / ref.abs().max()) < 2e-2

@@ -475,7 +475,8 @@ def _plan_contraction(graph: Graph, dims: SharedDims, target: Target, budget: in
     calls = _epilogue_library_calls(graph)
     best = None
     if hopper_lowering(graph, target, roles, calls):
-        best = _best_candidate(target, budget, roles, ext, calls, hopper=True)
+        contractions = sum(n.kind == CONTRACTION for n in graph.nodes)
+        best = _best_candidate(target, budget, roles, ext, calls, True, contractions)
     hopper = best is not None
     if best is None:
         best = _best_candidate(target, budget, roles, ext, calls, hopper=False)
@@ -509,35 +510,38 @@ def hopper_lowering(graph: Graph, target: Target, roles: _Roles, library_calls: 
     """May this contraction take the Hopper lowering: a persistent grid (each
     program loops over output tiles, the next tile's loads overlapping this one's
     epilogue) whose operand tiles arrive by TMA (`tl.make_tensor_descriptor`)? On
-    sm_90 targets, for one 16-bit dot with an M and an N, both operands tensors the
-    host passes row-major (`dataflow.tma_tensor`) read as they are stored (no
-    producer fused into a K step), and an epilogue without library calls (an erf
-    or a second accumulator spilled at 8 and 16 warps in the persistent loop:
-    ptxas, sm_90). Measured on the H200 at the models' Linear shapes: 1.1-1.4x
+    sm_90 targets, for 16-bit dots with an M and an N, every contraction's operands
+    tensors the host passes row-major (`dataflow.tma_tensor`) read as they are
+    stored (no producer fused into a K step), and an epilogue without library calls
+    (an erf spilled at 8 and 16 warps in the persistent loop: ptxas, sm_90). Measured on the H200 at the models' Linear shapes: 1.1-1.4x
     the pointer loop (tools/experiments/gemm_tma.py, docs/PERF.md). Tiles of at
     least 128 x 128, and a grid of at least one wave, or the pointer loop."""
     if not (target.compute_capability[0] == 9 and roles.dot_bytes == 2 and library_calls == 0
             and roles.m is not None and roles.n is not None
             and roles.a.direct and roles.b.direct):  # fmt: skip
         return False
-    contractions = [n for n in graph.nodes if n.kind == CONTRACTION]
     group = graph.block.parent_op()
-    if len(contractions) != 1 or not isinstance(group, GroupOp):
+    if not isinstance(group, GroupOp):
         return False
     args = list(graph.block.args)
     return all(v in args and tma_tensor(group.inputs[args.index(v)])
-               for v in contractions[0].s.inputs)  # fmt: skip
+               for n in graph.nodes if n.kind == CONTRACTION for v in n.s.inputs)  # fmt: skip
 
 
 HOPPER_MIN_TILE = 128 * 128
 """The smallest BM x BN the Hopper lowering takes (measured from 128 x 128 up)."""
 
 
-def _best_candidate(target, budget, roles: _Roles, ext, calls: int, hopper: bool):
+def _best_candidate(target, budget, roles: _Roles, ext, calls: int, hopper: bool,
+                    contractions: int = 1):  # fmt: skip
+    """The best-scoring (BM, BN) candidate; for the Hopper lowering of a group with
+    several contractions (LLaMA's gate and up projections: one accumulator live
+    while the next loop runs), at most 128 x 128 per accumulator."""
     best = None
     for bm in _mma_sizes(ext, roles.m):
         for bn in _mma_sizes(ext, roles.n):
-            if hopper and bm * bn < HOPPER_MIN_TILE:
+            if hopper and (bm * bn < HOPPER_MIN_TILE
+                           or (contractions > 1 and bm * bn > HOPPER_MIN_TILE)):  # fmt: skip
                 continue
             cand = _contraction_candidate(target, budget, roles, ext, bm, bn, calls, hopper)
             if cand is not None and hopper and cand[-1] < target.sm_count:

@@ -275,7 +275,10 @@ class KernelPrinter(Emitter):
         self.assign("pid", "tl.program_id(0)")
         if self.persistent:
             tiles = math.prod(self.grid.grid_shape)
-            self.emit(f"for tile_id in tl.range(pid, {tiles}, {self.persistent}, flatten=True):")
+            # (Triton pipelines the K loop across tiles when it is the only loop)
+            loops = sum(isinstance(op, scf.ForOp) for op in self.grid.body.block.ops)
+            self.emit(f"for tile_id in tl.range(pid, {tiles}, {self.persistent}, "
+                      f"flatten={loops == 1}):")  # fmt: skip
             self.push()
             self.print_grid(self.grid, "tile_id")
             self.pop()
