@@ -16,7 +16,7 @@ from tilefuse.ir.tilefuse import TileGridOp
 from tilefuse.pipeline import run_pipeline
 from tilefuse.runtime import compile as compile_program
 
-from .device import on_device
+from .device import DEVICE, on_device
 
 LINEAR = "samples/linear_bias_relu.mlir"
 BIG = {"M": 8192, "K": 4096, "N": 4096}
@@ -167,8 +167,8 @@ def test_two_contractions_of_one_operand_share_a_persistent_kernel():
             return nn.functional.silu(self.gate(x)) * self.up(x)
 
     torch.manual_seed(0)
-    model = SwiGLU().to(torch.bfloat16).eval()
-    x = torch.randn(1536, 128).bfloat16()
+    model = SwiGLU().to(DEVICE, torch.bfloat16).eval()
+    x = on_device(torch.randn(1536, 128).bfloat16())
     with torch.no_grad():
         compiled = tt.compile(model, x)
         assert compiled.source.count("tl.make_tensor_descriptor(") == 3, compiled.source
