@@ -1,10 +1,11 @@
 """The random program generator: golden rendering, coverage, and the passes on its programs."""
 
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 
 from tests.device import DEVICE, on_device
 from tilefuse.frontend.program import load_program, random_inputs
@@ -264,8 +265,14 @@ def test_low_precision_programs_through_tile_and_fuse(text):
     run_pipeline_check(text, seed=2)
 
 
+FOUND = Path(__file__).parent / "programs" / "random"
+"""Programs hypothesis found failing once, run every time."""
+
+
 @settings(max_examples=40, deadline=None)
 @given(programs(max_ops=6, max_dim=64))
+@example(text=(FOUND / "broadcast_along_k.mlir").read_text())
+@example(text=(FOUND / "broadcast_only_sizes_k.mlir").read_text())
 def test_random_programs_through_triton_kernels(text):
     """Every random program compiles to kernels that match the evaluator (interpreter)."""
     for out, ref in _through_kernels(text, seed=4):

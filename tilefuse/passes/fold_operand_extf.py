@@ -85,9 +85,13 @@ class FoldWideningIntoContraction(RewritePattern):
             if not isinstance(view, linalg.GenericOp) or (in_map := widening_view(view)) is None:
                 continue
             maps = [m.data for m in op.indexing_maps.data]
+            before = _dims(maps[i])
             maps[i] = in_map.compose(maps[i])
-            if not _bounds_every_loop(maps):
-                continue  # a broadcast was the only operand sized along a loop: keep it
+            reduced = {d for d, it in enumerate(op.iterator_types) if str(it.data) == "reduction"}
+            if not _bounds_every_loop(maps) or (before - _dims(maps[i])) & reduced:
+                # (a broadcast along K: the factor would not be a matrix of the product,
+                # or the only operand sized along a loop)
+                continue
             operands = list(op.operands)
             operands[i] = view.inputs[0]
             op.operands = operands
@@ -97,6 +101,10 @@ class FoldWideningIntoContraction(RewritePattern):
             if not view.results[0].uses:
                 rewriter.erase(view)
             return  # the walker comes back for the other factor (and chains)
+
+
+def _dims(amap: AffineMap) -> set[int]:
+    return {r.position for r in amap.results if isinstance(r, AffineDimExpr)}
 
 
 def _bounds_every_loop(maps: list[AffineMap]) -> bool:

@@ -144,13 +144,12 @@ func.func @kept(%x: tensor<16x16xbf16>, %w: tensor<16x16xf32>, %acc: tensor<16x1
 
 // -----
 
-// A broadcast read by both factors folds into one of them; the other keeps it, the
-// only operand left sized along the reduction loop (folding both, no operand would
-// say how long the loop is: a random program found it).
+// A broadcast along the reduction loop stays: folded, the factor would not vary
+// along K (not a matrix of the product), and folded into both factors no operand
+// would say how long the loop is (random programs found both).
 // CHECK-LABEL: func.func @broadcast_sizes_the_loop
-// CHECK-SAME:    (%[[V:.*]]: tensor<1xf32>)
 // CHECK:         %[[B:.*]] = linalg.generic
-// CHECK:         linalg.generic {{.*}} ins(%[[V]], %[[B]] : tensor<1xf32>, tensor<1x2xf32>)
+// CHECK:         linalg.generic {{.*}} ins(%[[B]], %[[B]] : tensor<1x2xf32>, tensor<1x2xf32>)
 func.func @broadcast_sizes_the_loop(%v: tensor<1xf32>) -> tensor<1x1xf32> {
   %zero = arith.constant 0.0 : f32
   %e1 = tensor.empty() : tensor<1x2xf32>
