@@ -178,3 +178,20 @@ def test_two_contractions_of_one_operand_share_a_persistent_kernel():
         got = out[0] if isinstance(out, tuple) else out
         ref = model.float()(x.float())
     assert float((got.float() - ref).abs().max() / ref.abs().max()) < 2e-2
+
+
+def test_autotune_candidates_of_a_persistent_plan_never_add_a_stage():
+    """A persistent plan's shared memory is its stages' buffers plus the epilogue's:
+    the autotuner's neighbours take a stage away or change warps, never add one."""
+    from tilefuse.analysis.cost.target import get_target
+    from tilefuse.analysis.dataflow import build_graph, shared_dims
+    from tilefuse.analysis.tile_plan import tile_candidates
+    from tilefuse.ir.tilefuse import GroupOp
+
+    module = load_program(LINEAR, BIG, "bf16")
+    run_pipeline(module, "h200", until="fusion-groups")
+    (group,) = [op for op in module.walk() if isinstance(op, GroupOp)]
+    graph = build_graph(group.entry)
+    base, *others = tile_candidates(graph, shared_dims(graph, graph.nodes), get_target("h200"))
+    assert base.persistent == 132 and others
+    assert all(c.num_stages <= base.num_stages for c in others), others

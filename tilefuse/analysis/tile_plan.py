@@ -894,7 +894,9 @@ def _launch_neighbours(target: Target, base: TilePlan):
     if base.loop_dims:
         per_stage = base.working_set // base.num_stages
         for stages in (base.num_stages - 1, base.num_stages + 1):
-            if stages >= 1:
+            # (a persistent plan's working set is not per stage: its epilogue buffer
+            # adds; one stage fewer always fits, one more is not offered)
+            if stages >= 1 and not (base.persistent and stages > base.num_stages):
                 yield replace(base, num_stages=stages, working_set=per_stage * stages)
 
 
