@@ -127,7 +127,7 @@ def test_the_host_copies_a_tensor_tma_cannot_read():
     tma = program.python._tma
     base = torch.randn(4, 130).bfloat16()
     aligned = base[:, :128]  # row stride 260 bytes: not a multiple of 16
-    for t in (aligned, base.T, base[:, 1:]):
+    for t in (aligned, base.T, base[:, 1:], torch.randn(64).bfloat16().expand(8, 64)):
         copy = tma(t)
         assert copy.data_ptr() % 16 == 0 and copy.is_contiguous() and torch.equal(copy, t)
     ok = torch.randn(8, 64).bfloat16()

@@ -166,9 +166,11 @@ def _tma_scratch(size, alignment, stream):
 
 def _tma(t):
     """`t` as a TMA descriptor reads it: 16-byte aligned, its last dim contiguous,
-    its other strides multiples of 16 bytes (else a row-major copy)."""
+    its other strides nonzero multiples of 16 bytes (else a row-major copy: an
+    expanded operand's 0 stride is not known to be valid for TMA on the GPU)."""
     size = t.element_size()
-    if t.data_ptr() % 16 or t.stride(-1) != 1 or any(s * size % 16 for s in t.stride()[:-1]):
+    strides = t.stride()[:-1]
+    if t.data_ptr() % 16 or t.stride(-1) != 1 or any(s == 0 or s * size % 16 for s in strides):
         return t.clone(memory_format=torch.contiguous_format)
     return t
 
