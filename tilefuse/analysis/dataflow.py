@@ -254,7 +254,7 @@ def tma_tensor(value: SSAValue) -> bool:
     """Is the host-side tensor `value` row-major, as a TMA descriptor reads it? Views
     (reshapes, slices) of a function argument, a constant or a kernel's or a host
     copy's row-major result are (the host checks alignment and strides at the launch,
-    `host._tma`); a window view and a tensor stored in another dim order are not."""
+    `host_prelude._tma`); a window view and a tensor stored in another dim order are not."""
     while isinstance(value.owner, VIEW_OPS):
         if isinstance(value.owner, WindowOp):
             return False

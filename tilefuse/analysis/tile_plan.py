@@ -101,8 +101,8 @@ class TilePlan:
     schedule_note: str = ""
     """The tile-scheduler simulation that chose the order."""
     persistent: int = 0
-    """Programs launched when they loop over the tiles (the Hopper lowering:
-    `hopper_programs`); 0: one program per tile."""
+    """Programs launched when they loop over the tiles (the Hopper lowering,
+    `hopper_lowering`); 0: one program per tile."""
 
     @property
     def grid(self) -> tuple[int, ...]:
@@ -483,7 +483,8 @@ def _plan_contraction(graph: Graph, dims: SharedDims, target: Target, budget: in
     if best is None:
         raise TilingRefused("cannot tile the contraction within the shared-memory budget",
                             op_location(graph.nodes[-1].op))  # fmt: skip
-    _, blocks, warps, stages, ws, regs, occ, per_sm, _ = best
+    blocks, warps, stages, ws, regs, occ = (best.blocks, best.warps, best.stages,
+                                            best.working_set, best.regs, best.occupancy)
     note = ""
     if warps > _contraction_warps(blocks.get(roles.m, 1), blocks.get(roles.n, 1), 0):
         note = (f"{warps} warps: {calls} library call(s) per element of the epilogue, "
@@ -502,7 +503,7 @@ def _plan_contraction(graph: Graph, dims: SharedDims, target: Target, budget: in
     plan = TilePlan(tuple(tiles), warps, stages, ws, budget, regs, occ, True, schedule_note=note)
     if hopper:
         programs = math.prod(t.programs for t in tiles)
-        plan = replace(plan, persistent=min(programs, target.sm_count * per_sm))
+        plan = replace(plan, persistent=min(programs, target.sm_count * best.per_sm))
     return _choose_order(plan, roles, target)
 
 
@@ -513,9 +514,10 @@ def hopper_lowering(graph: Graph, target: Target, roles: _Roles, library_calls: 
     sm_90 targets, for 16-bit dots with an M and an N, every contraction's operands
     tensors the host passes row-major (`dataflow.tma_tensor`) read as they are
     stored (no producer fused into a K step), and an epilogue without library calls
-    (an erf spilled at 8 and 16 warps in the persistent loop: ptxas, sm_90). Measured on the H200 at the models' Linear shapes: 1.1-1.4x
-    the pointer loop (tools/experiments/gemm_tma.py, docs/PERF.md). Tiles of at
-    least 128 x 128, and a grid of at least one wave, or the pointer loop."""
+    (an erf spilled at 8 and 16 warps in the persistent loop: ptxas, sm_90).
+    Measured on the H200 at the models' Linear shapes: 1.1-1.4x the pointer loop
+    (tools/experiments/gemm_tma.py, docs/PERF.md). Tiles of at least 128 x 128, and
+    a grid of at least one wave, or the pointer loop."""
     if not (target.compute_capability[0] == 9 and roles.dot_bytes == 2 and library_calls == 0
             and roles.m is not None and roles.n is not None
             and roles.a.direct and roles.b.direct):  # fmt: skip
@@ -544,9 +546,9 @@ def _best_candidate(target, budget, roles: _Roles, ext, calls: int, hopper: bool
                            or (contractions > 1 and bm * bn > HOPPER_MIN_TILE)):  # fmt: skip
                 continue
             cand = _contraction_candidate(target, budget, roles, ext, bm, bn, calls, hopper)
-            if cand is not None and hopper and cand[-1] < target.sm_count:
+            if cand is not None and hopper and cand.programs < target.sm_count:
                 continue  # under one wave of tiles: the pointer loop's smaller ones
-            if cand is not None and (best is None or cand[0] > best[0]):
+            if cand is not None and (best is None or cand.score > best.score):
                 best = cand
     return best
 
@@ -621,8 +623,26 @@ def _contraction_warps(bm: int, bn: int, library_calls: int) -> int:
     return warps
 
 
+@dataclass(frozen=True)
+class _Candidate:
+    """One (BM, BN) choice of a contraction: its score (higher is better) and the
+    budget numbers behind it."""
+
+    score: tuple[float, int, int]
+    blocks: dict[int, int]
+    warps: int
+    stages: int
+    working_set: int
+    regs: int
+    occupancy: float
+    per_sm: int
+    """Programs resident per SM."""
+    programs: int
+    """Output tiles."""
+
+
 def _contraction_candidate(target, budget, roles: _Roles, ext, bm: int, bn: int, calls: int = 0,
-                           hopper: bool = False):  # fmt: skip
+                           hopper: bool = False) -> _Candidate | None:  # fmt: skip
     """Score and budget numbers of one (BM, BN) choice, or None if it does not fit."""
     k = roles.k
     bk = min(max(MIN_DOT, pow2(ext[k])), 64 if roles.operand_bytes <= 2 else 32)
@@ -654,7 +674,7 @@ def _contraction_candidate(target, budget, roles: _Roles, ext, bm: int, bn: int,
     busy = wave_efficiency(programs, target.sm_count, resident.blocks_per_sm)
     efficiency = tile_efficiency(bm, bn, HOPPER_TILE_EFFICIENCY if hopper else TILE_EFFICIENCY)
     score = (round(busy * efficiency, 3), bm * bn, stages)
-    return score, blocks, warps, stages, ws, regs, occ, resident.blocks_per_sm, programs
+    return _Candidate(score, blocks, warps, stages, ws, regs, occ, resident.blocks_per_sm, programs)
 
 
 TILE_EFFICIENCY = {(256, 128): 1.0, (128, 256): 0.9, (128, 128): 0.92, (64, 128): 0.82,

@@ -5,9 +5,9 @@ stays in, where the program alone says so.
 `value_range(v)` is a `Range(lo, hi)` (both ends included) or None (unknown). It
 knows constants (dense tensors too), `linalg.index d` (0 to the loop's trip count
 minus 1), casts, `addi`/`subi`/`muli`/`maxsi`/`minsi` (unknown once a result may
-wrap), `remui`/`remsi` of a non-negative value by a positive one, `select`, comparisons, `andi`/`ori`/`xori` of booleans, and a payload
-argument read from a tensor a structured op computes (the range of what its payload
-yields), a fill, or a view of either. A boolean is `Range(0, 0)` (false),
+wrap), `remui`/`remsi` of a non-negative value by a positive one, `select`,
+comparisons, `andi`/`ori`/`xori` of booleans, and a payload argument read from a
+tensor a structured op computes (the range of what its payload yields), a fill, or a view of either. A boolean is `Range(0, 0)` (false),
 `Range(1, 1)` (true) or `Range(0, 1)`. `fold-asserts` asks it whether a
 `cf.assert`'s condition always holds or never does:
 

@@ -88,9 +88,10 @@ class FoldWideningIntoContraction(RewritePattern):
             before = _dims(maps[i])
             maps[i] = in_map.compose(maps[i])
             reduced = {d for d, it in enumerate(op.iterator_types) if str(it.data) == "reduction"}
-            if not _bounds_every_loop(maps) or (before - _dims(maps[i])) & reduced:
-                # (a broadcast along K: the factor would not be a matrix of the product,
-                # or the only operand sized along a loop)
+            if (before - _dims(maps[i])) & reduced:
+                # A broadcast along K: the factor would not be a matrix of the product
+                # (and, folded in both factors, no operand would size the loop). The
+                # output has every parallel loop, so only a K loop can be lost.
                 continue
             operands = list(op.operands)
             operands[i] = view.inputs[0]
@@ -105,13 +106,6 @@ class FoldWideningIntoContraction(RewritePattern):
 
 def _dims(amap: AffineMap) -> set[int]:
     return {r.position for r in amap.results if isinstance(r, AffineDimExpr)}
-
-
-def _bounds_every_loop(maps: list[AffineMap]) -> bool:
-    """Does every loop appear, as itself, in some operand's map (so some operand's
-    shape gives its extent)?"""
-    seen = {r.position for m in maps for r in m.results if isinstance(r, AffineDimExpr)}
-    return all(d in seen for d in range(maps[0].num_dims))
 
 
 def _factor_positions(op: linalg.GenericOp) -> list[int]:

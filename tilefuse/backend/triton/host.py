@@ -158,33 +158,6 @@ class HostPrinter:
         return lines
 
 
-TMA_HELPERS = '''
-def _tma_scratch(size, alignment, stream):
-    # Device memory Triton asks for at a launch of a kernel making TMA descriptors.
-    return torch.empty(size, dtype=torch.int8, device="cuda" if _ON_GPU else "cpu")
-
-
-def _tma(t):
-    """`t` as a TMA descriptor reads it: 16-byte aligned, its last dim contiguous,
-    its other strides nonzero multiples of 16 bytes (else a row-major copy: an
-    expanded operand's 0 stride is not known to be valid for TMA on the GPU)."""
-    size = t.element_size()
-    strides = t.stride()[:-1]
-    if t.data_ptr() % 16 or t.stride(-1) != 1 or any(s == 0 or s * size % 16 for s in strides):
-        return t.clone(memory_format=torch.contiguous_format)
-    return t
-
-
-def _tma_allocator():
-    # The allocator is per context (thread): give Triton ours where none is set.
-    allocation = triton.runtime._allocation
-    if isinstance(allocation._allocator.get(), allocation.NullAllocator):
-        triton.set_allocator(_tma_scratch)
-'''
-"""Host helpers of a module whose kernels read tiles through TMA descriptors (made
-in the kernel: Triton asks the allocator it was given for their scratch)."""
-
-
 def _host_made(value: SSAValue) -> bool:
     """Is `value` a tensor the host function allocates row-major (a kernel's result
     or a reshape of one), aligned as TMA needs without a check?"""

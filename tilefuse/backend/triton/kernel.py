@@ -542,7 +542,7 @@ class KernelPrinter(Emitter):
     def _descriptor(self, op: LoadOp) -> str | None:
         """The TMA descriptor `op`'s tile is loaded through, made on first use; None
         for a pointer load. A persistent kernel's `tl.dot` operand tiles of a tensor
-        the host passes in row-major order (`tma_tensors`) are, when TMA can load
+        the host passes in row-major order (`dataflow.tma_tensor`) are, when TMA can load
         them: no unit axis (the tile is the dot's operand as loaded), every axis at
         most 256 elements, the last at least 16 bytes, rows of a multiple of 16
         bytes. Out-of-bounds parts of a tile read as zero, so it needs no mask."""

@@ -37,6 +37,11 @@ def _prelude() -> ModuleType:
 
 
 @functools.cache
+def _host_prelude() -> ModuleType:
+    return importlib.import_module("tilefuse.backend.triton.host_prelude")
+
+
+@functools.cache
 def helpers() -> dict[str, object]:
     """The prelude's `@triton.jit` functions by name, in the module's order."""
     return {name: value for name, value in vars(_prelude()).items()
@@ -47,7 +52,8 @@ def helpers() -> dict[str, object]:
 def reserved_names() -> frozenset[str]:
     """Every name a generated module defines or reads besides its SSA values: Python's
     keywords and builtins, the prelude's imports and definitions, the host's names."""
-    defined = {name for name in vars(_prelude()) if not name.startswith("__")}
+    defined = {name for m in (_prelude(), _host_prelude()) for name in vars(m)
+               if not name.startswith("__")}  # fmt: skip
     return PYTHON_RESERVED | HOST_NAMES | frozenset(defined)
 
 
@@ -75,9 +81,24 @@ def uses_libdevice(names: Iterable[str]) -> bool:
 @functools.cache
 def helper_source(name: str) -> str:
     """The helper's source with the comment block above it."""
-    fn = helpers()[name].fn  # type: ignore[attr-defined]
-    lines, start = inspect.getsourcelines(fn)
-    module_lines = inspect.getsource(_prelude()).splitlines(keepends=True)
+    return _with_comment(helpers()[name].fn)  # type: ignore[attr-defined]
+
+
+TMA_HOST_HELPERS = ("_tma_scratch", "_tma", "_tma_allocator")
+"""The `host_prelude` functions a module whose kernels make TMA descriptors calls."""
+
+
+def tma_host_source() -> str:
+    """The source of `TMA_HOST_HELPERS`, each with its comment."""
+    module = _host_prelude()
+    return "".join("\n\n" + _with_comment(vars(module)[n], module) for n in TMA_HOST_HELPERS)
+
+
+def _with_comment(fn: object, module: ModuleType | None = None) -> str:
+    """`fn`'s source (a function of `module`, default the prelude) with the comment
+    block above it."""
+    lines, start = inspect.getsourcelines(fn)  # type: ignore[arg-type]
+    module_lines = inspect.getsource(module or _prelude()).splitlines(keepends=True)
     top = start - 1
     while top > 0 and module_lines[top - 1].startswith("#"):
         top -= 1

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from xdsl.dialects.builtin import ModuleOp
 
 from tilefuse.backend.triton import library
-from tilefuse.backend.triton.host import TMA_HELPERS, HostConstant, HostPrinter
+from tilefuse.backend.triton.host import HostConstant, HostPrinter
 from tilefuse.backend.triton.kernel import KernelPrinter, stacked_tensors
 from tilefuse.backend.triton.signature import KernelSignature
 from tilefuse.ir.diagnostics import CompileError, op_location
@@ -93,7 +93,7 @@ def emit_module(module: ModuleOp, source_name: str = "<input>") -> EmittedModule
     out.write(library.library_source(helpers) + "\n")
     out.write("".join(kernels))
     if any(sig.has_descriptors for *_, sig in launches):
-        out.write(TMA_HELPERS + "\n")
+        out.write(library.tma_host_source() + "\n")
     host = HostPrinter(f, launches, checks)
     out.write(host.print())
     return EmittedModule(out.getvalue(), tuple(sig for *_, sig in launches), tuple(host.constants))

@@ -448,3 +448,4 @@ def _arg_max(x, position, acc, acc_i, axis: tl.constexpr):
 @triton.jit
 def _arg_min(x, position, acc, acc_i, axis: tl.constexpr):
     return _arg_min_int(_before_first_nan(x, position, float("inf"), axis), position, acc, acc_i, axis)
+
