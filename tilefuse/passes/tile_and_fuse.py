@@ -45,6 +45,7 @@ Runs after `fusion-groups`. For every group:
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
@@ -834,7 +835,7 @@ def in_bounds_gathers(payload: Block) -> set[int]:
     return found
 
 
-def clamp_gathers(block: Block, in_bounds: set[int] = frozenset()) -> None:  # type: ignore[assignment]
+def clamp_gathers(block: Block, in_bounds: Collection[int] = ()) -> None:
     """Clamp each index of the payload's gathers (`tensor.extract` of a tensor
     from outside) to its dim: lanes of an edge tile past the extent compute
     indices nobody stores, and an out-of-bounds extract is undefined; clamped,
