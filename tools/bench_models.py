@@ -50,6 +50,23 @@ def _bert_inputs(b: int, t: int, d: int) -> Callable[[], tuple[torch.Tensor, ...
     return make
 
 
+def _qkv(b: int, h: int, hkv: int, t: int, d: int) -> Callable[[], tuple[torch.Tensor, ...]]:
+    return lambda: (torch.randn(b, h, t, d), torch.randn(b, hkv, t, d), torch.randn(b, hkv, t, d))
+
+
+class SDPA(torch.nn.Module):
+    """`F.scaled_dot_product_attention` alone (issue 17's attention shapes): torch.compile
+    runs its flash/cuDNN kernel; GQA's K/V heads shared through `enable_gqa`."""
+
+    def __init__(self, causal: bool):
+        super().__init__()
+        self.causal = causal
+
+    def forward(self, q, k, v):
+        gqa = q.shape[1] != k.shape[1]
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=self.causal, enable_gqa=gqa)
+
+
 @dataclass(frozen=True)
 class ModelCase:
     name: str
@@ -66,6 +83,11 @@ CASES = [
     ModelCase("bert", lambda: zoo.BertLayer(768, 12, 3072), _bert_inputs(16, 512, 768)),
     ModelCase("vit", lambda: zoo.ViT(224, 16, 768, 12), _tokens(64, 3, 224, 224)),
     ModelCase("bottleneck", lambda: zoo.Bottleneck(256, 64), _tokens(32, 256, 56, 56)),
+    ModelCase("sdpa_d128", lambda: SDPA(False), _qkv(4, 32, 32, 4096, 128)),
+    ModelCase("sdpa_d128_causal", lambda: SDPA(True), _qkv(4, 32, 32, 4096, 128)),
+    ModelCase("sdpa_d64", lambda: SDPA(False), _qkv(8, 16, 16, 2048, 64)),
+    ModelCase("sdpa_d64_causal", lambda: SDPA(True), _qkv(8, 16, 16, 2048, 64)),
+    ModelCase("sdpa_gqa", lambda: SDPA(False), _qkv(4, 32, 8, 4096, 128)),
 ]  # fmt: skip
 
 QUICK = [

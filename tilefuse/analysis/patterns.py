@@ -277,13 +277,17 @@ def _zeroes_masked_rows(graph: Graph, q: Node, p: Node, sm: OnlineSoftmax) -> bo
     """Is `q` `select(all_j(u == -inf), 0, p)` (torch-mlir's SDPA: rows whose every
     score is masked get zero probabilities), `u` the softmax's input, with `e`, `l`
     and `p` read by nothing else (flash-attention guards `e` for those rows)?"""
-    if q.kind != POINTWISE or len(q.s.inputs) != 3 or p.op.results[0] is not q.s.inputs[2]:
+    # The zero is a third input (a constant tensor) or, after scalar-operands, a
+    # constant in the payload: `select(%all, %zero, %p)`.
+    n = len(q.s.inputs)
+    if q.kind != POINTWISE or n not in (2, 3) or p.op.results[0] is not q.s.inputs[-1]:
         return False
     block = q.s.payload
     sel = block.last_op.operands[0].owner if block.last_op else None
-    if not isinstance(sel, arith.SelectOp) or tuple(sel.operands) != tuple(block.args[:3]):
+    if not isinstance(sel, arith.SelectOp) or sel.cond is not block.args[0] or sel.rhs is not block.args[n - 1]:
         return False
-    if not _is_zero_tensor(q.s.inputs[1]):
+    zero = q.s.inputs[1] if n == 3 and sel.lhs is block.args[1] else sel.lhs if n == 2 else None
+    if zero is None or not _is_zero_tensor(zero):
         return False
     c = graph.producer_of(q.s.inputs[0])
     sums = [r for r in sm.linear if r.kind == REDUCE]
@@ -297,7 +301,7 @@ def _zeroes_masked_rows(graph: Graph, q: Node, p: Node, sm: OnlineSoftmax) -> bo
     e_m_map = e.s.input_maps[e.s.inputs.index(sm.max_node.op.results[0])]
     p_e_map = p.s.input_maps[p.s.inputs.index(e.op.results[0])]
     return all(m == ident for m in (e.s.output_maps[0], p_e_map, p.s.output_maps[0],
-                                    q.s.input_maps[2], q.s.output_maps[0])) and \
+                                    q.s.input_maps[-1], q.s.output_maps[0])) and \
         q.s.input_maps[0] == e_m_map  # fmt: skip
 
 

@@ -35,6 +35,7 @@ PASSES = {
     "flash-attention": "tilefuse.passes.flash_attention:FlashAttentionPass",
     "fusion-groups": "tilefuse.passes.fusion_groups:FusionGroupsPass",
     "tile-and-fuse": "tilefuse.passes.tile_and_fuse:TileAndFusePass",
+    "fold-softmax-scale": "tilefuse.passes.fold_softmax_scale:FoldSoftmaxScalePass",
     "horizontal-fusion": "tilefuse.passes.horizontal_fusion:HorizontalFusionPass",
     "choose-layouts": "tilefuse.passes.choose_layouts:ChooseLayoutsPass",
     "canonicalize": "xdsl.transforms.canonicalize:CanonicalizePass",

@@ -1,6 +1,6 @@
 """
 `scalar-operands`: a 0-d tensor's extracted scalar read in a payload becomes an
-operand; a splat tensor constant read by a generic becomes a 0-d one.
+operand; a splat tensor constant read by a generic becomes its element, in the payload.
 
 torch-mlir passes a scalar as a 0-d tensor and extracts it at function level
 (`%v = tensor.extract %t[]`) for payloads to read. Kernels take tensors, not host
@@ -25,9 +25,10 @@ payloads are left (refused later, with a location).
 ```
 
 A splat constant input (`dense<true> : tensor<1024x1024xi1>`, what torch-mlir
-makes of a causal mask's `full_like(True)`) is read as `dense<true> : tensor<i1>`
-through `-> ()`: a kernel loads one scalar instead of a tile of a materialised
-megabyte per step (`SplatConstantAsScalar`).
+makes of a causal mask's `full_like(True)`; SDPA's `dense<0xFF800000> : tensor<f32>`)
+is its element, an `arith.constant` in the payload: a kernel loads nothing for it
+(not a tile of a materialised megabyte per step) and later passes see the value
+(`SplatConstantAsScalar`).
 """
 
 from __future__ import annotations
@@ -38,7 +39,9 @@ from xdsl.context import Context
 from xdsl.dialects import arith, func, tensor
 from xdsl.dialects.builtin import (
     AnyFloat,
-    DenseIntOrFPElementsAttr,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
     ModuleOp,
     TensorType,
 )
@@ -52,7 +55,6 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
     op_type_rewrite_pattern,
 )
-from xdsl.rewriter import InsertPoint
 
 from tilefuse.ir.constants import constant_array, is_splat, stored_elements
 from tilefuse.ir.structured import with_inputs
@@ -72,34 +74,40 @@ class ScalarOperandsPass(ModulePass):
 
 class SplatConstantAsScalar(RewritePattern):
     """A `linalg.generic` input that is a splat tensor constant (every element
-    the same, `dense<true> : tensor<1024x1024xi1>` where torch-mlir lowers
-    `torch.ones(...).tril()` or `full_like(True)`) is read as a 0-d constant of
-    that element through `-> ()`: a kernel loads one scalar, not a tile of the
-    materialised tensor per step."""
+    the same: `dense<true> : tensor<1024x1024xi1>` where torch-mlir lowers
+    `torch.ones(...).tril()` or `full_like(True)`, `dense<0xFF800000> : tensor<f32>`
+    for SDPA's mask value) is its element, an `arith.constant` in the payload: a
+    kernel neither loads a tile of a materialised tensor per step nor a scalar it
+    could know, and later passes see the value (a select of `-inf` is a mask)."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: linalg.GenericOp, rewriter: PatternRewriter) -> None:
         if not isinstance(op.parent_op(), func.FuncOp):
             return
         maps = [m.data for m in op.indexing_maps.data]
-        inputs = list(op.inputs)
-        replaced: list[arith.ConstantOp] = []
-        for i, v in enumerate(inputs):
-            const = v.owner if isinstance(v, OpResult) else None
-            if (not isinstance(const, arith.ConstantOp) or not isinstance(v.type, TensorType)
-                    or not v.type.get_shape() or not is_splat(const)):  # fmt: skip
-                continue
-            element = v.type.get_element_type()
-            scalar = arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(
-                TensorType(element, []), [_first(const)]))  # fmt: skip
-            rewriter.insert(scalar, InsertPoint.before(const))
-            inputs[i] = scalar.result
-            maps[i] = AffineMap(maps[i].num_dims, 0, ())
-            replaced.append(const)
-        if not replaced:
+        splat = [i for i, v in enumerate(op.inputs)
+                 if isinstance(v, OpResult) and isinstance(v.owner, arith.ConstantOp)
+                 and isinstance(v.type, TensorType) and is_splat(v.owner)
+                 and isinstance(v.type.get_element_type(), AnyFloat | IntegerType)]  # fmt: skip
+        if not splat:
             return
-        rewriter.replace(op, with_inputs(op, inputs, maps, op.body.clone()))
-        for const in dict.fromkeys(replaced):
+        body = op.body.clone()
+        block = body.block
+        for i in reversed(splat):
+            const = op.inputs[i].owner
+            element = const.result.type.get_element_type()
+            value = _first(const)
+            attr = FloatAttr(value, element) if isinstance(element, AnyFloat) else IntegerAttr(value, element)
+            scalar = arith.ConstantOp(attr)
+            block.insert_op_before(scalar, block.first_op)
+            block.args[i].replace_all_uses_with(scalar.result)
+            block.erase_arg(block.args[i])
+        keep = [i for i in range(len(op.inputs)) if i not in splat]
+        inputs = [op.inputs[i] for i in keep]
+        new_maps = [maps[i] for i in keep] + maps[len(op.inputs):]
+        consts = [op.inputs[i].owner for i in splat]
+        rewriter.replace(op, with_inputs(op, inputs, new_maps, body))
+        for const in dict.fromkeys(consts):
             if not const.result.uses:
                 rewriter.erase(const)
 

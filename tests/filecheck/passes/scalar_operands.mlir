@@ -38,12 +38,15 @@ func.func @fill_of_scalar(%t: tensor<f32>) -> tensor<8xf32> {
 // -----
 
 // A splat tensor constant read by a generic (torch-mlir's `full_like(True)` of a
-// causal mask, a constant scale tensor) is read as a 0-d constant of its element
-// through `-> ()`; a constant of distinct elements stays a tensor.
+// causal mask, a constant scale tensor) is its element, a constant in the payload;
+// a constant of distinct elements stays a tensor input.
 // CHECK-LABEL: func.func @splat_operands
-// CHECK-DAG:   %[[T:.*]] = arith.constant dense<true> : tensor<i1>
-// CHECK-DAG:   %[[H:.*]] = arith.constant dense<5.000000e-01> : tensor<bf16>
-// CHECK:       linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>]{{.*}} ins(%m, %[[T]], %[[H]], %ramp : tensor<4x8xi1>, tensor<i1>, tensor<bf16>, tensor<8xbf16>)
+// CHECK:       linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>]{{.*}} ins(%m, %ramp : tensor<4x8xi1>, tensor<8xbf16>)
+// CHECK-NEXT:  ^bb0(%a: i1, %w: bf16, %o: bf16):
+// CHECK-DAG:     %[[T:.*]] = arith.constant true
+// CHECK-DAG:     %[[H:.*]] = arith.constant 5.000000e-01 : bf16
+// CHECK:         arith.andi %a, %[[T]] : i1
+// CHECK:         arith.mulf %[[H]], %w : bf16
 func.func @splat_operands(%m: tensor<4x8xi1>, %x: tensor<4x8xbf16>) -> tensor<4x8xbf16> {
   %true = arith.constant dense<true> : tensor<4x8xi1>
   %half = arith.constant dense<5.000000e-01> : tensor<4x8xbf16>
