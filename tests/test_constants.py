@@ -91,8 +91,8 @@ def test_generated_source_lists_no_data_and_the_kernels_read_the_constants():
     assert "CONSTANTS = (('w', (3, 4), torch.float32), ('b', (4,), torch.float32),)" in prog.source
     assert re.search(r"def f\(x, \*, constants, dot_dtype=None\):\n.*\n.*\n    w, b, = constants",
                      prog.source)  # fmt: skip
-    # a splat stays one number (read by the kernel as a 0-d operand: scalar-operands)
-    assert "torch.full((), 0.0" in prog.source
+    # a splat is one number in the kernel's payload (scalar-operands), not host data
+    assert "torch.full((), 0.0" not in prog.source
     x = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)
     y, w = prog(on_device(x))
     ref_y, ref_w = evaluate(load_program(TWO_CONSTANTS), [x])

@@ -1,13 +1,12 @@
-"""fold-softmax-scale through the emitted kernels: SDPA's attention (the torch
-front-end, bf16) gets exp2 of one multiply-subtract and the max of the unscaled
-scores, and computes what torch computes in f64; where the fold could overflow
-(a scale with `c log2 e >= 1`) or the payload is 16-bit, the kernel keeps `exp`."""
+"""fold-softmax-scale is not in the default pipeline: its `exp2(s k - m log2 e)` is off
+by an ulp of `s k` where `exp(s c - m)` is exactly 1 at the row's max, which is an
+error of 1e-5 at scaled scores of ~30 and NaN rows past ~1e9 (an adversarial run found
+both, docs/ARCHITECTURE.md). These are those programs through the default pipeline:
+the kernels keep `exp` and compute what torch computes in f64. The pass itself has its
+golden test (tests/filecheck/passes/fold_softmax_scale.mlir)."""
 
 from __future__ import annotations
 
-import re
-
-import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -15,6 +14,7 @@ from torch import nn
 import tilefuse.torch as tt
 from tests.device import DEVICE
 from tests.eager import rel_error
+from tilefuse.pipeline import STAGE_NAMES
 
 BF16_TOL = 2e-2
 
@@ -45,44 +45,46 @@ def _attention_kernel(source: str) -> str:
     return source[start : source.index("\n\n\n", start)] if "\n\n\n" in source[start:] else source[start:]
 
 
-@pytest.mark.parametrize(("causal", "h", "hkv", "t", "d"), [
-    (False, 4, 4, 80, 32),   # partial key tiles: the edge mask stays on the unscaled scores
-    (True, 4, 4, 96, 32),    # SDPA's causal select of -inf between the scale and the max
-    (False, 4, 2, 160, 64),  # GQA
-    (True, 2, 1, 130, 16),
-])  # fmt: skip
-def test_sdpa_folds_the_scale_and_matches_torch(causal, h, hkv, t, d):
-    model = SDPA(causal)
-    q, k, v = _inputs(h, hkv, t, d)
-    compiled = tt.compile(model, q, k, v)
-    kernel = _attention_kernel(compiled.source)
-    assert "tl.exp2(" in kernel
-    # The scores are scaled once, by c log2 e, in the exponent (1 / sqrt(d) * log2 e).
-    k_const = (d**-0.5) * 1.4426950408889634
-    assert any(abs(float(x) - k_const) < 1e-6 for x in re.findall(r"\* ([0-9.]+)\)", kernel))
-    assert rel_error(compiled(q, k, v), _reference(model, q, k, v)) <= BF16_TOL
+def test_the_fold_is_not_a_default_stage():
+    assert "fold-softmax-scale" not in STAGE_NAMES
 
 
-def test_a_scale_whose_fold_could_overflow_keeps_exp():
-    """`c log2 e >= 1` (scale 1): `s c log2 e` could overflow where `s c` does not."""
-    model = SDPA(False, scale=1.0)
-    q, k, v = _inputs(2, 2, 64, 16)
-    compiled = tt.compile(model, q, k, v)
-    kernel = _attention_kernel(compiled.source)
-    assert "tl.exp2(" not in kernel and "tl.exp(" in kernel
-    assert rel_error(compiled(q, k, v), _reference(model, q, k, v)) <= BF16_TOL
-
-
-def test_nan_in_a_query_row_stays_nan():
-    """A NaN score makes its row NaN with or without the fold (the max of the
-    unscaled scores propagates it as the max of the scaled ones did)."""
-    model = SDPA(True)
-    q, k, v = _inputs(2, 2, 64, 16)
+def test_an_outlier_score_keeps_its_row_finite():
+    """One huge query element: the row's scores reach ~1e30; exp(s c - m) is 1 at the
+    max and the row is finite (the fold made it NaN)."""
+    model = SDPA(False)
+    q, k, v = _inputs(2, 2, 130, 32)
     q = q.clone()
-    q[0, 1, 5, 3] = float("nan")
+    q[0, 1, 90, 3] = 1e30
     compiled = tt.compile(model, q, k, v)
+    assert "tl.exp2(" not in _attention_kernel(compiled.source)
     out, ref = compiled(q, k, v).cpu().double(), _reference(model, q, k, v)
-    assert torch.equal(out.isnan(), ref.isnan())
-    assert out.isnan().any()
-    keep = ~ref.isnan()
-    assert (out[keep] - ref[keep]).abs().max() <= BF16_TOL * ref[keep].abs().max()
+    assert not ref.isnan().any() and not out.isnan().any()
+    assert rel_error(out, ref) <= BF16_TOL
+
+
+def test_large_scores_in_f32_stay_accurate():
+    """Scores of ~3e4 in f32 (scaled): each probability to f32 accuracy."""
+    model = SDPA(True)
+    g = torch.Generator().manual_seed(1)
+    q, k, v = (torch.randn(1, 2, 130, 16, generator=g).to(DEVICE) for _ in range(3))
+    q = q * 3e2
+    k = k * 3e2
+    compiled = tt.compile(model, q, k, v)
+    assert rel_error(compiled(q, k, v), _reference(model, q, k, v)) <= 1e-5
+
+
+def test_a_long_scaled_softmax_row_sums_to_one():
+    """A two-pass online softmax (max and sum in one loop, the numerator in another)
+    of scaled values of ~1e3: rows sum to 1 (the fold rewrote only the first loop)."""
+
+    class Scaled(nn.Module):
+        def forward(self, x):
+            return torch.softmax(x * 0.3, dim=-1)
+
+    x = torch.randn(4, 40000, generator=torch.Generator().manual_seed(2)).to(DEVICE) * 1e3
+    compiled = tt.compile(Scaled(), x)
+    out = compiled(x).cpu().double()
+    ref = torch.softmax(x.cpu().double() * 0.3, dim=-1)
+    assert (out.sum(-1) - 1).abs().max() <= 1e-5
+    assert rel_error(out, ref) <= 1e-5

@@ -202,9 +202,11 @@ func.func @f(%x: tensor<4x3xf32>) -> tensor<4x3xf32> {
 }
 """
     prog = compile(text)
-    # a splat is one number (a 0-d operand: scalar-operands); other tensor constants
-    # are data handed to the host function (`CONSTANTS`), never literals in the source
-    assert "torch.full((), 0.5" in prog.source and "1.0, 2.0" not in prog.source
+    # a splat is one number in the kernel (scalar-operands), nothing built on the host;
+    # other tensor constants are data handed to the host function (`CONSTANTS`), never
+    # literals in the source
+    assert "torch.full((), 0.5" not in prog.source and "* 0.5)" in prog.source
+    assert "1.0, 2.0" not in prog.source
     assert "CONSTANTS = (('b', (3,), torch.float32),)" in prog.source
     x = torch.randn(4, 3)
     (y,) = prog(on_device(x))

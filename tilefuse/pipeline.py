@@ -43,7 +43,6 @@ from tilefuse.passes.fold_concats import FoldConcatsPass
 from tilefuse.passes.fold_host_scalars import FoldHostScalarsPass
 from tilefuse.passes.fold_operand_extf import FoldOperandExtfPass
 from tilefuse.passes.fold_reshape_of_creation import FoldReshapeOfCreationPass
-from tilefuse.passes.fold_softmax_scale import FoldSoftmaxScalePass
 from tilefuse.passes.fold_transposes import FoldTransposesPass
 from tilefuse.passes.fold_unit_dims import FoldUnitDimsPass
 from tilefuse.passes.fold_windows import FoldWindowsPass
@@ -115,7 +114,6 @@ STAGES: tuple[Stage, ...] = (
     Stage("flash-attention", FlashAttentionPass),
     Stage("fusion-groups", FusionGroupsPass, targeted=True, done=_grouped),
     Stage("tile-and-fuse", TileAndFusePass, targeted=True, done=_tiled),
-    Stage("fold-softmax-scale", FoldSoftmaxScalePass),
     Stage("horizontal-fusion", HorizontalFusionPass, targeted=True),
     Stage("choose-layouts", ChooseLayoutsPass),
 )

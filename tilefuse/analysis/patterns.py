@@ -125,13 +125,23 @@ def _is_float_const(value: SSAValue, x: float) -> bool:
             and c.value.value.data == x)  # fmt: skip
 
 
+def _fill_constant(fill: Node | None) -> arith.ConstantOp | None:
+    """The constant a fill writes: its scalar input's, or the one its payload yields
+    (a splat constant's element, put there by scalar-operands)."""
+    if fill is None or fill.kind != FILL:
+        return None
+    if fill.s.inputs:
+        owner = fill.s.inputs[0].owner
+    else:
+        last = fill.s.payload.last_op
+        owner = last.operands[0].owner if last is not None and last.operands else None
+    return owner if isinstance(owner, arith.ConstantOp) else None
+
+
 def _starts_at_zero(graph: Graph, node: Node) -> bool:
     """Is the reduction's output a fill of 0? (A running sum is rescaled as the
     max grows; a non-zero start would be rescaled with it.)"""
-    fill = graph.producer_of(node.s.outputs[0])
-    if fill is None or fill.kind != FILL or not fill.s.inputs:
-        return False
-    const = fill.s.inputs[0].owner
+    const = _fill_constant(graph.producer_of(node.s.outputs[0]))
     return (isinstance(const, arith.ConstantOp) and isinstance(const.value, FloatAttr)
             and const.value.value.data == 0.0)  # fmt: skip
 
@@ -325,8 +335,7 @@ def _all_neg_inf(graph: Graph, c: Node, sm: OnlineSoftmax) -> bool:
     if compared is w and (w.kind != POINTWISE or len(w.s.outputs) != 1 or
                           any(m != AffineMap.identity(w.s.num_loops) for m in w.s.maps)):  # fmt: skip
         return False
-    fill = graph.producer_of(c.s.outputs[0])
-    const = fill.s.inputs[0].owner if fill is not None and fill.kind == FILL and fill.s.inputs else None
+    const = _fill_constant(graph.producer_of(c.s.outputs[0]))
     if not isinstance(const, arith.ConstantOp) or not isinstance(const.value, IntegerAttr) or \
             const.value.value.data not in (1, -1):  # fmt: skip
         return False

@@ -564,8 +564,8 @@ def _is_probabilities(value) -> bool:
     if isinstance(r := value.owner, linalg.GenericOp) and len(r.inputs) == 1 and \
             _single_op_payload(r, arith.TruncFOp) is not None:  # fmt: skip
         value = r.inputs[0]  # a 16-bit program's truncf(p) before P V
-    if _payload_has(sel := value.owner, arith.SelectOp) and len(sel.inputs) == 3:
-        value = sel.inputs[2]  # SDPA's select(all masked, 0, p)
+    if _payload_has(sel := value.owner, arith.SelectOp) and len(sel.inputs) in (2, 3):
+        value = sel.inputs[-1]  # SDPA's select(all masked, 0, p) (the 0 an input or a constant)
     div = value.owner
     if not _payload_has(div, arith.DivfOp):
         return False

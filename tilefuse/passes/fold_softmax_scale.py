@@ -87,7 +87,7 @@ def fold_loop(block: Block) -> None:
         if _max_reduction(g) is None:
             continue
         found = unscaled.get(g.inputs[0]) or _unscaled(g.inputs[0])
-        if found is not None and found[1] * LOG2E < MAX_FOLDED:
+        if found is not None:
             unscaled[g.inputs[0]] = found
             _unscale_max(g, *found)
     for g in [o for o in block.ops if isinstance(o, linalg.GenericOp)]:
@@ -155,7 +155,8 @@ def _identity_maps(g: linalg.GenericOp) -> bool:
 
 
 def _scaled(v: SSAValue) -> tuple[SSAValue, float] | None:
-    """(s, c) where `v` is a pointwise `s * c` of an f32 tile by a constant `c > 0`."""
+    """(s, c) where `v` is a pointwise `s * c` of an f32 tile by a constant `c > 0`
+    with `c log2 e < MAX_FOLDED`."""
     g = v.owner
     if not (isinstance(g, linalg.GenericOp) and len(g.inputs) == 1 and len(g.outputs) == 1
             and _parallel(g) and _f32(g) and _identity_maps(g)):  # fmt: skip
@@ -165,7 +166,7 @@ def _scaled(v: SSAValue) -> tuple[SSAValue, float] | None:
         return None
     other = mul.rhs if mul.lhs is arg else mul.lhs if mul.rhs is arg else None
     c = None if other is None else _constant(other)
-    if c is None or not (math.isfinite(c) and c > 0):
+    if c is None or not (c > 0 and c * LOG2E < MAX_FOLDED):
         return None
     return g.inputs[0], c
 
