@@ -1,10 +1,16 @@
 """
 `fold-softmax-scale`: the online softmax's exponentials as one FMA and an `exp2`.
 
+Not a default stage: opt-in (`tilefuse-opt -p fold-softmax-scale` on tiled IR). The
+second rewrite is inexact where the program is exact: `exp(fl(s c) - m)` is 1 at the
+row's max, `exp2(fl(s k) - fl(m log2 e))` is off by an ulp of `s k` (1e-5 relative at
+scaled scores of ~30, NaN rows past ~1e9), and a two-pass softmax gets it in one pass
+only (tests/test_fold_softmax_scale.py, docs/ARCHITECTURE.md).
+
 Runs on tile programs, after `tile-and-fuse`. In the key loop of an online softmax
 (FlashAttention's, a long row's) every score costs, as tiled: the scale
 (`r = s * c`), the max over `r`, `r - m`, and `exp`, which the GPU computes as
-`ex2(x * log2 e)`. Two exact identities take most of that away:
+`ex2(x * log2 e)`. Two identities take most of that away (the first exact, the second not):
 
 1. *A positive scale commutes with the max*: `max_j(s_j c) = c max_j s_j` for a
    constant `c > 0` (rounding is monotone, so this holds in floating point too, also
