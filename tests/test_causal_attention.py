@@ -130,11 +130,23 @@ def masked_attention(b, h, sq, sk, d, payload, dtype="f32"):
     return text.replace(old, payload.format(t=dtype))
 
 
-def key_loop(source: str) -> tuple[str, int, int]:
-    """The online key loop's end expression, key tile and query tile."""
-    (loop,) = re.findall(r"for \w+ in range\(0, (.*), (\d+)\):", source)
+def key_loops(source: str) -> list[tuple[str, str, int]]:
+    """(start, end, step) of each key loop: one, or the causal split's two (the
+    chunks below the diagonal, then from there the diagonal's)."""
+    (first,) = re.findall(r"for \w+ in range\(0, (.*), (\d+)\):", source)
+    loops = [("0", first[0], int(first[1]))]
+    m = re.search(r"for \w+ in range\(" + re.escape(first[0]) + r", (.*), (\d+)\):", source)
+    if m is not None:
+        loops.append((first[0], m[1], int(m[2])))
+    return loops
+
+
+def key_loop(source: str) -> tuple[str, int, str]:
+    """The online key loop's end expression (the last loop's, when split), key
+    tile and query tile."""
+    loops = key_loops(source)
     tile = re.search(r"# tile .*", source)[0]  # type: ignore[index]
-    return loop[0], int(loop[1]), tile
+    return loops[-1][1], loops[-1][2], tile
 
 
 def expected_end(sk: int, c, source: str) -> str | None:
@@ -178,6 +190,50 @@ def test_key_loop_stops_where_the_mask_provably_ends(name):
     assert relative_error(got, expected) < 1e-5
     # rows that keep no key are NaN, in the program as in the kernel (no safe softmax)
     assert np.isnan(got).any() == (not keep(np.arange(sq)[:, None], np.arange(sk)[None, :]).any(1).all())
+
+
+SPLIT = {"causal", "shifted_up", "shifted_down", "strict_scaled_after", "additive_neg_inf_not"}
+"""Masks whose comparison of `j - i` with a constant is decided below the diagonal
+(`causal.below_diagonal`); `or_diagonal`'s `j <= i` is not (its keys reach 40 past
+the diagonal), nor `key_prefix`'s `j < 37` (no row enters it)."""
+
+
+def _loop_bodies(source: str) -> list[str]:
+    """The text of each key loop's body (lines indented past its `for`)."""
+    lines, bodies = source.splitlines(), []
+    for n, line in enumerate(lines):
+        if re.match(r"\s+for \w+ in range\(", line):
+            indent = len(line) - len(line.lstrip())
+            body = []
+            for inner in lines[n + 1 :]:
+                if inner.strip() and len(inner) - len(inner.lstrip()) <= indent:
+                    break
+                body.append(inner)
+            bodies.append("\n".join(body))
+    return bodies
+
+
+@pytest.mark.parametrize("name", sorted(MASKS))
+def test_chunks_below_the_diagonal_run_without_the_mask(name):
+    payload, _, keep = MASKS[name]
+    text = masked_attention(1, 2, 130, 130, 32, payload)
+    prog = compile(text)
+    loops = key_loops(prog.source)
+    assert len(loops) == (2 if name in SPLIT else 1), prog.source
+    if name in SPLIT:
+        (_, whole, bk), (start, _, _) = loops
+        assert start == whole and f"// {bk}) * {bk})" in whole, whole
+        below, diagonal = _loop_bodies(prog.source)
+        # the comparison is gone below the diagonal, and with it the select where
+        # it was the whole mask (`additive_neg_inf_not` keeps `j != 7`'s)
+        assert len(below.splitlines()) < len(diagonal.splitlines()), prog.source
+        if name != "additive_neg_inf_not":
+            assert below.count("tl.where(") < diagonal.count("tl.where("), prog.source
+    module = load_program(text)
+    inputs = random_inputs(module, seed=5)
+    (out,) = prog(*map(on_device, inputs))
+    expected = numpy_attention(*[x.astype(np.float64) for x in inputs[:3]], keep)
+    assert relative_error(out.cpu().numpy(), expected) < 1e-5
 
 
 @pytest.mark.parametrize("name", sorted(NOT_NEG_INF))

@@ -10,12 +10,19 @@ import pytest
 from xdsl.dialects import func, tensor
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.linalg import ops as linalg
+from xdsl.pattern_rewriter import PatternRewriteWalker
 
 from tilefuse.frontend.parse import parse_module
 from tilefuse.ir import log
 from tilefuse.ir.context import make_context
 from tilefuse.oracle.reference import evaluate
-from tilefuse.passes.propagate_reshapes import PropagateReshapesPass, plan, plan_cluster
+from tilefuse.passes.propagate_reshapes import (
+    ComposeReshapes,
+    PropagateReshapesPass,
+    plan,
+    plan_cluster,
+    plan_expansion,
+)
 
 GOLDEN = Path(__file__).parent / "filecheck" / "passes" / "propagate_reshapes.mlir"
 
@@ -81,6 +88,29 @@ def test_the_views_log_gives_every_decision_with_its_reason(capsys):
                for line in lines), lines  # fmt: skip
     assert any(line.startswith("[tilefuse.views] @split_run: kept ") and "split or out of order" in line
                for line in lines), lines  # fmt: skip
+
+
+def test_an_expansion_cluster_takes_the_generics_a_split_loop_reaches():
+    module = _module("grouped_heads")
+    PatternRewriteWalker(ComposeReshapes()).rewrite_module(module)  # K's two views as one
+    k = next(o for o in module.walk() if isinstance(o, tensor.CollapseShapeOp)
+             and isinstance(o.src.owner, linalg.GenericOp) and o.result.uses)  # fmt: skip
+    matmul = next(iter(k.result.uses)).operation
+    members, why = plan_expansion(matmul, {0: [1, 2, 2]})
+    assert why == "" and members is not None
+    # the matmul and the scores' reader; not the fill (filled again) nor the broadcast (read whole)
+    assert sorted(len(m.iterator_types) for m in members) == [3, 4], members
+    assert all(splits == {0: [1, 2, 2]} for splits in members.values())
+
+
+def test_a_refused_expansion_says_which_generic_and_why():
+    module = _module("grouped_heads_index")
+    collapse = _first(module, tensor.CollapseShapeOp)
+    matmul = next(iter(collapse.result.uses)).operation
+    members, why = plan_expansion(matmul, {0: [2, 2]})
+    assert members is None and "reads the index of a split loop" in why, why
+    members, why = plan_expansion(matmul, {0: [2, 2]}, alone=True)
+    assert members is None and "expands" in why, why
 
 
 @pytest.mark.parametrize("name", sorted(_chunks()))

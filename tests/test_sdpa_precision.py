@@ -112,6 +112,42 @@ def test_bf16_sdpa_compiles_to_one_flash_kernel_of_bf16_dots():
     assert rel_error(got.double(), want) <= 2 * BF16_STEP
 
 
+class Grouped(nn.Module):
+    def __init__(self, causal: bool):
+        super().__init__()
+        self.causal = causal
+
+    def forward(self, q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=self.causal, enable_gqa=True)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_gqa_reads_the_shared_kv_heads_in_the_attention_kernel(causal):
+    """4 query heads per KV head (`repeat_interleave`: a broadcast and a collapse):
+    the attention runs over (B, KV heads, 4) and reads K and V where they are, no
+    copy kernel expanding them (`propagate-reshapes`' expansion clusters)."""
+    q, k, v = inputs(b=2, h=8, hk=2, lq=80, lk=80, d=32)
+    compiled = tt.compile(Grouped(causal), q, k, v)
+    assert len(compiled.kernels) == 1, compiled.source
+    kernel = compiled.source.split("def fused_kernel_0(")[1].split("):")[0]
+    # K and V are the [2, 2, 80, 32] arguments, each read with its 4 strides
+    assert all(f"arg{i}_s3" in kernel and f"arg{i}_s4" not in kernel for i in (1, 2)), kernel
+    want = rounded_p_reference(q, k, v, causal=causal)
+    got = compiled(q.to(DEVICE), k.to(DEVICE), v.to(DEVICE)).cpu()
+    assert rel_error(got.double(), want) <= 2 * BF16_STEP
+
+
+def test_a_causal_sdpa_of_one_query_and_one_key_compiles():
+    """T = 1 (a decode step's shape): the causal mask's `arange` folds to a constant
+    fill that torch-mlir views as [1, 1]; a view of a fill is a fill of the new
+    shape (was refused: "views a fill")."""
+    q, k, v = inputs(lq=1, lk=1, d=32)
+    compiled = tt.compile(Causal(), q, k, v)
+    want = rounded_p_reference(q, k, v, causal=True)
+    got = compiled(q.to(DEVICE), k.to(DEVICE), v.to(DEVICE)).cpu()
+    assert rel_error(got.double(), want) <= 2 * BF16_STEP
+
+
 def test_f32_sdpa_stays_an_f32_attention():
     q, k, v = inputs(lq=64, lk=64, d=32, dtype=torch.float32)
     compiled = tt.compile(Causal(), q, k, v)

@@ -197,6 +197,38 @@ def key_bound(graph: Graph, dims: SharedDims, sm: OnlineSoftmax, key_dim: int) -
     return dict(keep.bounds) or None
 
 
+def below_diagonal(graph: Graph, dims: SharedDims, sm: OnlineSoftmax, key_dim: int,
+                   q: int, c: int) -> dict[tuple[int, SSAValue], bool]:
+    """The conditions of `sm`'s scores that are constant wherever `j - q <= c`
+    (the key tiles a causal mask keeps whole, below its diagonal): `(node index,
+    i1 value of its payload) -> its value there`. Only a comparison of `a (j - q) + k`
+    with 0 is decided (true or false on the whole half-plane, which reaches down to
+    `j - q = -inf`); a condition on other dims too (a padding length) is not."""
+    a = sm.max_node
+    rows = {dims.of[(a.index, d)] for d in a.s.parallel_dims}
+    scores = _Scores(graph, dims, key_dim, rows)
+    scores.operand(a, 0)
+    decided = {}
+    for (index, v), fact in list(scores.memo.items()):
+        if not isinstance(fact, Cond) or not isinstance(op := v.owner, arith.CmpiOp):
+            continue
+        x, y = scores.args(op, graph.nodes[index])
+        pred = _PREDICATES[op.predicate.value.data]
+        if not isinstance(x, Affine) or not isinstance(y, Affine) or pred in ("eq", "ne") or \
+                (pred.startswith("u") and not (x.non_negative and y.non_negative)):  # fmt: skip
+            continue
+        d = x.plus(y, -1)
+        slope = d.coeffs.get(key_dim, 0)
+        if slope == 0 or d.coeffs != {key_dim: slope, q: -slope}:
+            continue
+        holds = {"slt": lambda n: n < 0, "sle": lambda n: n <= 0,
+                 "sgt": lambda n: n > 0, "sge": lambda n: n >= 0}[_SIGNED[pred]]  # fmt: skip
+        at_edge, far_below = holds(slope * c + d.const), holds(-slope)  # far below: the sign of -slope * inf
+        if at_edge == far_below:  # monotone in j - q: so between
+            decided[(index, v)] = at_edge
+    return decided
+
+
 def _top(t: Attribute) -> Fact:
     if isinstance(t, IntegerType) and t.width.data == 1:
         return UNKNOWN

@@ -19,15 +19,17 @@ leave behind.
 from __future__ import annotations
 
 from xdsl.dialects import func, tensor
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import AffineMapAttr, ArrayAttr, ModuleOp, TensorType
 from xdsl.dialects.linalg import ops as linalg
-from xdsl.ir import Operation
+from xdsl.ir import Block, Operation
+from xdsl.ir.affine import AffineMap
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
 
 
 class FoldReshapeOfCreation(RewritePattern):
     """A reshape of `tensor.empty` is an empty of the new shape; a reshape of a
-    `linalg.fill` is a fill of the new shape (neither exists outside kernels)."""
+    fill (`linalg.fill`, or a generic one: `is_generic_fill`) is a fill of the new
+    shape (neither exists outside kernels)."""
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if not isinstance(op, tensor.ExpandShapeOp | tensor.CollapseShapeOp):
@@ -39,6 +41,38 @@ class FoldReshapeOfCreation(RewritePattern):
         elif isinstance(source, linalg.FillOp):
             fill = type(source)(list(source.inputs), [empty.tensor], [op.result.type])
             rewriter.replace(op, [empty, fill], [fill.results[0]])
+        elif isinstance(source, linalg.GenericOp) and is_generic_fill(source):
+            new = generic_fill(source, op.result.type)  # pyright: ignore
+            rewriter.replace(op, new, [new[-1].results[0]])
+
+
+def is_generic_fill(op: Operation | Block) -> bool:
+    """A generalised `linalg.fill` at function level: a generic of scalars (or 0-d
+    tensors) only, written at every point of an identity-mapped output, whose
+    payload reads neither a loop index (an `arange` is not a fill: its values move
+    with the shape) nor the output's old value. The same at any shape."""
+    if not isinstance(op, linalg.GenericOp) or not isinstance(op.parent_op(), func.FuncOp):
+        return False
+    maps = [m.data for m in op.indexing_maps.data]
+    block = op.body.block
+    return (len(op.outputs) == 1 and all(not m.results for m in maps[:-1])
+            and maps[-1] == AffineMap.identity(maps[-1].num_dims)
+            and all(str(i.data) == "parallel" for i in op.iterator_types)
+            and not any(isinstance(o, linalg.IndexOp) for o in op.body.walk())
+            and not block.args[-1].uses)  # fmt: skip
+
+
+def generic_fill(fill: linalg.GenericOp, new_type: TensorType) -> list[Operation]:
+    """The ops of the same fill (`is_generic_fill`) at another shape: an empty and
+    the generic, its result last."""
+    rank = len(new_type.get_shape())
+    empty = tensor.EmptyOp([], new_type)
+    maps = [AffineMapAttr(AffineMap(rank, 0, ())) for _ in fill.inputs]
+    new = linalg.GenericOp(list(fill.inputs), [empty.tensor], fill.body.clone(),
+                           [*maps, AffineMapAttr(AffineMap.identity(rank))],
+                           ArrayAttr([linalg.IteratorTypeAttr.parallel()] * rank), [new_type])  # fmt: skip
+    new.location = fill.location
+    return [empty, new]
 
 
 _VIEW_OR_CREATION = tensor.ExpandShapeOp | tensor.CollapseShapeOp | tensor.EmptyOp | linalg.FillOp

@@ -43,10 +43,17 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import func, tensor
-from xdsl.dialects.builtin import AffineMapAttr, ArrayAttr, ModuleOp, TensorType
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    ArrayAttr,
+    IntegerAttr,
+    ModuleOp,
+    TensorType,
+    i64,
+)
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Block, Operation, SSAValue
-from xdsl.ir.affine import AffineDimExpr, AffineMap
+from xdsl.ir.affine import AffineBinaryOpExpr, AffineDimExpr, AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -58,7 +65,12 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from tilefuse.ir import log
 from tilefuse.ir.structured import reassociation
-from tilefuse.passes.cleanup import erase_dead_views, fold_reshapes_of_creations
+from tilefuse.passes.cleanup import (
+    erase_dead_views,
+    fold_reshapes_of_creations,
+    generic_fill,
+    is_generic_fill,
+)
 
 Run = tuple[int, ...]
 """Consecutive loops (or tensor dims) merged into one, in order."""
@@ -81,13 +93,16 @@ class PropagateReshapesPass(ModulePass):
         changed, rounds = True, 0
         while changed and rounds < MAX_ROUNDS:
             rounds += 1
-            changed = _expand_readers_of_collapses(op)
+            changed = _expand_readers_of_collapses(op, alone=True)
             _fold_inverses(op)
             for reshape in [o for o in op.walk() if _at_function_level(o, _Reshape)]:
                 if reshape.parent is None or not reshape.result.uses:
                     continue  # folded away by an earlier cluster this round
                 changed |= _try_to_fold(reshape, kept)
             _fold_inverses(op)
+            if not changed:  # what collapsing cannot fold (a broadcast's split)
+                changed = _expand_readers_of_collapses(op, alone=False)
+                _fold_inverses(op)
         for reshape, why in kept.items():
             if reshape.parent is not None and reshape.result.uses:
                 _log(reshape, f"kept {_describe(reshape)}: {why}")
@@ -174,7 +189,7 @@ def _merge_equal_views(module: ModuleOp) -> None:
 
 def _fold_inverses(module: ModuleOp) -> None:
     # (no DCE: an unused op in a payload is the printer's to refuse, not ours to drop)
-    patterns = GreedyRewritePatternApplier([FoldInverseReshapes()],
+    patterns = GreedyRewritePatternApplier([FoldInverseReshapes(), ComposeReshapes()],
                                            dce_enabled=False)  # fmt: skip
     PatternRewriteWalker(patterns).rewrite_module(module)
     erase_dead_views(module)
@@ -195,6 +210,28 @@ class FoldInverseReshapes(RewritePattern):
                 and inner.src.type == op.result.type:  # fmt: skip
             rewriter.replace_all_uses_with(op.result, inner.src)
             rewriter.erase(op)
+
+
+class ComposeReshapes(RewritePattern):
+    """`collapse(collapse(x))` is one collapse of `x`, `expand(expand(x))` one
+    expansion: a view reads the tensor it views, so a split of its dims is seen
+    whole (GQA's `[B, KVH, REP] -> [B, H] -> B*H`)."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not isinstance(op, _Reshape) or type(op.src.owner) is not type(op):
+            return
+        inner = op.src.owner
+        assert isinstance(inner, _Reshape)
+        outer_groups, inner_groups = groups_of(op), groups_of(inner)
+        if isinstance(op, tensor.CollapseShapeOp):
+            groups = [[d for g in outer for d in inner_groups[g]] for outer in outer_groups]
+            new = tensor.CollapseShapeOp(operands=[inner.src], result_types=[op.result.type],
+                                         properties={"reassociation": reassociation(groups)})  # fmt: skip
+        else:
+            groups = [[d for g in group for d in outer_groups[g]] for group in inner_groups]
+            shape = list(op.result.type.get_shape())  # pyright: ignore
+            new = tensor.ExpandShapeOp(inner.src, [], reassociation(groups), shape, op.result.type)
+        rewriter.replace(op, new)
 
 
 def _at_function_level(op: Operation, kind) -> bool:
@@ -433,30 +470,65 @@ def _collapse_generic(op: linalg.GenericOp, runs: set[Run], rewriter: Rewriter) 
     rewriter.erase_op(op)
 
 
-def _expand_readers_of_collapses(module: ModuleOp) -> bool:
-    """Fusion by expansion, where it removes views and adds none: a generic reading
-    collapses (a batch matmul reading heads `[B, H] -> B*H`) runs in the expanded
-    space when every operand on a split loop is such a collapse, a creation or a
-    function argument, and every result on one is only expanded back or returned."""
-    changed = False
+Splits = dict[int, list[int]]
+"""Loop -> the sizes it splits into (outermost first)."""
+
+
+def _expand_readers_of_collapses(module: ModuleOp, alone: bool) -> bool:
+    """Fusion by expansion, where it removes views and adds none: the generics
+    reading a collapse run in the expanded space, together with every generic
+    their split loops reach (`plan_expansion`), when that removes a view between
+    two generics and every view it leaves is of an argument, a creation or a
+    returned value. `alone`: only where the reader is expanded alone (a batch
+    matmul reading heads `[B, H] -> B*H`, its result expanded back); else the
+    whole cluster, for a collapse of a generic that broadcasts along a merged dim
+    (grouped-query attention's K and V, `[B, KVH, REP] -> B*H`, which no collapse
+    folds: materialised, the broadcast costs REP times its bytes), which the pass
+    tries last: merged loops tile better than split ones, so collapsing comes
+    first, and a permuting producer is flash-attention's to read through."""
     for collapse in [o for o in module.walk() if _at_function_level(o, tensor.CollapseShapeOp)]:
-        if collapse.parent is None:
+        if not alone and not _broadcasts_merged_dims(collapse):
             continue
         for use in list(collapse.result.uses):
             reader = use.operation
             if not _at_function_level(reader, linalg.GenericOp):
                 continue
             splits = _splits(reader, use.index, collapse)  # pyright: ignore
-            if splits and _expandable(reader, splits):  # pyright: ignore
-                _log(reader, f"folded {_describe(collapse)}: expanded {_label(reader)} "  # pyright: ignore
-                             f"(loop -> sizes {splits})")  # fmt: skip
-                _expand_generic(reader, splits)  # pyright: ignore
-                changed = True
-                break
-    return changed
+            if not splits:
+                continue
+            members, _ = plan_expansion(reader, splits, alone)  # pyright: ignore
+            if members is None:
+                continue
+            names = ", ".join(_label(m) for m in members)
+            _log(reader, f"folded {_describe(collapse)}: expanded {len(members)} generic(s) "  # pyright: ignore
+                         f"({names}) (loop -> sizes {splits})")  # fmt: skip
+            block = reader.parent_block()
+            assert block is not None
+            order = {o: i for i, o in enumerate(block.ops)}
+            for op in sorted(members, key=order.__getitem__):
+                _expand_generic(op, members[op])
+            return True
+    return False
 
 
-def _splits(op: linalg.GenericOp, index: int, collapse: tensor.CollapseShapeOp) -> dict[int, list[int]] | None:
+def _broadcasts_merged_dims(collapse: tensor.CollapseShapeOp) -> bool:
+    """Whether `collapse` merges a dim its producer (a generic) broadcasts along:
+    the loop writing it is read by no input and its index by no payload op."""
+    producer = _generic_of(collapse.src)
+    if producer is None:
+        return False
+    maps = _maps(producer)
+    out_map = maps[len(producer.inputs) + collapse.src.index]  # pyright: ignore
+    read = set().union(*(_dims_in_map(m) for m in maps[: len(producer.inputs)]))
+    read |= {o.dim.value.data for o in producer.body.walk() if isinstance(o, linalg.IndexOp)}
+    for group in groups_of(collapse):
+        loops = [out_map.results[d] for d in group]
+        if len(group) > 1 and any(isinstance(e, AffineDimExpr) and e.position not in read for e in loops):
+            return True
+    return False
+
+
+def _splits(op: linalg.GenericOp, index: int, collapse: tensor.CollapseShapeOp) -> Splits | None:
     """Loop -> the sizes it splits into, for the collapsed dims operand `index` reads."""
     amap = _maps(op)[index]
     shape = collapse.src.type.get_shape()  # pyright: ignore
@@ -470,113 +542,261 @@ def _splits(op: linalg.GenericOp, index: int, collapse: tensor.CollapseShapeOp) 
     return splits
 
 
-def _operand_groups(amap: AffineMap, splits: dict[int, list[int]]) -> list[list[int]] | None:
-    """The reassociation of an operand's expanded view (None: a map we cannot split)."""
+def _operand_groups(amap: AffineMap, splits: Splits) -> list[list[int]] | None:
+    """The reassociation of an operand's expanded view (None: a split loop read
+    through an affine expression)."""
     groups, at = [], 0
     for e in amap.results:
-        if not isinstance(e, AffineDimExpr):
+        if isinstance(e, AffineDimExpr):
+            n = len(splits.get(e.position, [0]))
+        elif _dims_in(e) & splits.keys():
             return None
-        n = len(splits.get(e.position, [0]))
+        else:
+            n = 1
         groups.append(list(range(at, at + n)))
         at += n
     return groups
 
 
-def _expanded_shape(amap: AffineMap, shape: Sequence[int], splits: dict[int, list[int]]) -> list[int]:
+def _dims_in(e: AffineExpr) -> set[int]:
+    """The loops an affine expression reads."""
+    if isinstance(e, AffineDimExpr):
+        return {e.position}
+    if isinstance(e, AffineBinaryOpExpr):
+        return _dims_in(e.lhs) | _dims_in(e.rhs)
+    return set()
+
+
+def _expanded_shape(amap: AffineMap, shape: Sequence[int], splits: Splits) -> list[int]:
     return [n for e, d in zip(amap.results, shape, strict=True)
-            for n in splits.get(e.position, [d])]  # pyright: ignore  # fmt: skip
-
-
-def _expandable(op: linalg.GenericOp, splits: dict[int, list[int]]) -> bool:
-    """Expanding `op` by `splits` removes a view between generics and adds none."""
-    if any(isinstance(o, linalg.IndexOp) for o in op.body.walk()):
-        return False
-    inputs = _expandable_operands(op, splits)
-    results = _expandable_results(op, splits)
-    return inputs is not None and results is not None and (inputs or results)
+            for n in (splits.get(e.position, [d]) if isinstance(e, AffineDimExpr) else [d])]  # fmt: skip
 
 
 def _is_argument(value: SSAValue) -> bool:
     return isinstance(value.owner, Block) and isinstance(value.owner.parent_op(), func.FuncOp)
 
 
-def _expandable_operands(op: linalg.GenericOp, splits: dict[int, list[int]]) -> bool | None:
-    """Whether an operand on a split loop is a collapse of a generic's result (a
-    view removed); None when one is neither such a collapse (of the same split),
-    nor a creation, nor a function argument."""
+def _host_source(value: SSAValue) -> bool:
+    """A function argument, a creation, or a view of one: a view of it is free."""
+    owner = value.owner
+    if isinstance(owner, _Reshape):
+        return _host_source(owner.src)
+    return _is_argument(value) or isinstance(owner, tensor.EmptyOp | linalg.FillOp) or is_generic_fill(owner)
+
+
+def _host_only(value: SSAValue) -> bool:
+    """Only returned, directly or through views: a view of it is free."""
+    return all(isinstance(u.operation, func.ReturnOp)
+               or (isinstance(u.operation, _Reshape) and _host_only(u.operation.result))
+               for u in value.uses)  # fmt: skip
+
+
+def plan_expansion(seed: linalg.GenericOp, splits: Splits,
+                   alone: bool = False) -> tuple[dict[linalg.GenericOp, Splits] | None, str]:  # fmt: skip
+    """The generics to expand together, each with its splits, starting from `seed`
+    (the reader of a collapse): every generic a split loop reaches through an
+    operand or a result joins, the loop that indexes the split dim there split the
+    same way; None (and why) when one cannot be expanded, a split meets a view of
+    a generic's result that is not its exact inverse, a loop would split two ways,
+    or the expansion would remove no view between generics (or, `alone`, when
+    another generic would have to join)."""
+    members: dict[linalg.GenericOp, Splits] = {}
     removes = False
-    for value, amap in zip(op.operands, _maps(op), strict=True):
-        groups = _operand_groups(amap, splits)
-        if groups is None:
-            return None
-        if all(len(g) == 1 for g in groups):
+    work = [(seed, splits)]
+    while work:
+        op, new = work.pop()
+        merged = dict(members.get(op, {}))
+        for loop, sizes in new.items():
+            if merged.setdefault(loop, sizes) != sizes:
+                return None, f"{_label(op)} would split loop {loop} as {merged[loop]} and as {sizes}"
+        if op in members and merged == members[op]:
             continue
-        owner = value.owner
-        if isinstance(owner, tensor.CollapseShapeOp):
-            shape = _expanded_shape(amap, value.type.get_shape(), splits)  # pyright: ignore
-            if groups_of(owner) != groups or list(owner.src.type.get_shape()) != shape:  # pyright: ignore
-                return None
-            removes |= _generic_of(owner.src) is not None
-        elif not (isinstance(owner, tensor.EmptyOp | linalg.FillOp) or _is_fill(owner) or _is_argument(value)):
-            return None
-    return removes
+        why = _not_expandable(op, merged) or (None if alone else _splits_tiled_loops(op, merged))
+        if why:
+            return None, f"{_label(op)} {why} (splits {merged})"
+        members[op] = merged
+        found = _expansion_neighbours(op, merged)
+        if isinstance(found, str):
+            return None, f"{_label(op)}: {found}"
+        neighbours, removed = found
+        if alone and neighbours:
+            return None, f"expanding {_label(op)} expands {_label(neighbours[0][0])} too"
+        removes |= removed
+        work.extend(neighbours)
+    if not removes:
+        return None, "expanding removes no view between generics"
+    return members, ""
 
 
-def _expandable_results(op: linalg.GenericOp, splits: dict[int, list[int]]) -> bool | None:
-    """Whether a result on a split loop is expanded back for a generic (a view
-    removed); None when one has another reader than that expansion or a return."""
-    removes = False
+def _not_expandable(op: linalg.GenericOp, splits: Splits) -> str | None:
+    """Why `op` cannot run with its loops split by `splits` (None: it can)."""
+    if any(isinstance(o, linalg.IndexOp) and o.dim.value.data in splits for o in op.body.walk()):
+        return "reads the index of a split loop (linalg.index)"
+    if any(_operand_groups(m, splits) is None for m in _maps(op)):
+        return "reads a split loop through an affine expression"
+    return None
+
+
+def _splits_tiled_loops(op: linalg.GenericOp, splits: Splits) -> str | None:
+    """Why splitting `splits` would cost `op` its tiles (None: it would not): a
+    split reduction loop is two loops to run, and a split M or N loop of a
+    contraction (a parallel loop some operand does not read) caps its tile at
+    the inner size; a batch loop, read by every operand, is a grid dim only."""
+    iters = [str(i.data) for i in op.iterator_types]
+    if any(iters[d] != "parallel" for d in splits):
+        return "would split a reduction loop"
+    if "reduction" in iters:
+        for d in splits:
+            if not all(d in _dims_in_map(m) for m in _maps(op)):
+                return f"would split loop {d}, which not every operand reads (an M or N loop)"
+    return None
+
+
+def _dims_in_map(amap: AffineMap) -> set[int]:
+    return {d for e in amap.results for d in _dims_in(e)}
+
+
+def _expansion_neighbours(op: linalg.GenericOp, splits: Splits) -> tuple[list, bool] | str:
+    """The generics that expanding `op` expands too, each with its splits, and
+    whether a view between generics goes; or why `op` cannot be expanded."""
     maps = _maps(op)
-    for result, amap in zip(op.results, maps[len(op.inputs):], strict=True):
-        groups = _operand_groups(amap, splits)
-        if groups is None or all(len(g) == 1 for g in groups):
-            continue
-        shape = _expanded_shape(amap, result.type.get_shape(), splits)  # pyright: ignore
-        for use in result.uses:
-            user = use.operation
-            if isinstance(user, tensor.ExpandShapeOp) and groups_of(user) == groups \
-                    and list(user.result.type.get_shape()) == shape:  # fmt: skip
-                removes |= any(_at_function_level(u.operation, linalg.GenericOp) for u in user.result.uses)
-            elif not isinstance(user, func.ReturnOp):
-                return None
-    return removes
+    n_in = len(op.inputs)
+    found, removes = [], False
+    for value, amap in zip(op.operands, maps, strict=True):
+        step = _operand_neighbour(value, amap, splits)
+        if isinstance(step, str):
+            return step
+        found += step[0]
+        removes |= step[1]
+    for result, amap in zip(op.results, maps[n_in:], strict=True):
+        step = _result_neighbours(result, amap, splits)
+        if isinstance(step, str):
+            return step
+        found += step[0]
+        removes |= step[1]
+    return found, removes
 
 
-def _expand_generic(op: linalg.GenericOp, splits: dict[int, list[int]]) -> None:
+def _operand_neighbour(value: SSAValue, amap: AffineMap, splits: Splits) -> tuple[list, bool] | str:
+    """An operand's producer to expand too (if a generic), whether a view between
+    generics goes (a collapse the expansion inverts), or why it cannot be read so."""
+    dims = _dim_splits(amap, splits)
+    owner = value.owner
+    producer = _generic_of(value)
+    if not dims or is_generic_fill(owner):
+        return [], False  # untouched, or filled again in the new shape
+    if producer is not None:
+        loops = _loop_splits(_maps(producer)[len(producer.inputs) + value.index], dims)  # pyright: ignore
+        if loops is None:
+            return f"its producer {_label(producer)} writes a split dim through an affine expression"
+        return [(producer, loops)], False
+    if isinstance(owner, tensor.CollapseShapeOp) and _inverts(owner, amap, splits):
+        return [], _generic_of(owner.src) is not None
+    if _host_source(value):
+        return [], False
+    return "reads a split dim of a view of a generic's result split otherwise"
+
+
+def _result_neighbours(result: SSAValue, amap: AffineMap, splits: Splits) -> tuple[list, bool] | str:
+    """A result's readers to expand too, whether a view between generics goes (an
+    expansion the collapse inverts), or why it cannot be read so."""
+    dims = _dim_splits(amap, splits)
+    if not dims:
+        return [], False
+    found, removes = [], False
+    for use in result.uses:
+        user = use.operation
+        if _at_function_level(user, linalg.GenericOp):
+            loops = _loop_splits(_maps(user)[use.index], dims)  # pyright: ignore
+            if loops is None:
+                return f"its reader {_label(user)} reads a split dim through an affine expression"  # pyright: ignore
+            found.append((user, loops))
+        elif isinstance(user, tensor.ExpandShapeOp) and _inverts(user, amap, splits):
+            removes |= any(_at_function_level(u.operation, linalg.GenericOp) for u in user.result.uses)
+        elif not (isinstance(user, func.ReturnOp)
+                  or (isinstance(user, _Reshape) and _host_only(user.result))):  # fmt: skip
+            return f"a split result is read by {user.name}"
+    return found, removes
+
+
+def _inverts(view: _Reshape, amap: AffineMap, splits: Splits) -> bool:
+    """Whether `view` is exactly the reshape between the tensor `amap` reads
+    (its smaller side) and that tensor expanded by `splits` (its larger side)."""
+    small = view.result if isinstance(view, tensor.CollapseShapeOp) else view.src
+    large = view.src if isinstance(view, tensor.CollapseShapeOp) else view.result
+    shape = _expanded_shape(amap, small.type.get_shape(), splits)  # pyright: ignore
+    return groups_of(view) == _operand_groups(amap, splits) and list(large.type.get_shape()) == shape  # pyright: ignore
+
+
+def _dim_splits(amap: AffineMap, splits: Splits) -> dict[int, list[int]]:
+    """Tensor dim -> sizes, for the dims `amap` reads along split loops."""
+    return {t: splits[e.position] for t, e in enumerate(amap.results)
+            if isinstance(e, AffineDimExpr) and e.position in splits}  # fmt: skip
+
+
+def _loop_splits(amap: AffineMap, dims: dict[int, list[int]]) -> Splits | None:
+    """The splits of the loops that index the split tensor dims (None: a dim
+    written or read through an affine expression of loops)."""
+    loops = {}
+    for t, sizes in dims.items():
+        e = amap.results[t]
+        if not isinstance(e, AffineDimExpr):
+            return None
+        loops[e.position] = sizes
+    return loops
+
+
+def _expanded_operand(value: SSAValue, amap: AffineMap, splits: Splits, before: Operation,
+                      rewriter: Rewriter) -> SSAValue:  # fmt: skip
+    """`value` (read by `amap`) in the shape its reader expanded by `splits` reads:
+    itself, the source of a collapse this inverts, a fill of the new shape, or an
+    expansion of it (a view of an argument, a creation or a returned value)."""
+    groups = _operand_groups(amap, splits)
+    assert groups is not None
+    if all(len(g) == 1 for g in groups):
+        return value
+    t = value.type
+    assert isinstance(t, TensorType)
+    shape = _expanded_shape(amap, t.get_shape(), splits)
+    if isinstance(value.owner, tensor.CollapseShapeOp) and _inverts(value.owner, amap, splits):
+        return value.owner.src
+    new_t = TensorType(t.get_element_type(), shape)
+    if is_generic_fill(value.owner):
+        new_fill = generic_fill(value.owner, new_t)  # pyright: ignore
+        rewriter.insert_op(new_fill, InsertPoint.before(before))
+        return new_fill[-1].results[0]
+    view = tensor.ExpandShapeOp(value, [], reassociation(groups), shape, new_t)
+    rewriter.insert_op(view, InsertPoint.before(before))
+    return view.result
+
+
+def _expand_generic(op: linalg.GenericOp, splits: Splits) -> None:
+    """`op` with each split loop run as its sizes' loops (outermost first)."""
     rewriter = Rewriter()
     maps = _maps(op)
     new_dims, at = {}, 0
     for d in range(maps[0].num_dims):
         new_dims[d] = list(range(at, at + len(splits.get(d, [0]))))
         at += len(new_dims[d])
+    renamed = [AffineDimExpr(new_dims[d][0]) for d in range(maps[0].num_dims)]
     new_maps, operands = [], []
     for value, amap in zip(op.operands, maps, strict=True):
-        results = tuple(AffineDimExpr(n) for e in amap.results for n in new_dims[e.position])  # pyright: ignore
+        results = tuple(AffineDimExpr(n) if isinstance(e, AffineDimExpr) else e.replace_dims_and_symbols(renamed, [])
+                        for e in amap.results
+                        for n in (new_dims[e.position] if isinstance(e, AffineDimExpr) else [None]))  # fmt: skip
         new_maps.append(AffineMapAttr(AffineMap(at, 0, results)))
-        groups = _operand_groups(amap, splits)
-        assert groups is not None
-        if all(len(g) == 1 for g in groups):
-            operands.append(value)
-            continue
-        t = value.type
-        assert isinstance(t, TensorType)
-        shape = _expanded_shape(amap, t.get_shape(), splits)
-        if isinstance(value.owner, tensor.CollapseShapeOp):
-            operands.append(value.owner.src)
-            continue
-        new_t = TensorType(t.get_element_type(), shape)
-        if _is_fill(value.owner):
-            operands.append(_refill(value.owner, new_t, op, rewriter))  # pyright: ignore
-            continue
-        view = tensor.ExpandShapeOp(value, [], reassociation(groups), shape, new_t)
-        rewriter.insert_op(view, InsertPoint.before(op))
-        operands.append(view.result)
+        operands.append(_expanded_operand(value, amap, splits, op, rewriter))
     iterators = ArrayAttr([op.iterator_types.data[d] for d in new_dims for _ in new_dims[d]])
     n_in = len(op.inputs)
     outs = operands[n_in:]
-    new = linalg.GenericOp(operands[:n_in], outs, op.body.clone(), new_maps, iterators,
+    body = op.body.clone()
+    for index in [o for o in body.walk() if isinstance(o, linalg.IndexOp)]:
+        index.properties["dim"] = IntegerAttr(new_dims[index.dim.value.data][0], i64)
+    new = linalg.GenericOp(operands[:n_in], outs, body, new_maps, iterators,
                            [v.type for v in outs])  # fmt: skip
     new.location = op.location
+    for name, attr in op.attributes.items():
+        new.attributes[name] = attr
     rewriter.insert_op(new, InsertPoint.before(op))
     for old, res, amap in zip(op.results, new.results, maps[n_in:], strict=True):
         res.name_hint = old.name_hint
@@ -590,31 +810,6 @@ def _expand_generic(op: linalg.GenericOp, splits: dict[int, list[int]]) -> None:
             value = view.result
         old.replace_all_uses_with(value)
     rewriter.erase_op(op)
-    for value in {v for v in op.operands if _is_fill(v.owner)}:
+    for value in {v for v in op.operands if is_generic_fill(v.owner)}:
         if not value.uses:
             rewriter.erase_op(value.owner)  # pyright: ignore  (a fill only this op read)
-
-
-def _is_fill(op: Operation | Block) -> bool:
-    """A generalised `linalg.fill`: a generic of scalars (or 0-d tensors) only,
-    written at every point of an identity-mapped output."""
-    if not _at_function_level(op, linalg.GenericOp):  # pyright: ignore
-        return False
-    assert isinstance(op, linalg.GenericOp)
-    maps = _maps(op)
-    return (len(op.outputs) == 1 and all(not m.results for m in maps[:-1])
-            and maps[-1] == AffineMap.identity(maps[-1].num_dims)
-            and all(str(i.data) == "parallel" for i in op.iterator_types))  # fmt: skip
-
-
-def _refill(fill: linalg.GenericOp, new_type: TensorType, before: Operation, rewriter: Rewriter) -> SSAValue:
-    """The same fill, of another shape."""
-    rank = len(new_type.get_shape())
-    empty = tensor.EmptyOp([], new_type)
-    maps = [AffineMapAttr(AffineMap(rank, 0, ())) for _ in fill.inputs]
-    new = linalg.GenericOp(list(fill.inputs), [empty.tensor], fill.body.clone(),
-                           [*maps, AffineMapAttr(AffineMap.identity(rank))],
-                           ArrayAttr([linalg.IteratorTypeAttr.parallel()] * rank), [new_type])  # fmt: skip
-    new.location = fill.location
-    rewriter.insert_op([empty, new], InsertPoint.before(before))
-    return new.results[0]

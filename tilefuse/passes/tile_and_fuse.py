@@ -56,6 +56,7 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IndexType,
     IntegerAttr,
+    IntegerType,
     ModuleOp,
     StringAttr,
     TensorType,
@@ -66,8 +67,9 @@ from xdsl.dialects.linalg.attrs import IteratorType, IteratorTypeAttr
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineMap
 from xdsl.passes import ModulePass
+from xdsl.traits import is_side_effect_free
 
-from tilefuse.analysis.causal import STATIC, key_bound
+from tilefuse.analysis.causal import STATIC, below_diagonal, key_bound
 from tilefuse.analysis.cost.target import get_target
 from tilefuse.analysis.dataflow import (
     CONTRACTION,
@@ -291,6 +293,8 @@ class TileProgramBuilder:
         self.zero_padding = self._zero_padding()
         self.outer_offsets: dict[int, SSAValue] = {}
         self.scalars: dict[SSAValue, SSAValue] = {}
+        self.decided: dict[tuple[int, SSAValue], bool] = {}
+        """Conditions known in the loop being built (`_below_diagonal`)."""
 
     def _zero_padding(self) -> dict[Node, set[int]]:
         """Per node, the shared dims past whose end its outputs must be 0: those a
@@ -476,10 +480,24 @@ class TileProgramBuilder:
         exp(u - max): running max, accumulators rescaled by exp(m_old - m_new).
         """
         a, linear = sm.max_node, [r for r in sm.linear if r not in self.done]
-        (t,) = self.loops
         carried = [self.materialize(a.s.outputs[0], outer, outer)]
         carried += [self.materialize(r.s.outputs[0], outer, outer) for r in linear]
         lb, ub = self._index(outer, 0), self._key_end(sm, outer)
+        split = self._below_diagonal(sm, outer, ub)
+        if split is not None:
+            end, self.decided = split
+            carried = self._online_loop(a, linear, lb, end, carried, outer)
+            self.decided, lb = {}, end
+        results = self._online_loop(a, linear, lb, ub, carried, outer)
+        for node, res in zip([a, *linear], results, strict=True):
+            outer.memo[node.op.results[0]] = res
+            self.done.add(node)
+
+    def _online_loop(self, a: Node, linear: list[Node], lb: SSAValue, ub: SSAValue,
+                     carried: list[SSAValue], outer: _Scope) -> list[SSAValue]:  # fmt: skip
+        """The online loop over key chunks `[lb, ub)`: the running max and the
+        rescaled accumulators, carried in and returned."""
+        (t,) = self.loops
         step = self._index(outer, t.block)
         body = Block(arg_types=[IndexType(), *[v.type for v in carried]])
         inner = _Scope(body, {t.dim: body.args[0]})
@@ -504,9 +522,33 @@ class TileProgramBuilder:
         body.add_op(scf.YieldOp(*results))
         loop = scf.ForOp(lb, ub, step, carried, Region(body))
         outer.block.add_op(loop)
-        for node, res in zip([a, *linear], loop.results, strict=True):
-            outer.memo[node.op.results[0]] = res
-            self.done.add(node)
+        return list(loop.results)
+
+    def _below_diagonal(self, sm: OnlineSoftmax, outer: _Scope,
+                        ub: SSAValue) -> tuple[SSAValue, dict[tuple[int, SSAValue], bool]] | None:  # fmt: skip
+        """Where a causal mask keeps whole key chunks: the end of the chunks below
+        its diagonal (`j - q <= c` in every lane) and the mask's conditions decided
+        there (`causal.below_diagonal`), for a loop without the mask before the
+        masked one; None when no condition is decided (a mask read from memory).
+
+        A chunk `[j0, j0 + BK)` of the rows `[q0, q0 + BQ)` is whole where
+        `j0 + BK - 1 - q0 <= c`: the first `floor((q0 + c + 1) / BK)` chunks."""
+        (t,) = self.loops
+        rows = [(q, c) for q, c in (key_bound(self.graph, self.dims, sm, t.dim) or {}).items() if q != STATIC]
+        if len(rows) != 1:
+            return None
+        q, c = rows[0]
+        decided = below_diagonal(self.graph, self.dims, sm, t.dim, q, c)
+        if not decided:
+            return None
+        q0 = self.outer_offsets[q] if self.tiles[q].mode != WHOLE else self._index(outer, 0)
+        last = arith.AddiOp(q0, self._index(outer, c + 1))
+        low = arith.MaxSIOp(last.result, self._index(outer, 0))  # (then / is floor)
+        chunks = arith.DivSIOp(low.result, self._index(outer, t.block))
+        start = arith.MuliOp(chunks.result, self._index(outer, t.block))
+        end = arith.MinSIOp(start.result, ub)
+        outer.block.add_ops([last, low, chunks, start, end])
+        return end.result, decided
 
     def _key_end(self, sm: OnlineSoftmax, outer: _Scope) -> SSAValue:
         """Where the online loop stops: the extent, or, under a causal mask
@@ -661,6 +703,7 @@ class TileProgramBuilder:
             if isinstance(v.owner, Operation) and v.owner.parent_block() is not s.payload
         }
         s.payload.parent.clone_into(body, value_mapper=captured)
+        self._decide(node, body.block, captured)
         self._offset_indices(node, body.block, scope)
         whole = not any(self._is_partial(node, d) for d in range(s.num_loops))
         clamp_gathers(body.block, in_bounds_gathers(s.payload) if whole else set())
@@ -676,6 +719,26 @@ class TileProgramBuilder:
         generic = linalg.GenericOp(inputs, outs, body, maps, iterators, result_types)
         generic.location = node.op.location
         return generic
+
+    def _decide(self, node: Node, block: Block, cloned: dict[SSAValue, SSAValue]) -> None:
+        """The conditions `self.decided` knows in the loop being built, as constants
+        in `node`'s cloned payload (what computed them erased when unused)."""
+        for (index, v), known in self.decided.items():
+            if index != node.index or v not in cloned:
+                continue
+            const = arith.ConstantOp(IntegerAttr(int(known), IntegerType(1)))
+            block.insert_op_before(const, block.first_op)  # pyright: ignore
+            old = cloned[v]
+            old.replace_all_uses_with(const.result)
+            if isinstance(old.owner, Operation):
+                _erase_if_unused(old.owner)
+            for use in list(const.result.uses):  # select(true, x, y) is x
+                sel = use.operation
+                if isinstance(sel, arith.SelectOp) and use.index == 0:
+                    sel.result.replace_all_uses_with(sel.operands[1 if known else 2])
+                    block.erase_op(sel)
+            if not const.result.uses:
+                block.erase_op(const)
 
     def _offset_indices(self, node: Node, block: Block, scope: _Scope) -> None:
         """`linalg.index d` counts within the tile; add the tile's offset."""
@@ -819,6 +882,19 @@ class TileProgramBuilder:
         mul = arith.MuliOp(value, self._index(scope, factor))
         scope.block.add_op(mul)
         return mul.result
+
+
+def _erase_if_unused(op: Operation) -> None:
+    """Erase `op` if nothing reads it and it has no effect, then what it read."""
+    block = op.parent_block()
+    if block is None or any(r.uses for r in op.results) or \
+            not (isinstance(op, linalg.IndexOp) or is_side_effect_free(op)):  # fmt: skip
+        return
+    read = [v.owner for v in op.operands if isinstance(v.owner, Operation)]
+    block.erase_op(op)
+    for producer in read:
+        if producer.parent_block() is block:
+            _erase_if_unused(producer)
 
 
 def in_bounds_gathers(payload: Block) -> set[int]:

@@ -157,6 +157,132 @@ func.func @split_run(%x: tensor<2x4x3xf32>, %w: tensor<6x4xf32>) -> tensor<6x4xf
 
 // -----
 
+// Grouped-query attention's K: 2 KV heads broadcast to 2 x 2 query heads and
+// collapsed ([B, KVH, REP] -> B*H, in two views, composed) for a batch matmul
+// with Q. No collapse folds it (the broadcast reads KVH without REP), so the
+// matmul and its reader run over (B, KVH, REP): the broadcast feeds the matmul
+// directly (fusable, no copy of K), Q is viewed as [B, KVH, REP], and the
+// result as [B*H] only where it is returned. The loop index a reader asks for
+// (the key position, not a split loop) follows the new loop numbering.
+// CHECK-LABEL: func.func @grouped_heads
+// CHECK:       %[[K:.*]] = linalg.generic {{.*}} ins(%k : tensor<1x2x4x8xf32>) outs(%{{.*}} : tensor<1x2x2x4x8xf32>)
+// CHECK:       %[[Q:.*]] = tensor.expand_shape {{.*}} output_shape [1, 2, 2, 4, 8] : tensor<4x4x8xf32> into tensor<1x2x2x4x8xf32>
+// CHECK:       %[[S:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3, d5)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d4, d5)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3, d4)>]{{.*}} ins(%[[Q]], %[[K]] : tensor<1x2x2x4x8xf32>, tensor<1x2x2x4x8xf32>)
+// CHECK:       %[[M:.*]] = linalg.generic {{.*}} ins(%[[S]] : tensor<1x2x2x4x4xf32>)
+// CHECK:       linalg.index 4 : index
+// CHECK:       %[[R:.*]] = tensor.collapse_shape %[[M]] {{\[}}[0 : i64, 1 : i64, 2 : i64], [3 : i64], [4 : i64]] : tensor<1x2x2x4x4xf32> into tensor<4x4x4xf32>
+// CHECK-NEXT:  func.return %[[R]]
+func.func @grouped_heads(%q: tensor<1x4x4x8xf32>, %k: tensor<1x2x4x8xf32>) -> tensor<4x4x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %eb = tensor.empty() : tensor<1x2x2x4x8xf32>
+  %kb = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d3, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%k : tensor<1x2x4x8xf32>) outs(%eb : tensor<1x2x2x4x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  } -> tensor<1x2x2x4x8xf32>
+  %kh = tensor.collapse_shape %kb [[0], [1, 2], [3], [4]] : tensor<1x2x2x4x8xf32> into tensor<1x4x4x8xf32>
+  %kc = tensor.collapse_shape %kh [[0, 1], [2], [3]] : tensor<1x4x4x8xf32> into tensor<4x4x8xf32>
+  %qc = tensor.collapse_shape %q [[0, 1], [2], [3]] : tensor<1x4x4x8xf32> into tensor<4x4x8xf32>
+  %e = tensor.empty() : tensor<4x4x4xf32>
+  %z = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> ()>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%zero : f32) outs(%e : tensor<4x4x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  } -> tensor<4x4x4xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%qc, %kc : tensor<4x4x8xf32>, tensor<4x4x8xf32>) outs(%z : tensor<4x4x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %p : f32
+    linalg.yield %r : f32
+  } -> tensor<4x4x4xf32>
+  %m = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%s : tensor<4x4x4xf32>) outs(%e : tensor<4x4x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %j = linalg.index 2 : index
+    %ji = arith.index_cast %j : index to i64
+    %jf = arith.sitofp %ji : i64 to f32
+    %r = arith.addf %a, %jf : f32
+    linalg.yield %r : f32
+  } -> tensor<4x4x4xf32>
+  func.return %m : tensor<4x4x4xf32>
+}
+
+// -----
+
+// Stays: the same K, but the reader of the scores computes with the head's
+// index (linalg.index 0): the heads loop cannot split, so the broadcast's
+// collapse stays a view before the matmul. Correct, not fused.
+// CHECK-LABEL: func.func @grouped_heads_index
+// CHECK:       %[[KB:.*]] = linalg.generic
+// CHECK:       tensor.collapse_shape %[[KB]]
+// CHECK:       linalg.index 0 : index
+func.func @grouped_heads_index(%q: tensor<4x4x8xf32>, %k: tensor<2x4x8xf32>) -> tensor<4x4x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %eb = tensor.empty() : tensor<2x2x4x8xf32>
+  %kb = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%k : tensor<2x4x8xf32>) outs(%eb : tensor<2x2x4x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  } -> tensor<2x2x4x8xf32>
+  %kc = tensor.collapse_shape %kb [[0, 1], [2], [3]] : tensor<2x2x4x8xf32> into tensor<4x4x8xf32>
+  %e = tensor.empty() : tensor<4x4x4xf32>
+  %z = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> ()>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%zero : f32) outs(%e : tensor<4x4x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  } -> tensor<4x4x4xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%q, %kc : tensor<4x4x8xf32>, tensor<4x4x8xf32>) outs(%z : tensor<4x4x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %p : f32
+    linalg.yield %r : f32
+  } -> tensor<4x4x4xf32>
+  %m = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%s : tensor<4x4x4xf32>) outs(%e : tensor<4x4x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %h = linalg.index 0 : index
+    %hi = arith.index_cast %h : index to i64
+    %hf = arith.sitofp %hi : i64 to f32
+    %r = arith.addf %a, %hf : f32
+    linalg.yield %r : f32
+  } -> tensor<4x4x4xf32>
+  func.return %m : tensor<4x4x4xf32>
+}
+
+// -----
+
+// An `arange` (a generic of no inputs whose payload reads its loop index) is not
+// a fill: at another shape its values would move (refilling it as [2, 3] made
+// element [1, 0] the index 1 instead of 3). It keeps its shape; the exp and the add
+// run over [6] with it (the collapse of their argument is a host view).
+// CHECK-LABEL: func.func @arange_read
+// CHECK:       %[[X:.*]] = tensor.collapse_shape %x {{\[}}[0 : i64, 1 : i64]] : tensor<2x3xf32> into tensor<6xf32>
+// CHECK:       %[[G:.*]] = linalg.generic {{.*}} ins(%[[X]] : tensor<6xf32>)
+// CHECK:       %[[R:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<6xf32>)
+// CHECK-NEXT:  ^
+// CHECK-NEXT:    linalg.index 0 : index
+// CHECK:       linalg.generic {{.*}} ins(%[[G]], %[[R]] : tensor<6xf32>, tensor<6xf32>)
+// CHECK-NOT:   _shape
+func.func @arange_read(%x: tensor<2x3xf32>) -> tensor<6xf32> {
+  %e = tensor.empty() : tensor<2x3xf32>
+  %g = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<2x3xf32>) outs(%e : tensor<2x3xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = math.exp %a : f32
+    linalg.yield %m : f32
+  } -> tensor<2x3xf32>
+  %c = tensor.collapse_shape %g [[0, 1]] : tensor<2x3xf32> into tensor<6xf32>
+  %e6 = tensor.empty() : tensor<6xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} outs(%e6 : tensor<6xf32>) {
+  ^bb0(%o: f32):
+    %i = linalg.index 0 : index
+    %ii = arith.index_cast %i : index to i64
+    %f = arith.sitofp %ii : i64 to f32
+    linalg.yield %f : f32
+  } -> tensor<6xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%c, %r : tensor<6xf32>, tensor<6xf32>) outs(%e6 : tensor<6xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<6xf32>
+  func.return %y : tensor<6xf32>
+}
+
+// -----
+
 // Stays: the reader computes with its loop index (a position along the
 // expanded dims is not one loop's index once they are merged).
 // CHECK-LABEL: func.func @index

@@ -2,7 +2,10 @@
 
 // Causal masks end the online key loop early (analysis/causal.py): every key
 // j > i + c of query row i is -inf, so a query tile [q0, q0 + BQ) stops at
-// min(S, q0 + BQ + c). The mask itself stays in the loop (the diagonal tiles).
+// min(S, q0 + BQ + c). The key chunks wholly below the diagonal (j0 + BK - 1 -
+// q0 <= c: the first (q0 + c + 1) / BK) run first, in a loop where the mask's
+// comparison is known true (`causal.below_diagonal`) and the select is gone;
+// the mask stays in the second loop, over the diagonal's chunks.
 
 // j <= i in the scale's payload (`select(j <= i, s * scale, -inf)`): c = 0.
 // CHECK-LABEL: func.func @causal
@@ -13,8 +16,18 @@
 // CHECK-NEXT:    %[[C:.*]] = arith.constant 32 : index
 // CHECK-NEXT:    %[[LAST:.*]] = arith.addi %[[Q0]], %[[C]] : index
 // CHECK-NEXT:    %[[END:.*]] = arith.minsi %[[S]], %[[LAST]] : index
-// CHECK:         scf.for %{{.*}} = %{{.*}} to %[[END]] step %{{.*}} iter_args
+// CHECK-NEXT:    %[[ONE:.*]] = arith.constant 1 : index
+// CHECK:         %[[D:.*]] = arith.addi %[[Q0]], %[[ONE]] : index
+// CHECK-NEXT:    %[[DP:.*]] = arith.maxsi %[[D]], %{{.*}} : index
+// CHECK-NEXT:    %[[N:.*]] = arith.divsi %[[DP]], %{{.*}} : index
+// CHECK-NEXT:    %[[J:.*]] = arith.muli %[[N]], %{{.*}} : index
+// CHECK-NEXT:    %[[WHOLE:.*]] = arith.minsi %[[J]], %[[END]] : index
+// CHECK:         %[[R0:[0-9]+]], %[[R1:[0-9]+]], %[[R2:[0-9]+]] = scf.for %{{.*}} = %{{.*}} to %[[WHOLE]] step %{{.*}} iter_args
+// CHECK-NOT:       arith.cmpi ule
+// CHECK-NOT:       arith.select %{{.*}}, %{{.*}}, %neg_inf
+// CHECK:         scf.for %{{.*}} = %[[WHOLE]] to %[[END]] step %{{.*}} iter_args(%{{.*}} = %[[R0]], %{{.*}} = %[[R1]], %{{.*}} = %[[R2]])
 // CHECK:           arith.cmpi ule
+// CHECK:           arith.select %ok{{.*}}, %{{.*}}, %neg_inf
 builtin.module {
   func.func @causal(%q: tensor<1x1x100x16xf32>, %k: tensor<1x1x100x16xf32>, %v: tensor<1x1x100x16xf32>) -> tensor<1x1x100x16xf32> {
     %o = tilefuse.group "fused_kernel_0" ins(%q, %k, %v : tensor<1x1x100x16xf32>, tensor<1x1x100x16xf32>, tensor<1x1x100x16xf32>) reason "flash-attention: matmul + cmpi + reduce_maximum + sub + reduce_add + matmul + div (11 ops)" attributes {cost = #tilefuse.cost<flops = 691600, fused_bytes = 25600, unfused_bytes = 454400, tc_flops = 0, sfu_ops = 11600, dtype = "f32">} {

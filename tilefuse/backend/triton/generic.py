@@ -142,8 +142,8 @@ class GenericPrinter:
     def run_payload(self, env, stop: SSAValue | None) -> list[tuple[str, set[int]]]:
         """Emit the payload's ops; returns the yielded (expr, dims) pairs."""
         for op in self.s.payload.ops:
-            if isinstance(op, linalg.YieldOp):
-                return [env[v] for v in op.operands]
+            if isinstance(op, linalg.YieldOp):  # (a value captured from the kernel body: a fill's)
+                return [env[v] if v in env else (self.k.ref(v), set()) for v in op.operands]
             if stop is not None and stop in env:
                 return [env[stop]]
             if isinstance(op, linalg.IndexOp):
