@@ -249,6 +249,28 @@ def test_masks_that_do_not_give_neg_inf_skip_nothing(name):
     assert relative_error(out.cpu().numpy(), ref) < 1e-5
 
 
+WRAPPED = """    %i8 = arith.index_cast %i : index to i8
+    %j8 = arith.index_cast %j : index to i8
+    %ok = arith.cmpi sle, %j8, %i8 : i8
+    %r = arith.mulf %sv, %scale : {t}
+    %m = arith.select %ok, %r, %neg_inf : {t}
+"""
+
+
+def test_a_mask_of_indices_cast_to_i8_wraps_and_skips_nothing():
+    """`j <= i` in i8: past 127 the indices wrap (key 128 is -128, kept by every row),
+    so no key bound and no split; the kernel wraps too (an index_cast to a narrower
+    integer keeps the low bits: it was printed as no cast at all)."""
+    text = masked_attention(1, 2, 130, 130, 32, WRAPPED)
+    prog = compile(text)
+    assert key_loops(prog.source) == [("0", "130", key_loops(prog.source)[0][2])], prog.source
+    module = load_program(text)
+    inputs = random_inputs(module, seed=6)
+    (out,) = prog(*map(on_device, inputs))
+    (ref,) = evaluate(module, inputs)
+    assert relative_error(out.cpu().numpy(), ref) < 1e-5
+
+
 @pytest.mark.parametrize(("name", "sq", "sk"), [("causal", 300, 300), ("shifted_down", 200, 260),
                                                 ("shifted_up", 260, 200)])  # fmt: skip
 def test_bf16_key_loop_of_several_trips_with_query_and_key_tiles_apart(name, sq, sk):

@@ -124,3 +124,16 @@ def test_the_pass_keeps_the_meaning(name):
     after = evaluate(module, args)
     for b, a in zip(before, after, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+
+
+def test_every_layer_of_a_deep_program_is_expanded():
+    """One round expands every cluster (a round per cluster ran out of the 64-round
+    cap: an 80-layer model kept its last layers' broadcasts materialised)."""
+    text = _chunks()["grouped_heads"]
+    layers = "\n".join(text.replace("@grouped_heads(", f"@layer{n}(") for n in range(70))
+    module = parse_module(make_context(), layers)
+    PropagateReshapesPass().apply(make_context(), module)
+    left = [o for o in module.walk() if isinstance(o, tensor.CollapseShapeOp)
+            and isinstance(o.src.owner, linalg.GenericOp) and o.result.uses
+            and any(isinstance(u.operation, linalg.GenericOp) for u in o.result.uses)]  # fmt: skip
+    assert not left, f"{len(left)} broadcasts still collapsed for a generic"

@@ -425,6 +425,15 @@ def _same(s: _Scores, op: Operation, node: Node) -> Fact:
     return s.value(op.operands[0], node)
 
 
+def _int_cast(s: _Scores, op: Operation, node: Node) -> Fact:
+    """An index cast keeps the value when the result holds every index (index, or
+    at least 32 bits: sizes stay below 2^31); a narrower one wraps: unknown."""
+    t = op.results[0].type
+    if isinstance(t, IntegerType) and t.width.data < 32:
+        return None
+    return s.value(op.operands[0], node)
+
+
 def _add_sub(s: _Scores, op: Operation, node: Node) -> Fact:
     x, y = s.args(op, node)
     if isinstance(x, Affine) and isinstance(y, Affine):
@@ -566,7 +575,7 @@ def _min(s: _Scores, op: Operation, node: Node) -> Fact:
 
 
 _RULES: dict[type, Callable[..., Fact]] = {
-    linalg.IndexOp: _index, arith.IndexCastOp: _same, arith.ExtSIOp: _same,
+    linalg.IndexOp: _index, arith.IndexCastOp: _int_cast, arith.ExtSIOp: _same,
     arith.AddiOp: _add_sub, arith.SubiOp: _add_sub, arith.MuliOp: _mul, arith.CmpiOp: _cmpi,
     arith.CmpfOp: _cmpf, arith.AndIOp: _andi, arith.OrIOp: _ori, arith.XOrIOp: _xori, arith.SelectOp: _select,
     arith.AddfOp: _addf, arith.MulfOp: _scaled, arith.DivfOp: _scaled,

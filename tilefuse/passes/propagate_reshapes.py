@@ -486,12 +486,15 @@ def _expand_readers_of_collapses(module: ModuleOp, alone: bool) -> bool:
     folds: materialised, the broadcast costs REP times its bytes), which the pass
     tries last: merged loops tile better than split ones, so collapsing comes
     first, and a permuting producer is flash-attention's to read through."""
+    changed = False
     for collapse in [o for o in module.walk() if _at_function_level(o, tensor.CollapseShapeOp)]:
+        if collapse.parent is None or not collapse.result.uses:
+            continue  # folded by an expansion earlier in this call
         if not alone and not _broadcasts_merged_dims(collapse):
             continue
         for use in list(collapse.result.uses):
             reader = use.operation
-            if not _at_function_level(reader, linalg.GenericOp):
+            if reader.parent is None or not _at_function_level(reader, linalg.GenericOp):
                 continue
             splits = _splits(reader, use.index, collapse)  # pyright: ignore
             if not splits:
@@ -507,8 +510,9 @@ def _expand_readers_of_collapses(module: ModuleOp, alone: bool) -> bool:
             order = {o: i for i, o in enumerate(block.ops)}
             for op in sorted(members, key=order.__getitem__):
                 _expand_generic(op, members[op])
-            return True
-    return False
+            changed = True
+            break  # (the collapse's other readers: the next round)
+    return changed
 
 
 def _broadcasts_merged_dims(collapse: tensor.CollapseShapeOp) -> bool:

@@ -60,7 +60,7 @@ UNARY = {arith.NegfOp: "_neg({})", mathd.ExpOp: "tl.exp({})", mathd.Exp2Op: "tl.
          mathd.SinhOp: "_sinh({})", mathd.CoshOp: "_cosh({})", mathd.TruncOp: "_trunc({})",
          mathd.RoundEvenOp: "_roundeven({})", mathd.RoundOp: "_round({})",
          mathd.CbrtOp: "_cbrt({})",
-         arith.ExtFOp: "{}", arith.TruncFOp: "{}", arith.IndexCastOp: "{}",
+         arith.ExtFOp: "{}", arith.TruncFOp: "{}",
          }  # fmt: skip
 # arith.cmpf: Python's comparisons are false on NaN (ordered), != true (une);
 # an unordered u<op> is the negation of the ordered opposite comparison.
@@ -229,7 +229,7 @@ def fpowi_expr(op: mathd.FPowIOp, args: list[str], bind: Callable[[str], str]) -
 
 
 CONVERSIONS = (arith.SIToFPOp, arith.UIToFPOp, arith.FPToSIOp, arith.FPToUIOp, arith.ExtUIOp,
-               arith.ExtSIOp, arith.TruncIOp)
+               arith.ExtSIOp, arith.TruncIOp, arith.IndexCastOp)
 
 
 def int_width(v: SSAValue) -> int:
@@ -284,5 +284,12 @@ def _conversion(op: Operation, args: list[str]) -> str:
         return f"({view(op.operands[0], x)}).to(tl.int{out})"
     if isinstance(op, arith.TruncIOp):  # the low bits
         return f"((({x}) & 1) != 0)" if out == 1 else f"({x}).to(tl.int{out})"
+    if isinstance(op, arith.IndexCastOp):  # index is 64 bits: wider ones sign-extend,
+        src = int_width(op.operands[0])    # narrower ones keep the low bits
+        if out == src:
+            return x
+        if out == 1:
+            return f"((({x}) & 1) != 0)"
+        return f"({_signed(op.operands[0], x) if out > src else x}).to(tl.int{out})"
     raise CompileError.at(op, "is not supported by the Triton backend")
 
