@@ -53,7 +53,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Block, Operation, SSAValue
-from xdsl.ir.affine import AffineBinaryOpExpr, AffineDimExpr, AffineExpr, AffineMap
+from xdsl.ir.affine import AffineDimExpr, AffineMap
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -553,22 +553,13 @@ def _operand_groups(amap: AffineMap, splits: Splits) -> list[list[int]] | None:
     for e in amap.results:
         if isinstance(e, AffineDimExpr):
             n = len(splits.get(e.position, [0]))
-        elif _dims_in(e) & splits.keys():
+        elif e.used_dims() & splits.keys():
             return None
         else:
             n = 1
         groups.append(list(range(at, at + n)))
         at += n
     return groups
-
-
-def _dims_in(e: AffineExpr) -> set[int]:
-    """The loops an affine expression reads."""
-    if isinstance(e, AffineDimExpr):
-        return {e.position}
-    if isinstance(e, AffineBinaryOpExpr):
-        return _dims_in(e.lhs) | _dims_in(e.rhs)
-    return set()
 
 
 def _expanded_shape(amap: AffineMap, shape: Sequence[int], splits: Splits) -> list[int]:
@@ -657,7 +648,7 @@ def _splits_tiled_loops(op: linalg.GenericOp, splits: Splits) -> str | None:
 
 
 def _dims_in_map(amap: AffineMap) -> set[int]:
-    return {d for e in amap.results for d in _dims_in(e)}
+    return {d for e in amap.results for d in e.used_dims()}
 
 
 def _expansion_neighbours(op: linalg.GenericOp, splits: Splits) -> tuple[list, bool] | str:
