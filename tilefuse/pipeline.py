@@ -31,7 +31,7 @@ from typing import Any
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from tilefuse.frontend.parse import verify
+from tilefuse.frontend.parse import refuse_dynamic, verify
 from tilefuse.ir import forms
 from tilefuse.ir.context import make_context
 from tilefuse.passes.choose_layouts import ChooseLayoutsPass
@@ -162,6 +162,7 @@ def run_pipeline(
     unknown = sorted(set(options) - set(STAGE_NAMES))
     if unknown:
         raise ValueError(f"no stage named '{unknown[0]}'; the stages are {', '.join(STAGE_NAMES)}")
+    refuse_dynamic(module)  # the evaluator runs dynamic programs; no stage compiles them yet
     ctx = make_context()
     for stage in select_stages(start, until):
         stage.create(target, options.get(stage.name)).apply(ctx, module)

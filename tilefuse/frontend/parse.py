@@ -9,6 +9,7 @@ refusals by passes, backend errors) can point at the source line.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import numpy as np
 from xdsl.context import Context
@@ -36,6 +37,8 @@ from xdsl.utils.mlir_lexer import MLIRTokenKind
 from tilefuse.frontend.resources import read_resources, split_resources
 from tilefuse.ir.constants import STORAGE
 from tilefuse.ir.diagnostics import CompileError, op_location
+from tilefuse.ir.dynamic import DimRange, set_ranges
+from tilefuse.ir.module import entry_function
 from tilefuse.ir.resources import BlobStore, register
 
 
@@ -120,9 +123,14 @@ class _HexFloatElement(Parser._TensorLiteralElement):
 
 
 def parse_module(
-    ctx: Context, text: str, filename: str = "<input>", line_offset: int = 0
+    ctx: Context, text: str, filename: str = "<input>", line_offset: int = 0,
+    dim_ranges: Mapping[str, DimRange] | None = None,
 ) -> ModuleOp:
-    """Parse and verify `text`; raise `CompileError` with a location on failure."""
+    """Parse and verify `text`; raise `CompileError` with a location on failure.
+
+    Dynamic dims (`?`) are refused unless `dim_ranges` declares a range for each of
+    the entry function's (`ir/dynamic.py`): such a module runs in the reference
+    evaluator, and the pipeline refuses it (`refuse_dynamic`)."""
     _forget_resources(ctx)
     text, section, section_line = split_resources(text)
     blobs = read_resources(section, filename, section_line + line_offset) if section else {}
@@ -137,9 +145,18 @@ def parse_module(
             for block in region.blocks:
                 _check_defined_before_use(block, set())
     _resolve_resources(module, blobs)
-    verify(module)
+    verify(module, dynamic=dim_ranges is not None)
     _check_has_body(module, filename)
+    if dim_ranges is not None:
+        set_ranges(entry_function(module), dim_ranges)
     return module
+
+
+def refuse_dynamic(module: ModuleOp) -> None:
+    """The located error for the first op with a dynamic shape: nothing after
+    parsing compiles them yet (issue 18)."""
+    for op in module.walk():
+        _check_static(op, dynamic=False)
 
 
 def decode_source(data: bytes, filename: str, line_offset: int = 0) -> str:
@@ -193,16 +210,16 @@ def _check_has_body(module: ModuleOp, filename: str) -> None:
                               "has a body: nothing to compile")  # fmt: skip
 
 
-def verify(module: ModuleOp) -> None:
+def verify(module: ModuleOp, dynamic: bool = False) -> None:
     """Verify op by op, so a failure names the innermost op that broke; and
-    refuse dynamic shapes, which nothing after parsing handles."""
+    refuse dynamic shapes unless asked to keep them (`dynamic`)."""
     for op in module.walk():
         _check_dimension_lists(op)
         try:
             op.verify(verify_nested_ops=False)
         except DiagnosticException as e:
             raise CompileError(f"'{op.name}' op {e}", op_location(op)) from e
-        _check_static(op)
+        _check_static(op, dynamic)
         if isinstance(op, tensor.CollapseShapeOp | tensor.ExpandShapeOp):
             _check_reshape(op)
         if isinstance(op, tensor.PadOp):
@@ -211,7 +228,7 @@ def verify(module: ModuleOp) -> None:
             _check_yield(op)
 
 
-def _check_static(op) -> None:
+def _check_static(op, dynamic: bool) -> None:
     types = [v.type for v in (*op.operands, *op.results)]
     if isinstance(op, func.FuncOp):
         signature = [*op.function_type.inputs.data, *op.function_type.outputs.data]
@@ -235,7 +252,7 @@ def _check_static(op) -> None:
     if isinstance(op, tensor.ExtractSliceOp):
         _check_slice(op)
     for t in types:
-        if isinstance(t, TensorType) and any(d < 0 for d in t.get_shape()):
+        if not dynamic and isinstance(t, TensorType) and any(d < 0 for d in t.get_shape()):
             raise CompileError(
                 f"'{op.name}' op has a dynamic shape ({t}): tilefuse compiles static "
                 "shapes; give the sizes in the types (or a `// tilefuse.dims:` header "

@@ -155,3 +155,55 @@ def _to_bits_hex(v: float, dtype: str) -> str:
     if dtype == "f16":
         return f"0x{int(np.array([v], np.float16).view(np.uint16)[0]):04X}"
     return f"0x{struct.unpack('<Q', struct.pack('<d', v))[0]:016X}"
+
+
+FUNC_RE = re.compile(r"func\.func\s+@[\w.$-]+\s*\(([^)]*)\)")
+ARG_RE = re.compile(r"%([\w.$-]+)\s*:\s*tensor<([^>]*)>")
+EMPTY_RE = re.compile(r"tensor\.empty\(\s*\)(\s*:\s*tensor<([^>]*)>)")
+OUTPUT_SHAPE_RE = re.compile(r"output_shape\s*\[([^\]]*)\]")
+
+
+def dynamic_form(text: str, dim: str) -> str:
+    """`text` with header dim `dim` dynamic (`?` in every type), as upstream writes
+    such a program: its size read once with `tensor.dim` from the first argument
+    that has it, and passed to each `tensor.empty` and `expand_shape` that needs
+    it. A constant computed from `dim` (`tilefuse.expr`) cannot stay a constant:
+    SpecializeError. For tests and tools: the samples' dynamic forms."""
+    header = read_header(text)
+    if dim not in header.dims:
+        raise SpecializeError(f"Unknown dimension {dim!r}; the program declares "
+                              f"{sorted(header.dims) or 'none'}.")  # fmt: skip
+    size = str(header.dims[dim])
+    for m in EXPR_RE.finditer(text):
+        if re.search(rf"\b{dim}\b", m.group(4)):
+            raise SpecializeError(f"The constant {m.group(4).strip()!r} depends on {dim}.")
+    signature = FUNC_RE.search(text)
+    if signature is None:
+        raise SpecializeError("The program has no func.func signature to read sizes from.")
+    source = next(((name, shape) for name, shape in ARG_RE.findall(signature.group(1))
+                   if size in shape.split("x")), None)  # fmt: skip
+    if source is None:
+        raise SpecializeError(f"No argument of the entry function has a dim of size {dim}.")
+    name, shape = source
+    parts = shape.split("x")
+    axis = parts.index(size)
+    dyn_type = "tensor<" + "x".join("?" if p == size else p for p in parts) + ">"
+    value = f"%tf_dyn_{dim}"
+
+    def dynamic_type(m: re.Match[str]) -> str:
+        return "tensor<" + "x".join("?" if p == size else p for p in m.group(1).split("x")) + ">"
+
+    def empty(m: re.Match[str]) -> str:
+        count = m.group(2).split("x").count(size)
+        return f"tensor.empty({', '.join([value] * count)}){m.group(1)}" if count else m.group(0)
+
+    def output_shape(m: re.Match[str]) -> str:
+        items = [value if p.strip() == size else p.strip() for p in m.group(1).split(",")]
+        return f"output_shape [{', '.join(items)}]"
+
+    body_at = text.index("{", signature.end()) + 1
+    head, body = text[:body_at], text[body_at:]
+    body = OUTPUT_SHAPE_RE.sub(output_shape, EMPTY_RE.sub(empty, body))
+    read = (f"\n  %tf_dyn_c{axis} = arith.constant {axis} : index"
+            f"\n  {value} = tensor.dim %{name}, %tf_dyn_c{axis} : {dyn_type}")  # fmt: skip
+    return TENSOR_RE.sub(dynamic_type, head) + read + TENSOR_RE.sub(dynamic_type, body)

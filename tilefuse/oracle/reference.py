@@ -28,11 +28,14 @@ and location) unless its condition holds on every element.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+import math
 from collections.abc import Sequence
 
 import numpy as np
 from xdsl.dialects import arith, cf, func, scf, tensor
+from xdsl.dialects.builtin import DYNAMIC_INDEX as DYNAMIC
 from xdsl.dialects.builtin import IndexType, IntegerType, ModuleOp, TensorType
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Block, Operation, SSAValue
@@ -41,6 +44,7 @@ from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineMap
 from tilefuse.ir import tilefuse as tf
 from tilefuse.ir.affine import window_terms
 from tilefuse.ir.diagnostics import CompileError, check_failure
+from tilefuse.ir.dynamic import check_sizes
 from tilefuse.ir.linalg_named import SoftmaxOp
 from tilefuse.ir.module import entry_function
 from tilefuse.ir.structured import (
@@ -244,6 +248,12 @@ def _input_in_loop_space(
     if not is_window_map(s.maps[i]):
         return to_loop_space(array, s.operand_dims(i), s.num_loops)
     terms = [window_terms(r) for r in s.maps[i].results]
+    for d, (coeffs, const) in enumerate(terms):  # static sizes: checked at load time
+        last = const + sum(c * (s.loop_ranges[k] - 1) for k, c in coeffs.items() if c > 0)
+        first = const + sum(c * (s.loop_ranges[k] - 1) for k, c in coeffs.items() if c < 0)
+        if first < 0 or last >= np.shape(array)[d]:
+            raise CompileError.at(s.op, f"reads index {last if first >= 0 else first} of dim {d} "
+                                  f"of operand {i}, of size {np.shape(array)[d]} at run time")  # fmt: skip
     return _gather(array, terms, index, [1] * s.num_loops)
 
 
@@ -401,8 +411,7 @@ def _pick(arrays: list[np.ndarray], sl: list[slice]) -> list[np.ndarray]:
 
 
 def _static_or_dynamic(static: Sequence[int], dynamic: Sequence[SSAValue], env: Env) -> list[int]:
-    dyn = iter(dynamic)
-    return [int(env[next(dyn)]) if v == -(2**63) else v for v in static]
+    return list(_sizes(static, dynamic, env))
 
 
 def _slice_spec(op: tensor.ExtractSliceOp | tensor.InsertSliceOp, env: Env) -> tuple[slice, ...]:
@@ -420,12 +429,72 @@ def _result_shape(op: Operation) -> tuple[int, ...]:
     return tuple(t.get_shape())
 
 
+# -- dynamic sizes ------------------------------------------------------------
+# A dynamic dim (`?`) takes its size from the arrays: `tensor.dim` reads it,
+# `tensor.empty` and `expand_shape` take it from their index operands, a linalg
+# op's loops from its operands (which must agree, as upstream's runtime checks
+# require: numpy would broadcast a 1 silently).
+
+
+def _at_run_time_sizes(s: StructuredOp, env: Env) -> StructuredOp:
+    """`s` with its loop ranges from its operands' arrays where a type is dynamic;
+    a located error where two operands disagree on a loop's size."""
+    if not any(DYNAMIC in shape_of(v) for v in s.operands):
+        return s
+    ranges: list[int | None] = [None] * s.num_loops
+    for i, v in enumerate(s.operands):
+        for axis, (size, r) in enumerate(zip(np.shape(env[v]), s.maps[i].results, strict=True)):
+            if not isinstance(r, AffineDimExpr):
+                continue
+            known = ranges[r.position]
+            if known is not None and known != size:
+                raise CompileError.at(s.op, f"has loop d{r.position} of {known} iterations by one "
+                                      f"operand and {size} by dim {axis} of operand {i}: the sizes "
+                                      "of its dynamic dims disagree at run time")  # fmt: skip
+            ranges[r.position] = size
+    if None in ranges:
+        raise CompileError.at(s.op, "has a loop no operand dim gives the size of")
+    return dataclasses.replace(s, loop_ranges=tuple(r for r in ranges if r is not None))
+
+
+def _sizes(static: Sequence[int], dynamic: Sequence[SSAValue], env: Env) -> tuple[int, ...]:
+    dyn = iter(dynamic)
+    return tuple(int(env[next(dyn)]) if v == DYNAMIC else v for v in static)
+
+
+def _eval_empty(op: tensor.EmptyOp, env: Env) -> None:
+    t = op.tensor.type
+    assert isinstance(t, TensorType)
+    env[op.tensor] = np.full(_sizes(t.get_shape(), op.dynamic_sizes, env), np.nan)
+
+
+def _eval_dim(op: tensor.DimOp, env: Env) -> None:
+    x, axis = np.asarray(env[op.source]), int(env[op.index])
+    if not 0 <= axis < x.ndim:
+        raise CompileError.at(op, f"reads dim {axis} of a {x.ndim}-d tensor")
+    env[op.result] = np.int64(x.shape[axis])
+
+
+def _eval_expand(op: tensor.ExpandShapeOp, env: Env) -> None:
+    shape = _sizes(op.static_output_shape.get_values(), op.dynamic_output_shape, env)
+    x = np.asarray(env[op.src])
+    if math.prod(shape) != x.size:
+        raise CompileError.at(op, f"expands {x.shape} into {shape}: the sizes differ at run time")
+    env[op.result] = np.reshape(x, shape)
+
+
+def _eval_collapse(op: tensor.CollapseShapeOp, env: Env) -> None:
+    x = np.asarray(env[op.src])
+    groups = [[i.value.data for i in g] for g in op.reassociation]  # pyright: ignore
+    env[op.result] = np.reshape(x, [math.prod(x.shape[d] for d in g) for g in groups])
+
+
 def eval_op(op: Operation, env: Env) -> list[np.ndarray] | None:
     """Evaluate one op; returns the values of a terminator, else None."""
     if _has_constant_outputs(op):
         _bind(op, _eval_constant_outputs(op, env), env)
     elif (s := as_structured(op)) is not None:
-        _bind(op, eval_structured(s, env), env)
+        _bind(op, eval_structured(_at_run_time_sizes(s, env), env), env)
     elif isinstance(op, func.ReturnOp | scf.YieldOp | tf.YieldOp):
         return [env[v] for v in op.operands]
     elif isinstance(op, cf.AssertOp):
@@ -469,7 +538,8 @@ def _eval_softmax(op, env: Env) -> None:
 
 
 _HANDLERS = {
-    tensor.EmptyOp: lambda op, env: env.__setitem__(op.tensor, np.full(_result_shape(op), np.nan)),
+    tensor.EmptyOp: _eval_empty,
+    tensor.DimOp: _eval_dim,
     tensor.ExtractSliceOp: _eval_extract_slice,
     tensor.ConcatOp: lambda op, env: env.__setitem__(
         op.result, np.concatenate([env[v] for v in op.inputs], axis=op.dim.value.data)),
@@ -486,8 +556,8 @@ _HANDLERS = {
         op, eval_block(op.entry, [env[v] for v in op.inputs], {}), env),
     func.CallOp: _eval_call,
     SoftmaxOp: _eval_softmax,
-    tensor.ExpandShapeOp: lambda op, env: env.__setitem__(op.result, np.reshape(env[op.src], _result_shape(op))),
-    tensor.CollapseShapeOp: lambda op, env: env.__setitem__(op.result, np.reshape(env[op.src], _result_shape(op))),
+    tensor.ExpandShapeOp: _eval_expand,
+    tensor.CollapseShapeOp: _eval_collapse,
     tf.WindowOp: lambda op, env: _eval_window(op, env),
     tensor.ExtractOp: lambda op, env: env.__setitem__(op.result, extract(op, env)),
     tensor.PadOp: lambda op, env: _eval_pad(op, env),
@@ -593,11 +663,9 @@ def evaluate(
         raise CompileError(
             f"@{f.sym_name.data} takes {len(arg_types)} arguments, got {len(inputs)}"
         )
+    check_sizes(f, [tuple(np.shape(x)) for x in inputs])
     args = []
-    for i, (x, t) in enumerate(zip(inputs, arg_types, strict=True)):
-        expected = tuple(t.get_shape()) if isinstance(t, TensorType) else ()
-        if tuple(np.shape(x)) != expected:
-            raise CompileError(f"argument {i} has shape {np.shape(x)}, expected {expected}")
+    for x, t in zip(inputs, arg_types, strict=True):
         et = element_type(t)  # integers read as int64: through float64, an i64 past 2**53 rounds
         wide = np.int64 if isinstance(et, IntegerType | IndexType) and np.asarray(x).dtype != bool else np.float64
         args.append(round_to(np.asarray(x, wide), et))

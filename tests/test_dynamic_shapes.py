@@ -1,0 +1,162 @@
+"""Dynamic dims (issue 18, its first part): programs with `?` sizes load with a
+declared range per dynamic dim, and the reference evaluator runs them at any size
+in range, as the same program written at that size; compiling them is refused with
+a location, never attempted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tilefuse.frontend.program import load_program, random_inputs
+from tilefuse.frontend.specialize import (
+    SpecializeError,
+    dynamic_form,
+    read_header,
+    specialize,
+)
+from tilefuse.ir.diagnostics import CompileError
+from tilefuse.ir.dynamic import DimRange, declared_ranges, parse_range
+from tilefuse.ir.module import entry_function
+from tilefuse.oracle.reference import evaluate
+from tilefuse.runtime import compile as compile_program
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+
+SIZES = (1, 2, 3, 7, 13, 15, 16, 17, 31, 32, 33, 63, 64, 65)
+"""1, 2, primes, 2^k - 1, 2^k, 2^k + 1 (the range ends are added per case)."""
+
+CASES = [  # sample, its dynamic dim, the range declared
+    ("softmax", "M", 4096),  # rows
+    ("softmax", "N", 512),  # the reduced dim
+    ("layernorm", "M", 4096),
+    ("rmsnorm", "M", 1024),
+    ("linear_bias_relu", "M", 1024),  # a GEMM's M
+    ("mlp", "M", 256),
+    ("attention", "S", 128),  # sequence length: queries and keys
+    ("transformer_block", "S", 96),  # the block's tokens
+    ("conv_bias_relu", "N", 8),  # images
+]
+
+
+def _dynamic(sample: str, dim: str, hi: int):
+    text = (SAMPLES / f"{sample}.mlir").read_text()
+    dyn = dynamic_form(text, dim)
+    with pytest.raises(CompileError, match="without a range") as e:
+        load_program(dyn, dim_ranges={})
+    names = str(e.value).split("dynamic dims ")[1].split(" without")[0].split(", ")
+    module = load_program(dyn, dim_ranges={n: DimRange(1, hi) for n in names})
+    return text, module, names
+
+
+@pytest.mark.parametrize(("sample", "dim", "hi"), CASES, ids=[f"{s}-{d}" for s, d, _ in CASES])
+def test_a_dynamic_sample_evaluates_as_the_sample_at_each_size(sample, dim, hi):
+    text, module, names = _dynamic(sample, dim, hi)
+    others = set(read_header(text).dims.values()) - {read_header(text).dims[dim]}
+    sizes = [n for n in (*SIZES, hi) if n <= hi and n not in others]  # specialize needs distinct sizes
+    for n in sizes:
+        static = load_program(specialize(text, {dim: n}))
+        inputs = random_inputs(static, seed=n)
+        assert [x.shape for x in random_inputs(module, seed=n, sizes=dict.fromkeys(names, n))] == \
+            [x.shape for x in inputs]  # fmt: skip
+        got, want = evaluate(module, inputs), evaluate(static, inputs)
+        for g, w in zip(got, want, strict=True):
+            assert g.shape == w.shape
+            np.testing.assert_array_equal(g, w)
+
+
+UPSTREAM = """
+func.func @f(%x: tensor<?x6xf32>, %b: tensor<6xf32>) -> tensor<?x2x3xf32> {
+  %c0 = arith.constant 0 : index
+  %rows = tensor.dim %x, %c0 : tensor<?x6xf32>
+  %init = tensor.empty(%rows) : tensor<?x6xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>,
+                                        affine_map<(i, j) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%x, %b : tensor<?x6xf32>, tensor<6xf32>) outs(%init : tensor<?x6xf32>) {
+    ^bb0(%a: f32, %c: f32, %o: f32):
+      %s = arith.addf %a, %c : f32
+      linalg.yield %s : f32
+  } -> tensor<?x6xf32>
+  %e = tensor.expand_shape %y [[0], [1, 2]] output_shape [%rows, 2, 3]
+      : tensor<?x6xf32> into tensor<?x2x3xf32>
+  return %e : tensor<?x2x3xf32>
+}
+"""
+
+
+def test_an_upstream_dynamic_program_runs_at_its_argument_sizes():
+    module = load_program(UPSTREAM, dim_ranges={"x.0": DimRange(1, 100)})
+    assert declared_ranges(entry_function(module)) == {"x.0": DimRange(1, 100)}
+    rng = np.random.default_rng(0)
+    b = rng.standard_normal(6).astype(np.float32)
+    for rows in (1, 5, 100):
+        x = rng.standard_normal((rows, 6)).astype(np.float32)
+        (y,) = evaluate(module, [x, b])
+        np.testing.assert_array_equal(y, (x + b).reshape(rows, 2, 3))
+
+
+def test_sizes_outside_the_declared_range_are_refused():
+    module = load_program(UPSTREAM, dim_ranges={"x.0": DimRange(2, 8)})
+    b = np.zeros(6, np.float32)
+    for rows in (1, 9):
+        with pytest.raises(CompileError, match=rf"x.0 = {rows}, outside its declared range 2:8"):
+            evaluate(module, [np.zeros((rows, 6), np.float32), b])
+    with pytest.raises(CompileError, match=r"argument 1 has shape \(7,\), expected \(6,\)"):
+        evaluate(module, [np.zeros((3, 6), np.float32), np.zeros(7, np.float32)])
+
+
+def test_dynamic_dims_that_disagree_at_run_time_are_a_located_error():
+    """relu_add's x and y share their rows: numpy would broadcast one row silently."""
+    text = dynamic_form((SAMPLES / "relu_add.mlir").read_text(), "M")
+    module = load_program(text, dim_ranges={"x.0": DimRange(1, 64), "y.0": DimRange(1, 64)})
+    x, y = np.ones((5, 300), np.float32), np.ones((1, 300), np.float32)
+    with pytest.raises(CompileError, match=r"<input>:\d+:\d+: error: .*sizes of its dynamic dims disagree"):
+        evaluate(module, [x, y])
+
+
+def test_a_window_past_its_operand_at_run_time_is_a_located_error():
+    """The conv's kernel size dynamic: a 13 x 13 filter over 19 x 23 images
+    reads rows past the image (at load time a static program is checked)."""
+    text = (SAMPLES / "conv_bias_relu.mlir").read_text()
+    module = load_program(dynamic_form(text, "K"),
+                          dim_ranges={"w.0": DimRange(1, 32), "w.1": DimRange(1, 32)})  # fmt: skip
+    inputs = random_inputs(module, sizes={"w.0": 13, "w.1": 13})
+    with pytest.raises(CompileError, match=r"reads index \d+ of dim 1 of operand 0, of size 19 at run time"):
+        evaluate(module, inputs)
+
+
+def test_declaring_ranges_names_what_is_missing_or_unknown():
+    with pytest.raises(CompileError, match=r"dynamic dims x.0 without a range: declare each \(--dim-range x.0=LO:HI\)"):
+        load_program(UPSTREAM, dim_ranges={})
+    with pytest.raises(CompileError, match=r"no dynamic dim y.0 in @f \(its dynamic dims: x.0\)"):
+        load_program(UPSTREAM, dim_ranges={"x.0": DimRange(1, 4), "y.0": DimRange(1, 4)})
+    with pytest.raises(CompileError, match=r"has a dynamic shape"):
+        load_program(UPSTREAM)  # no ranges: refused as before
+    with pytest.raises(ValueError, match=r"sizes=\{'x.0'"):
+        random_inputs(load_program(UPSTREAM, dim_ranges={"x.0": DimRange(1, 4)}))
+
+
+def test_compiling_a_dynamic_program_is_refused_with_a_location():
+    module = load_program(UPSTREAM, dim_ranges={"x.0": DimRange(1, 4)})
+    with pytest.raises(CompileError, match=r"<input>:\d+:\d+: error: .*dynamic shape"):
+        compile_program(module)
+
+
+def test_dim_ranges_parse_from_the_command_line_form():
+    assert parse_range("x.0=1:65536") == ("x.0", DimRange(1, 65536))
+    for bad in ("x.0=1", "x.0", "=1:2", "x.0=a:b"):
+        with pytest.raises(ValueError, match="NAME=LO:HI"):
+            parse_range(bad)
+    with pytest.raises(ValueError, match="1 <= LO <= HI"):
+        parse_range("x.0=9:2")
+
+
+def test_the_dynamic_form_of_a_sample_is_refused_where_a_constant_needs_the_size():
+    text = (SAMPLES / "layernorm.mlir").read_text()
+    with pytest.raises(SpecializeError, match="'1/N' depends on N"):
+        dynamic_form(text, "N")
+    with pytest.raises(SpecializeError, match="Unknown dimension 'Q'"):
+        dynamic_form(text, "Q")

@@ -1,0 +1,125 @@
+"""
+Dynamic dims: the `?` sizes of a program's arguments, their names and declared ranges.
+
+A dim of an argument is named `<argument>.<dim>` (`x.0`: the rows of `%x`;
+`arg0.1` for torch-mlir's `%arg0`), and each is declared a range of sizes,
+which the function carries as `tilefuse.dim_ranges = {"x.0" = [1, 65536]}`:
+
+```python
+ranges = {"x.0": DimRange(1, 65536)}
+set_ranges(f, ranges)            # on the func.func
+check_sizes(f, [(70, 333)])      # a call's argument shapes against types and ranges
+```
+
+Sizes inside the program follow from the arguments' (`tensor.dim`, the loops of
+linalg ops); the reference evaluator takes them from its arrays
+(`oracle/reference.py`). Compiling dynamic programs is not built yet: the
+pipeline refuses them (`frontend.parse.refuse_dynamic`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    ArrayAttr,
+    DictionaryAttr,
+    IntAttr,
+    TensorType,
+)
+
+from tilefuse.ir.diagnostics import CompileError, op_location
+
+RANGES_ATTR = "tilefuse.dim_ranges"
+
+
+@dataclass(frozen=True)
+class DimRange:
+    """The sizes a dynamic dim may take, `lo` to `hi` inclusive."""
+
+    lo: int
+    hi: int
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.lo <= self.hi:
+            raise ValueError(f"a dim range needs 1 <= LO <= HI, got {self.lo}:{self.hi}")
+
+    def __str__(self) -> str:
+        return f"{self.lo}:{self.hi}"
+
+
+def parse_range(text: str) -> tuple[str, DimRange]:
+    """`"x.0=1:65536"` -> ("x.0", DimRange(1, 65536)); ValueError when malformed."""
+    name, eq, span = text.partition("=")
+    lo, colon, hi = span.partition(":")
+    if not eq or not colon or not name or not lo.isdigit() or not hi.isdigit():
+        raise ValueError(f"a dim range is NAME=LO:HI (x.0=1:4096), got {text!r}")
+    return name, DimRange(int(lo), int(hi))
+
+
+def argument_name(f: func.FuncOp, i: int) -> str:
+    hint = f.body.block.args[i].name_hint if f.body.blocks else None
+    return hint or f"arg{i}"
+
+
+def dynamic_dims(f: func.FuncOp) -> list[tuple[str, int, int]]:
+    """(name, argument, dim) of each dynamic dim of `f`'s arguments, in order."""
+    found = []
+    for i, t in enumerate(f.function_type.inputs.data):
+        if isinstance(t, TensorType):
+            for d, size in enumerate(t.get_shape()):
+                if size == DYNAMIC_INDEX:
+                    found.append((f"{argument_name(f, i)}.{d}", i, d))
+    return found
+
+
+def set_ranges(f: func.FuncOp, ranges: Mapping[str, DimRange]) -> None:
+    """Declare the ranges of `f`'s dynamic dims: one for each, no other names
+    (a located error names what is missing or unknown)."""
+    names = [name for name, _, _ in dynamic_dims(f)]
+    unknown = sorted(set(ranges) - set(names))
+    if unknown:
+        known = ", ".join(names) or "none"
+        raise CompileError(f"no dynamic dim {', '.join(unknown)} in @{f.sym_name.data} "
+                           f"(its dynamic dims: {known})", op_location(f))  # fmt: skip
+    missing = [n for n in names if n not in ranges]
+    if missing:
+        raise CompileError(
+            f"'func.func' op has dynamic dims {', '.join(missing)} without a range: declare "
+            f"each (--dim-range {missing[0]}=LO:HI)", op_location(f))  # fmt: skip
+    f.attributes[RANGES_ATTR] = DictionaryAttr(
+        {n: ArrayAttr([IntAttr(ranges[n].lo), IntAttr(ranges[n].hi)]) for n in names}
+    )
+
+
+def declared_ranges(f: func.FuncOp) -> dict[str, DimRange]:
+    attr = f.attributes.get(RANGES_ATTR)
+    if not isinstance(attr, DictionaryAttr):
+        return {}
+    out = {}
+    for name, value in attr.data.items():
+        assert isinstance(value, ArrayAttr)
+        lo, hi = (v.data for v in value.data)  # pyright: ignore
+        out[name] = DimRange(lo, hi)
+    return out
+
+
+def check_sizes(f: func.FuncOp, shapes: Sequence[tuple[int, ...]]) -> None:
+    """Argument shapes against `f`'s types (a `?` takes any size) and the declared
+    ranges of its dynamic dims; a CompileError says which argument breaks which."""
+    ranges = declared_ranges(f)
+    for i, (shape, t) in enumerate(zip(shapes, f.function_type.inputs.data, strict=True)):
+        expected = tuple(t.get_shape()) if isinstance(t, TensorType) else ()
+        if len(shape) != len(expected) or any(
+            e != DYNAMIC_INDEX and e != s for s, e in zip(shape, expected, strict=True)
+        ):
+            want = tuple("?" if e == DYNAMIC_INDEX else e for e in expected)
+            raise CompileError(f"argument {i} has shape {tuple(shape)}, expected {want}")
+        for d, (s, e) in enumerate(zip(shape, expected, strict=True)):
+            name = f"{argument_name(f, i)}.{d}"
+            if e == DYNAMIC_INDEX and name in ranges and not ranges[name].lo <= s <= ranges[name].hi:
+                raise CompileError(f"argument {i} has {name} = {s}, outside its declared "
+                                   f"range {ranges[name]}")  # fmt: skip
