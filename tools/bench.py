@@ -87,6 +87,10 @@ CASES = [
     Case("four_layernorms_bf16", "four_layernorms", {"M": 16384, "N": 1024}, "bf16"),
     Case("linear_bf16", "linear_bias_relu", {"M": 8192, "K": 4096, "N": 4096}, "bf16", True,
          {1: "K"}),
+    Case("linear_skinny_bf16", "linear_bias_relu", {"M": 256, "K": 4096, "N": 4096}, "bf16", True,
+         {1: "K"}),  # 256 tokens through a 4096 x 4096 Linear (issue 17)
+    Case("linear_odd_bf16", "linear_bias_relu", {"M": 3000, "K": 4096, "N": 11008}, "bf16", True,
+         {1: "K"}),  # LLaMA-7B's up projection at 3000 tokens: no size a power of two
     Case("conv_bias_relu_bf16", "conv_bias_relu",
          {"N": 32, "H": 58, "W": 62, "C": 64, "F": 128, "OH": 56, "OW": 60}, "bf16", True,
          {1: "KKC"}),
