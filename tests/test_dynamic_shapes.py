@@ -129,7 +129,8 @@ def test_a_window_past_its_operand_at_run_time_is_a_located_error():
 
 
 def test_declaring_ranges_names_what_is_missing_or_unknown():
-    with pytest.raises(CompileError, match=r"dynamic dims x.0 without a range: declare each \(--dim-range x.0=LO:HI\)"):
+    with pytest.raises(CompileError, match=r"dynamic dims x.0 without a range: declare each "
+                                           r"\(dim_ranges=\{'x.0': DimRange\(LO, HI\)\}\)"):
         load_program(UPSTREAM, dim_ranges={})
     with pytest.raises(CompileError, match=r"no dynamic dim y.0 in @f \(its dynamic dims: x.0\)"):
         load_program(UPSTREAM, dim_ranges={"x.0": DimRange(1, 4), "y.0": DimRange(1, 4)})
@@ -160,3 +161,91 @@ def test_the_dynamic_form_of_a_sample_is_refused_where_a_constant_needs_the_size
         dynamic_form(text, "N")
     with pytest.raises(SpecializeError, match="Unknown dimension 'Q'"):
         dynamic_form(text, "Q")
+
+
+def _run(body: str, sig: str, ranges: dict[str, tuple[int, int]], *inputs):
+    text = f"func.func @f({sig}) {{\n  %c0 = arith.constant 0 : index\n  %c1 = arith.constant 1 : index\n{body}\n}}"
+    module = load_program(text, dim_ranges={k: DimRange(*v) for k, v in ranges.items()})
+    return evaluate(module, list(inputs))
+
+
+X = np.arange(20, dtype=np.float32).reshape(5, 4)
+
+
+def test_upstream_view_and_copy_ops_run_at_dynamic_sizes():
+    """collapse, expand, pad, a static slice of a dynamic source, a slice of two
+    dynamic sizes, a keep-dim reduction: loaded (the load-time checks leave dynamic
+    sizes to run time) and evaluated as numpy does."""
+    (y,) = _run("""  %y = tensor.collapse_shape %x [[0, 1]] : tensor<?x4xf32> into tensor<?xf32>
+  return %y : tensor<?xf32>""", "%x: tensor<?x4xf32>) -> (tensor<?xf32>", {"x.0": (1, 9)}, X)
+    np.testing.assert_array_equal(y, X.reshape(-1))
+    (y,) = _run("""  %n = tensor.dim %x, %c0 : tensor<?x4xf32>
+  %m = tensor.dim %x, %c1 : tensor<?x4xf32>
+  %z = arith.constant 0.0 : f32
+  %p = tensor.pad %x low[1, 0] high[0, 2] {
+  ^bb0(%i: index, %j: index):
+    tensor.yield %z : f32
+  } : tensor<?x4xf32> to tensor<?x6xf32>
+  %s = tensor.extract_slice %p[1, 0] [2, 4] [1, 1] : tensor<?x6xf32> to tensor<2x4xf32>
+  return %s : tensor<2x4xf32>""", "%x: tensor<?x4xf32>) -> (tensor<2x4xf32>", {"x.0": (1, 9)}, X)
+    np.testing.assert_array_equal(y, X[:2])
+    y2 = np.ones((3, 2), np.float32)
+    (y,) = _run("""  %n = tensor.dim %x, %c0 : tensor<?x?xf32>
+  %m = tensor.dim %x, %c1 : tensor<?x?xf32>
+  %s = tensor.extract_slice %x[0, 0] [%n, %m] [1, 1] : tensor<?x?xf32> to tensor<?x?xf32>
+  return %s : tensor<?x?xf32>""", "%x: tensor<?x?xf32>) -> (tensor<?x?xf32>", {"x.0": (1, 9), "x.1": (1, 9)}, y2)
+    np.testing.assert_array_equal(y, y2)
+    (y,) = _run("""  %n = tensor.dim %x, %c0 : tensor<?x4xf32>
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty(%n) : tensor<?x1xf32>
+  %i = linalg.fill ins(%z : f32) outs(%e : tensor<?x1xf32>) -> tensor<?x1xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, 0)>],
+      iterator_types = ["parallel", "reduction"]} ins(%x : tensor<?x4xf32>) outs(%i : tensor<?x1xf32>) {
+    ^bb0(%a: f32, %o: f32):
+      %s = arith.addf %a, %o : f32
+      linalg.yield %s : f32
+  } -> tensor<?x1xf32>
+  return %y : tensor<?x1xf32>""", "%x: tensor<?x4xf32>) -> (tensor<?x1xf32>", {"x.0": (1, 9)}, X)
+    np.testing.assert_array_equal(y, X.sum(1, keepdims=True))
+
+
+@pytest.mark.parametrize(("body", "sig", "message"), [
+    ("""  %c = tensor.cast %x : tensor<?x4xf32> to tensor<1x4xf32>
+  return %c : tensor<1x4xf32>""", "%x: tensor<?x4xf32>) -> (tensor<1x4xf32>",
+     r"makes a \(5, 4\) tensor at run time, where its type is tensor<1x4xf32>"),
+    ("""  %c5 = arith.constant 7 : index
+  %n = tensor.dim %x, %c0 : tensor<?x4xf32>
+  %m = arith.subi %n, %c5 : index
+  %s = tensor.extract_slice %x[0, 0] [%m, 4] [1, 1] : tensor<?x4xf32> to tensor<?x4xf32>
+  return %s : tensor<?x4xf32>""", "%x: tensor<?x4xf32>) -> (tensor<?x4xf32>",
+     r"reads \[0, -3\] step 1 of dim 0 \(size 5\) at run time: outside it, or empty"),
+    ("""  %n = tensor.dim %x, %c0 : tensor<?x4xf32>
+  %s = tensor.extract_slice %x[%c1, 0] [%n, 4] [1, 1] : tensor<?x4xf32> to tensor<?x4xf32>
+  return %s : tensor<?x4xf32>""", "%x: tensor<?x4xf32>) -> (tensor<?x4xf32>",
+     r"reads \[1, 5\] step 1 of dim 0 \(size 5\)"),
+    ("""  %n = tensor.dim %x, %c0 : tensor<?x4xf32>
+  %e = tensor.expand_shape %x [[0], [1, 2]] output_shape [%c1, 2, 2] : tensor<?x4xf32> into tensor<?x2x2xf32>
+  return %e : tensor<?x2x2xf32>""", "%x: tensor<?x4xf32>) -> (tensor<?x2x2xf32>",
+     r"expands \(5, 4\) into \(1, 2, 2\): the sizes differ at run time"),
+    ("""  %n = tensor.dim %x, %c0 : tensor<?x4xf32>
+  %m = arith.subi %n, %n : index
+  %e = tensor.empty(%m) : tensor<?x4xf32>
+  return %e : tensor<?x4xf32>""", "%x: tensor<?x4xf32>) -> (tensor<?x4xf32>",
+     r"makes a tensor of sizes \[0, 4\] at run time"),
+    ("""  %y = tensor.concat dim(0) %x, %x2 : (tensor<?x4xf32>, tensor<?x?xf32>) -> tensor<?x4xf32>
+  return %y : tensor<?x4xf32>""", "%x: tensor<?x4xf32>, %x2: tensor<?x?xf32>) -> (tensor<?x4xf32>",
+     r"concatenates \[\(5, 4\), \(5, 3\)\] along dim 0: the other dims differ at run time"),
+], ids=["cast", "negative-size", "past-the-end", "expand-groups", "zero-size", "concat"])  # fmt: skip
+def test_a_dynamic_size_that_breaks_an_op_at_run_time_is_a_located_error(body, sig, message):
+    inputs = [X] + ([np.ones((5, 3), np.float32)] if "%x2" in sig else [])
+    ranges = {"x.0": (1, 9)} | ({"x2.0": (1, 9), "x2.1": (1, 9)} if "%x2" in sig else {})
+    with pytest.raises(CompileError, match=rf"<input>:\d+:\d+: error: .*{message}"):
+        _run(body, sig, ranges, *inputs)
+
+
+def test_dim_names_that_collide_and_ranges_that_are_not_dim_ranges_are_refused():
+    text = "func.func @f(%arg1: tensor<?xf32>, %1: tensor<?xf32>) -> tensor<?xf32> {\n  return %arg1 : tensor<?xf32>\n}"
+    with pytest.raises(CompileError, match=r"two dynamic dims of @f are named arg1\.0"):
+        load_program(text, dim_ranges={"arg1.0": DimRange(1, 4)})
+    with pytest.raises(TypeError, match=r"DimRange\(lo, hi\)"):
+        load_program(UPSTREAM, dim_ranges={"x.0": (1, 8)})  # type: ignore[dict-item]

@@ -47,6 +47,7 @@ KERNELS = {
     "attention_bf16_qkv_f32_probs": 1,
     "attention_heads_through_views": 1, "attention_sdpa_masked_rows": 1,
     "attention_bf16_rounded_scores_and_probs": 1, "layernorm_bf16_f64_variance": 1,
+    "two_attentions_dead_between": 1, "two_sdpa_attentions": 1,
 }  # fmt: skip
 """Kernels each program becomes (conv_of_a_fill: one; a dead fill of its input was a
 second until fold-windows stopped keeping it alive; reshape_between_kernels: one,

@@ -269,6 +269,8 @@ def _check_slice(op: tensor.ExtractSliceOp) -> None:
     if op.offsets or op.sizes or op.strides:
         return  # dynamic: refused where it is placed (fusion-groups)
     source = op.source.type.get_shape()
+    if any(d < 0 for d in source):
+        return  # a dynamic source: its bounds checked at run time (the evaluator)
     offsets, sizes = op.static_offsets.get_values(), op.static_sizes.get_values()
     strides = op.static_strides.get_values()
     for d, (o, n, st, extent) in enumerate(zip(offsets, sizes, strides, source, strict=True)):
@@ -327,6 +329,8 @@ def _check_reshape(op: tensor.CollapseShapeOp | tensor.ExpandShapeOp) -> None:
                               f"needs one group per dimension, covering all {len(large)} "
                               "dimensions of the other in order")  # fmt: skip
     for g, n in zip(groups, small, strict=True):
+        if n < 0 or any(large[d] < 0 for d in g):
+            continue  # a dynamic size: checked at run time (the evaluator)
         if (product := math.prod(large[d] for d in g)) != n:
             raise CompileError.at(op, f"reshapes {op.src.type} into {op.result.type}: "
                                   f"dimensions {g} hold {product} elements, not {n}")  # fmt: skip
@@ -383,7 +387,8 @@ def _check_pad(op: tensor.PadOp) -> None:
     if op.low or op.high or len(low) != len(src):
         return  # dynamic padding: refused later, with a location
     want = [s + lo + hi for s, lo, hi in zip(src, low, high, strict=True)]
-    if list(res) != want:
+    if any(r != w and r >= 0 and s >= 0 for r, w, s in zip(res, want, src, strict=True)) or \
+            any((r < 0) != (s < 0) for r, s in zip(res, src, strict=True)):  # fmt: skip
         raise CompileError.at(op, f"pads {op.source.type} by low {list(low)}, high {list(high)}: "
                                   f"the result is {want}, not {op.result.type}")  # fmt: skip
 

@@ -79,7 +79,14 @@ def dynamic_dims(f: func.FuncOp) -> list[tuple[str, int, int]]:
 def set_ranges(f: func.FuncOp, ranges: Mapping[str, DimRange]) -> None:
     """Declare the ranges of `f`'s dynamic dims: one for each, no other names
     (a located error names what is missing or unknown)."""
+    if not all(isinstance(r, DimRange) for r in ranges.values()):
+        raise TypeError("dim_ranges maps names to DimRange(lo, hi)")
     names = [name for name, _, _ in dynamic_dims(f)]
+    if len(set(names)) != len(names):
+        twice = next(n for n in names if names.count(n) > 1)
+        raise CompileError(f"two dynamic dims of @{f.sym_name.data} are named {twice} (an "
+                           f"argument is named like another's position): rename one",
+                           op_location(f))  # fmt: skip
     unknown = sorted(set(ranges) - set(names))
     if unknown:
         known = ", ".join(names) or "none"
@@ -89,7 +96,7 @@ def set_ranges(f: func.FuncOp, ranges: Mapping[str, DimRange]) -> None:
     if missing:
         raise CompileError(
             f"'func.func' op has dynamic dims {', '.join(missing)} without a range: declare "
-            f"each (--dim-range {missing[0]}=LO:HI)", op_location(f))  # fmt: skip
+            f"each (dim_ranges={{{missing[0]!r}: DimRange(LO, HI)}})", op_location(f))  # fmt: skip
     f.attributes[RANGES_ATTR] = DictionaryAttr(
         {n: ArrayAttr([IntAttr(ranges[n].lo), IntAttr(ranges[n].hi)]) for n in names}
     )

@@ -197,7 +197,7 @@ def _eval_constant_outputs(op: linalg.GenericOp, env: Env) -> list[np.ndarray]:
     ]  # fmt: skip
     s = StructuredOp(op, tuple(op.inputs), tuple(op.outputs), (*maps[:n_in], *projected),
                      tuple(str(it.data) for it in op.iterator_types),
-                     op.body.block, _loop_ranges(op, maps))  # fmt: skip
+                     op.body.block, _loop_ranges(op, maps, env))  # fmt: skip
     outs = [np.asarray(env[v]) for v in op.outputs]
     results = eval_structured(s, env, [x[p] for x, p in zip(outs, picks, strict=True)])
     return [_written(x, p, r) for x, p, r in zip(outs, picks, results, strict=True)]
@@ -213,11 +213,12 @@ def _constant_pick(op: Operation, amap: AffineMap) -> tuple[int | slice, ...]:
                  for r in amap.results)  # fmt: skip
 
 
-def _loop_ranges(op: linalg.GenericOp, maps: list[AffineMap]) -> tuple[int, ...]:
-    """Each loop's trip count: the size of a dim some map indexes by that loop alone."""
+def _loop_ranges(op: linalg.GenericOp, maps: list[AffineMap], env: Env) -> tuple[int, ...]:
+    """Each loop's trip count: the size of a dim some map indexes by that loop alone
+    (in the arrays: a dynamic dim's size at run time)."""
     ranges = [0] * maps[0].num_dims
     for value, amap in zip(op.operands, maps, strict=True):
-        for size, r in zip(shape_of(value), amap.results, strict=True):
+        for size, r in zip(np.shape(env[value]), amap.results, strict=True):
             if isinstance(r, AffineDimExpr):
                 ranges[r.position] = size
     return tuple(ranges)
@@ -418,6 +419,11 @@ def _slice_spec(op: tensor.ExtractSliceOp | tensor.InsertSliceOp, env: Env) -> t
     offsets = _static_or_dynamic(op.static_offsets.get_values(), op.offsets, env)
     sizes = _static_or_dynamic(op.static_sizes.get_values(), op.sizes, env)
     strides = _static_or_dynamic(op.static_strides.get_values(), op.strides, env)
+    full = np.shape(env[op.source if isinstance(op, tensor.ExtractSliceOp) else op.dest])
+    for d, (o, n, st, extent) in enumerate(zip(offsets, sizes, strides, full, strict=True)):
+        if o < 0 or n < 1 or st < 1 or o + (n - 1) * st >= extent:
+            raise CompileError.at(op, f"reads [{o}, {o + (n - 1) * st}] step {st} of dim {d} "
+                                  f"(size {extent}) at run time: outside it, or empty")  # fmt: skip
     return tuple(
         slice(o, o + sz * st, st) for o, sz, st in zip(offsets, sizes, strides, strict=True)
     )
@@ -462,10 +468,29 @@ def _sizes(static: Sequence[int], dynamic: Sequence[SSAValue], env: Env) -> tupl
     return tuple(int(env[next(dyn)]) if v == DYNAMIC else v for v in static)
 
 
+def _positive_sizes(op: Operation, sizes: Sequence[int]) -> tuple[int, ...]:
+    if any(n < 1 for n in sizes):
+        raise CompileError.at(op, f"makes a tensor of sizes {list(sizes)} at run time: "
+                              "every dim needs at least one element")  # fmt: skip
+    return tuple(sizes)
+
+
+def check_result_shapes(op: Operation, env: Env) -> None:
+    """The arrays `op` made have its result types' static sizes (a `tensor.cast` to a
+    static shape, a static op reading a dynamic value: a located error, not a wrong
+    shape passed on)."""
+    for r in op.results:
+        if isinstance(r.type, TensorType) and r in env:
+            shape, want = np.shape(env[r]), r.type.get_shape()
+            if len(shape) != len(want) or any(w not in (DYNAMIC, n) for n, w in zip(shape, want, strict=True)):
+                raise CompileError.at(op, f"makes a {tuple(shape)} tensor at run time, where its "
+                                      f"type is {r.type}")  # fmt: skip
+
+
 def _eval_empty(op: tensor.EmptyOp, env: Env) -> None:
     t = op.tensor.type
     assert isinstance(t, TensorType)
-    env[op.tensor] = np.full(_sizes(t.get_shape(), op.dynamic_sizes, env), np.nan)
+    env[op.tensor] = np.full(_positive_sizes(op, _sizes(t.get_shape(), op.dynamic_sizes, env)), np.nan)
 
 
 def _eval_dim(op: tensor.DimOp, env: Env) -> None:
@@ -476,9 +501,10 @@ def _eval_dim(op: tensor.DimOp, env: Env) -> None:
 
 
 def _eval_expand(op: tensor.ExpandShapeOp, env: Env) -> None:
-    shape = _sizes(op.static_output_shape.get_values(), op.dynamic_output_shape, env)
+    shape = _positive_sizes(op, _sizes(op.static_output_shape.get_values(), op.dynamic_output_shape, env))
     x = np.asarray(env[op.src])
-    if math.prod(shape) != x.size:
+    groups = [[i.value.data for i in g] for g in op.reassociation]  # pyright: ignore
+    if any(math.prod(shape[d] for d in g) != n for g, n in zip(groups, x.shape, strict=True)):
         raise CompileError.at(op, f"expands {x.shape} into {shape}: the sizes differ at run time")
     env[op.result] = np.reshape(x, shape)
 
@@ -515,13 +541,32 @@ def _bind(op: Operation, values: Sequence[np.ndarray], env: Env) -> None:
 
 def _eval_extract_slice(op: tensor.ExtractSliceOp, env: Env) -> None:
     src = env[op.source][_slice_spec(op, env)]
-    env[op.result] = src.reshape(_result_shape(op)).copy()
+    want = _result_shape(op)
+    if len(want) == src.ndim:
+        shape = src.shape
+    elif DYNAMIC not in want:
+        shape = want  # rank-reducing: the unit dims dropped
+    else:
+        raise CompileError.at(op, "drops unit dims of a slice with dynamic sizes, which the "
+                              "reference evaluator does not evaluate")  # fmt: skip
+    env[op.result] = src.reshape(shape).copy()
+
+
+def _eval_concat(op: tensor.ConcatOp, env: Env) -> None:
+    parts, axis = [np.asarray(env[v]) for v in op.inputs], op.dim.value.data
+    if len({p.shape[:axis] + p.shape[axis + 1 :] for p in parts}) > 1:
+        raise CompileError.at(op, f"concatenates {[p.shape for p in parts]} along dim {axis}: "
+                              "the other dims differ at run time")  # fmt: skip
+    env[op.result] = np.concatenate(parts, axis=axis)
 
 
 def _eval_insert_slice(op: tensor.InsertSliceOp, env: Env) -> None:
     dest = env[op.dest].copy()
     view = _slice_spec(op, env)
-    dest[view] = env[op.source].reshape(dest[view].shape)
+    if np.size(env[op.source]) != dest[view].size:
+        raise CompileError.at(op, f"inserts a {np.shape(env[op.source])} tensor into a "
+                              f"{dest[view].shape} slice at run time")  # fmt: skip
+    dest[view] = np.reshape(env[op.source], dest[view].shape)
     env[op.result] = dest
 
 
@@ -541,8 +586,7 @@ _HANDLERS = {
     tensor.EmptyOp: _eval_empty,
     tensor.DimOp: _eval_dim,
     tensor.ExtractSliceOp: _eval_extract_slice,
-    tensor.ConcatOp: lambda op, env: env.__setitem__(
-        op.result, np.concatenate([env[v] for v in op.inputs], axis=op.dim.value.data)),
+    tensor.ConcatOp: lambda op, env: _eval_concat(op, env),
     tensor.CastOp: lambda op, env: env.__setitem__(op.dest, env[op.source]),
     tensor.InsertSliceOp: _eval_insert_slice,
     scf.ForOp: lambda op, env: _eval_for(op, env),
@@ -645,6 +689,7 @@ def eval_block(block: Block, args: Sequence[np.ndarray], outer: Env) -> list[np.
     for op in block.ops:
         if (results := eval_op(op, env)) is not None:
             return results
+        check_result_shapes(op, env)
     return []
 
 

@@ -87,15 +87,29 @@ class FlashAttentionPass(ModulePass):
         count = 0
         for f in [o for o in op.walk() if isinstance(o, func.FuncOp)]:
             f = _normalised(f)
-            graph = build_graph(f)
-            for att in find_attention(graph):
-                if TAG in att.output.op.attributes:
-                    continue
-                rewrite_attention(graph, att, f"attention_{count}")
+            done: set[Operation] = set()
+            while (att := _next_attention(build_graph(f), done)) is not None:
+                # Found again in the graph as it is now: a rewrite erases ops, so the
+                # node indices of attentions found before it are stale.
+                rewrite_attention(att.graph, att.attention, f"attention_{count}")
+                done.add(att.attention.output.op)
                 count += 1
                 _erase_dead(f)
-                graph = build_graph(f)
         erase_dead_views(op)
+
+
+@dataclass(frozen=True)
+class _Found:
+    graph: Graph
+    attention: Attention
+
+
+def _next_attention(graph: Graph, done: set[Operation]) -> _Found | None:
+    """The first attention of `graph` not yet rewritten."""
+    for att in find_attention(graph):
+        if TAG not in att.output.op.attributes and att.output.op not in done:
+            return _Found(graph, att)
+    return None
 
 
 def rewrite_attention(graph: Graph, att: Attention, tag: str) -> None:
