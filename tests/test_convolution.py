@@ -479,3 +479,54 @@ def test_a_convolution_input_between_kernels_is_stored_channels_last():
     assert "p[0:2, 0:16, 1:7, 1:6] = m" in returned.source
     out2, mid = returned(*(on_device(a) for a in (x, w1, w2)))
     assert mid.is_contiguous() and torch.allclose(out2.cpu(), want, rtol=1e-4, atol=1e-4)
+
+
+def one_by_one(batch: int, cin: int, cout: int, h: int, w: int, stride: int = 1) -> str:
+    """A 1x1 convolution (as torch-mlir prints it: named, f32 accumulator), a
+    per-channel scale, a residual add and a ReLU: a bottleneck's last third."""
+    oh, ow = out_size(h, 1, stride, 1), out_size(w, 1, stride, 1)
+    x, wt, s, out = _t((batch, cin, h, w)), _t((cout, cin, 1, 1)), _t((cout,)), _t((batch, cout, oh, ow))
+    return f"""
+func.func @f(%x: {x}, %w: {wt}, %s: {s}, %res: {out}) -> {out} {{
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : {out}
+  %o = linalg.fill ins(%z : f32) outs(%e : {out}) -> {out}
+  %c = linalg.conv_2d_nchw_fchw {attrs((stride, stride), (1, 1))} ins(%x, %w : {x}, {wt}) outs(%o : {out}) -> {out}
+  %r = linalg.generic {{indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d1)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}} ins(%c, %s, %res : {out}, {s}, {out}) outs(%e : {out}) {{
+  ^bb0(%a: f32, %k: f32, %b: f32, %u: f32):
+    %m = arith.mulf %a, %k : f32
+    %y = arith.addf %m, %b : f32
+    %relu = arith.maximumf %y, %z : f32
+    linalg.yield %relu : f32
+  }} -> {out}
+  func.return %r : {out}
+}}
+"""
+
+
+@pytest.mark.parametrize("shape", [(2, 12, 16, 7, 5), (1, 8, 24, 1, 9), (3, 16, 8, 6, 6)])
+def test_a_1x1_convolution_runs_over_flattened_positions(shape):
+    """fold-unit-dims drops the one-tap window loops, propagate-reshapes merges the
+    output rows and columns (the innermost dims of input and output): the kernel
+    reads the input as [B, C, H*W] and tiles positions, not one row; the epilogue
+    (scale, residual, ReLU) runs in the merged space, one kernel."""
+    b, cin, cout, h, w = shape
+    x, wt, s, res = rand(b, cin, h, w), rand(cout, cin, 1, 1, seed=1), rand(cout, seed=2), rand(b, cout, h, w, seed=3)
+    text = one_by_one(b, cin, cout, h, w)
+    prog = compile(text)
+    assert len(prog.kernels) == 1
+    assert f"x.reshape(({b}, {cin}, {h * w}))" in prog.source
+    out = run(text, x, wt, s, res)
+    want = F.relu(F.conv2d(x, wt) * s[None, :, None, None] + res)
+    assert torch.allclose(out, want, rtol=1e-4, atol=1e-4)
+
+
+def test_a_strided_1x1_convolution_keeps_its_rows_and_columns():
+    """Stride 2: the input is read at 2 oh, 2 ow, a window, not a projection: no merge."""
+    x, wt, s, res = rand(2, 8, 9, 7), rand(6, 8, 1, 1, seed=1), rand(6, seed=2), rand(2, 6, 5, 4, seed=3)
+    text = one_by_one(2, 8, 6, 9, 7, stride=2)
+    prog = compile(text)
+    assert "reshape((2, 8, 63))" not in prog.source and len(prog.kernels) == 1
+    out = run(text, x, wt, s, res)
+    want = F.relu(F.conv2d(x, wt, stride=2) * s[None, :, None, None] + res)
+    assert torch.allclose(out, want, rtol=1e-4, atol=1e-4)

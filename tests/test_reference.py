@@ -246,12 +246,12 @@ PROGRAMS = Path(__file__).parent / "programs"
 
 @pytest.mark.parametrize("name", ["keepdim_softmax", "keepdim_over_all_dims", "constant_map_bias"])
 def test_unit_dim_folding_keeps_meaning(name):
-    """The oracle reads constant map results as written, and `linalg-generalize`
+    """The oracle reads constant map results as written, and `fold-unit-dims`
     folds them away (`passes/fold_unit_dims.py`): two independent readings agree."""
     module = load_program(PROGRAMS / f"{name}.mlir")
     inputs = random_inputs(module, seed=1)
     before = evaluate(module, inputs)
-    run_pipeline(module, until="linalg-generalize")
+    run_pipeline(module, until="fold-unit-dims")
     assert "(0" not in str(module) and ", 0)" not in str(module)
     for out, ref in zip(evaluate(module, inputs), before, strict=True):
         np.testing.assert_allclose(out, ref, rtol=1e-6)

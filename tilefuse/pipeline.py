@@ -3,7 +3,7 @@ The default pipeline: the one ordered list of stages, and the one way to run it.
 
 ```
 inline-calls -> drop-unused-results -> fold-host-scalars -> fold-asserts -> fold-reshape-of-creation
-    -> decompose-softmax -> fold-unit-dims -> linalg-generalize -> scalar-operands -> fold-transposes
+    -> decompose-softmax -> linalg-generalize -> fold-unit-dims -> scalar-operands -> fold-transposes
     -> propagate-reshapes -> fold-concats -> fold-operand-extf -> fold-windows
     -> split-reduction{target}
     -> flash-attention -> fusion-groups{target} -> tile-and-fuse{target} -> horizontal-fusion{target}
@@ -102,8 +102,8 @@ STAGES: tuple[Stage, ...] = (
     Stage("fold-asserts", FoldAssertsPass),
     Stage("fold-reshape-of-creation", FoldReshapeOfCreationPass),
     Stage("decompose-softmax", DecomposeSoftmaxPass),
-    Stage("fold-unit-dims", FoldUnitDimsPass),
     Stage("linalg-generalize", LinalgGeneralizePass, done=_generalized),
+    Stage("fold-unit-dims", FoldUnitDimsPass),
     Stage("scalar-operands", ScalarOperandsPass),
     Stage("fold-transposes", FoldTransposesPass),
     Stage("propagate-reshapes", PropagateReshapesPass),

@@ -15,6 +15,13 @@ with `tensor<Nx1>` statistics) meet directly and still fuse.
 Only the constant 0 on a dim of size 1 is folded: any other constant is a
 slice, left for the located error that follows.
 
+A window of one tap is no window: a reduction loop of trip count 1 that a map reads
+inside a sum with other loops (`oh + kh` of a 1 x 1 convolution) takes its one
+value, 0, everywhere and leaves the loop nest; the filter's dims it indexed become
+constant 0s and are viewed away as above. A 1 x 1 stride-1 convolution is then a
+projection of its input, a batched matmul, not a window read (the pass runs after
+`linalg-generalize` so that named convolutions are generics here).
+
 ```mlir
 %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>,
                                       affine_map<(d0, d1) -> (0, d1)>, ...]}
@@ -45,7 +52,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Operation, SSAValue
-from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineMap
+from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     PatternRewriter,
@@ -55,7 +62,9 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import InsertPoint
 
-from tilefuse.ir.structured import reassociation
+from tilefuse.ir.affine import window_terms
+from tilefuse.ir.diagnostics import CompileError
+from tilefuse.ir.structured import REDUCTION, as_structured, reassociation
 from tilefuse.passes.cleanup import erase_dead_views, fold_reshapes_of_creations
 
 
@@ -66,6 +75,7 @@ class FoldUnitDimsPass(ModulePass):
     name = "fold-unit-dims"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        PatternRewriteWalker(DropUnitWindowLoops(), apply_recursively=False).rewrite_module(op)
         fold_unit_dims(op)
         fold_reshapes_of_creations(op)
         erase_dead_views(op)
@@ -84,6 +94,78 @@ class FoldUnitDimsPattern(RewritePattern):
         drops = [_dropped(m, v) for m, v in zip(maps, op.operands, strict=True)]
         if any(drops) and all(d is not None for d in drops):
             _rewrite(op, maps, drops, rewriter)
+
+
+class DropUnitWindowLoops(RewritePattern):
+    """A function-level generic's reduction loops of trip count 1 that some map
+    reads inside a window sum (`d2 + d5`) are replaced by 0 and dropped."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: linalg.GenericOp, rewriter: PatternRewriter) -> None:
+        if not isinstance(op.parent_op(), func.FuncOp):
+            return
+        drop = _unit_window_loops(op)
+        if not drop:
+            return
+        maps = [m.data for m in op.indexing_maps.data]
+        keep = [d for d in range(maps[0].num_dims) if d not in drop]
+        zero = AffineConstantExpr(0)
+        dims = [zero if d in drop else AffineDimExpr(keep.index(d)) for d in range(maps[0].num_dims)]
+        new_maps = [AffineMapAttr(AffineMap(len(keep), m.num_symbols,
+                                            tuple(_simplified(r.replace_dims_and_symbols(dims, []))
+                                                  for r in m.results)))
+                    for m in maps]  # fmt: skip
+        iterators = ArrayAttr([op.iterator_types.data[d] for d in keep])
+        new = linalg.GenericOp(list(op.inputs), list(op.outputs), op.body.clone(), new_maps,
+                               iterators, [r.type for r in op.results])  # fmt: skip
+        new.location = op.location
+        for name, attr in op.attributes.items():
+            new.attributes[name] = attr
+        rewriter.insert(new, InsertPoint.before(op))
+        for old, res in zip(op.results, new.results, strict=True):
+            res.name_hint = old.name_hint
+            rewriter.replace_all_uses_with(old, res)
+        rewriter.erase(op)
+
+
+def _unit_window_loops(op: linalg.GenericOp) -> set[int]:
+    """Reduction loops of trip count 1 read inside a window sum by some map (none
+    when the payload reads a loop index: its value would have to be rewritten)."""
+    if any(isinstance(o, linalg.IndexOp) for o in op.body.walk()):
+        return set()
+    try:
+        ranges = as_structured(op).loop_ranges  # pyright: ignore[reportOptionalMemberAccess]
+    except (CompileError, AttributeError):
+        return set()
+    iterators = [str(i.data) for i in op.iterator_types]
+    in_sums: set[int] = set()
+    for m in op.indexing_maps.data:
+        for r in m.data.results:
+            if isinstance(r, AffineDimExpr | AffineConstantExpr):
+                continue
+            try:
+                coeffs, _ = window_terms(r)
+            except ValueError:
+                continue
+            if len(coeffs) > 1:
+                in_sums.update(coeffs)
+    return {d for d in in_sums if ranges[d] == 1 and iterators[d] == REDUCTION}
+
+
+def _simplified(expr: AffineExpr) -> AffineExpr:
+    """A window sum with the dropped loops' zero terms left out (`d2 + 0 * 1` is `d2`)."""
+    try:
+        coeffs, const = window_terms(expr)
+    except ValueError:
+        return expr
+    terms: list[AffineExpr] = [AffineDimExpr(d) * c if c != 1 else AffineDimExpr(d)
+                               for d, c in coeffs.items() if c != 0]  # fmt: skip
+    if const or not terms:
+        terms.append(AffineConstantExpr(const))
+    out = terms[0]
+    for t in terms[1:]:
+        out = out + t
+    return out
 
 
 def fold_unit_dims(module: ModuleOp) -> None:

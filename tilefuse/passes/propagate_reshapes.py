@@ -10,6 +10,19 @@ side. As upstream's fusion by collapsing (`ElementwiseOpFusion.cpp`,
 collapsed iteration space instead: each run of loops a reshape merges becomes one
 loop, the maps and operands follow, and the reshape meets its inverse and folds.
 
+A contraction needs no reshape to be worth collapsing: a 1 x 1 convolution on NCHW
+reads its input at `(b, c, oh, ow)` and writes `(b, f, oh, ow)`, so its N side is two
+loops of 56 and a tile along `ow` is cut at 56. Where consecutive loops of one side
+of a contraction (read by the output and by one of its two operands, not both) are
+the innermost dims of both, and every map reads them whole and in order, they are
+merged too (as IREE's CollapseDimensions makes a dispatch's contraction a plain
+GEMM): the output rows become one contiguous loop of `oh * ow` positions. The
+cluster this starts stops at the contraction's operands: they are viewed collapsed
+(views of arguments or of other kernels' results: a contraction's operands come
+from the host or from other kernels). Runs that are not innermost (an attention's
+query heads and positions, a Linear's batch and tokens) are left to the reshapes
+that are there.
+
 The generics collapsed together form a *cluster*, closed under the producer and
 consumer edges a collapse touches: collapsing a generic collapses the generics it
 reads and the generics reading it the same way, so no new reshape ever lands
@@ -63,8 +76,9 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from tilefuse.analysis.dataflow import is_contraction
 from tilefuse.ir import log
-from tilefuse.ir.structured import reassociation
+from tilefuse.ir.structured import as_structured, map_dims, reassociation
 from tilefuse.passes.cleanup import (
     erase_dead_views,
     fold_reshapes_of_creations,
@@ -89,6 +103,7 @@ class PropagateReshapesPass(ModulePass):
     name = "propagate-reshapes"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        _collapse_contraction_sides(op)
         kept: dict[Operation, str] = {}
         changed, rounds = True, 0
         while changed and rounds < MAX_ROUNDS:
@@ -344,8 +359,10 @@ def plan_cluster(seed: linalg.GenericOp, loop_runs: set[Run]) -> dict[linalg.Gen
     return plan(seed, loop_runs)[0]
 
 
-def plan(seed: linalg.GenericOp, loop_runs: set[Run]) -> tuple[dict[linalg.GenericOp, set[Run]] | None, str]:
-    """`plan_cluster`, with the reason when there is none."""
+def plan(seed: linalg.GenericOp, loop_runs: set[Run],
+         operands_kept: bool = False) -> tuple[dict[linalg.GenericOp, set[Run]] | None, str]:  # fmt: skip
+    """`plan_cluster`, with the reason when there is none (`operands_kept`: the
+    seed's inputs are viewed collapsed, their producers not collapsed with it)."""
     members: dict[linalg.GenericOp, set[Run]] = {}
     work = [(seed, loop_runs)]
     while work:
@@ -357,7 +374,7 @@ def plan(seed: linalg.GenericOp, loop_runs: set[Run]) -> tuple[dict[linalg.Gener
         if why:
             return None, f"{_label(op)} {why} (loops {sorted(runs)})"
         members[op] = runs
-        neighbours = _neighbours(op, runs)
+        neighbours = _neighbours(op, runs, inputs=not (operands_kept and op is seed))
         if neighbours is None:
             return None, (f"a producer or reader of {_label(op)} does not index loops "
                           f"{sorted(runs)} as one consecutive run")  # fmt: skip
@@ -365,17 +382,22 @@ def plan(seed: linalg.GenericOp, loop_runs: set[Run]) -> tuple[dict[linalg.Gener
     return members, ""
 
 
-def _neighbours(op: linalg.GenericOp, runs: set[Run]) -> list[tuple[linalg.GenericOp, set[Run]]] | None:
+def _neighbours(op: linalg.GenericOp, runs: set[Run],
+                inputs: bool = True) -> list[tuple[linalg.GenericOp, set[Run]]] | None:  # fmt: skip
     """The generics next to `op` that collapsing `op` by `runs` collapses too
-    (None: one of them would have to be collapsed along loops it cannot merge)."""
+    (None: one of them would have to be collapsed along loops it cannot merge;
+    `inputs=False`: not the producers of its inputs)."""
     found = []
     maps = _maps(op)
     n_in = len(op.inputs)
-    for value, amap in zip(op.operands, maps, strict=True):
+    for i, (value, amap) in enumerate(zip(op.operands, maps, strict=True)):
+        if i < n_in and not inputs:
+            continue
         dims = _dim_runs(amap, runs)
         producer = _generic_of(value)
-        if not dims or producer is None:
+        if not dims or producer is None or is_generic_fill(producer):
             continue  # untouched, or a host view of an argument, creation or view
+            # (a fill's view is a fill of the new shape: its other readers keep theirs)
         loops = _loop_runs(_maps(producer)[len(producer.inputs) + value.index], dims)  # pyright: ignore
         if loops is None:
             return None
@@ -393,6 +415,97 @@ def _neighbours(op: linalg.GenericOp, runs: set[Run]) -> list[tuple[linalg.Gener
                 return None
             found.append((reader, loops))  # pyright: ignore
     return found
+
+
+def _collapse_contraction_sides(module: ModuleOp) -> None:
+    """Merge the consecutive loops of each side of every contraction that can be
+    merged (module docstring), with the cluster each merge starts."""
+    for op in [o for o in module.walk() if _at_function_level(o, linalg.GenericOp)]:
+        if op.parent is None:
+            continue  # replaced by an earlier cluster
+        runs = _side_runs(op)  # pyright: ignore[reportArgumentType]
+        if not runs:
+            continue
+        members, why = plan(op, runs, operands_kept=True)  # pyright: ignore[reportArgumentType]
+        if members and (padded := _padded_result(members)):
+            members, why = None, (f"{_label(padded)}'s result is padded (a window reads it: "
+                                  "its positions stay rows and columns, its layout is choose-layouts')")  # fmt: skip
+        if members:
+            _log(op, f"collapsed {len(members)} generic(s) ({', '.join(_label(m) for m in members)}) "
+                     f"along loops {sorted(runs)}: one side of a contraction is one loop")  # fmt: skip
+            _collapse_cluster(members)
+        else:
+            _log(op, f"kept loops {sorted(runs)} of a contraction apart: {why}")
+
+
+def _padded_result(members: dict[linalg.GenericOp, set[Run]]) -> linalg.GenericOp | None:
+    """A member whose result a `tensor.pad` reads (directly or through views)."""
+    for op in members:
+        work = list(op.results)
+        while work:
+            for use in work.pop().uses:
+                if isinstance(use.operation, tensor.PadOp):
+                    return op
+                if isinstance(use.operation, _Reshape):
+                    work.append(use.operation.result)
+    return None
+
+
+def _is_contraction(op: linalg.GenericOp) -> bool:
+    s = as_structured(op)
+    return s is not None and bool(s.reduction_dims) and is_contraction(s)
+
+
+def _side_runs(op: linalg.GenericOp) -> set[Run]:
+    """Runs of two or more consecutive parallel loops of a contraction that its
+    output and exactly one of its two operands read, each read whole and in order
+    by every map (empty when there are none)."""
+    if not _is_contraction(op) or len(op.inputs) != 2:
+        return set()
+    maps = _maps(op)
+    iters = [str(i.data) for i in op.iterator_types]
+    try:
+        readers = [set(map_dims(m)) for m in maps]
+    except ValueError:
+        return set()  # a window read: fold-windows views it later
+    out = readers[2]
+
+    def side(d: int) -> tuple[bool, bool] | None:
+        if iters[d] != "parallel" or d not in out:
+            return None
+        a, b = d in readers[0], d in readers[1]
+        return (a, b) if a != b else None
+
+    def innermost(run: Run) -> bool:
+        operand = maps[0] if side(run[0]) == (True, False) else maps[1]
+        return all(tuple(map_dims(m))[-len(run):] == run for m in (operand, maps[2]))
+
+    runs: set[Run] = set()
+    d = 0
+    while d < len(iters):
+        end = d + 1
+        while side(d) is not None and end < len(iters) and side(end) == side(d):
+            end += 1
+        run = tuple(range(d, end))
+        if len(run) > 1 and innermost(run) and _not_collapsible(op, {run}) is None:
+            runs.add(run)
+        d = end
+    return runs
+
+
+def _innermost_side(op: linalg.GenericOp, loop: int) -> bool:
+    """Whether `loop` of contraction `op` is on one side of it (read by the output
+    and one operand) and the innermost dim of both: a run `_side_runs` merges."""
+    if not _is_contraction(op) or len(op.inputs) != 2:
+        return False
+    try:
+        a, b, out = (map_dims(m) for m in _maps(op))
+    except ValueError:
+        return False
+    if (loop in a) == (loop in b) or not out or out[-1] != loop:
+        return False
+    operand = a if loop in a else b
+    return operand[-1] == loop
 
 
 def _collapse_cluster(members: dict[linalg.GenericOp, set[Run]]) -> None:
@@ -497,8 +610,8 @@ def _expand_readers_of_collapses(module: ModuleOp, alone: bool) -> bool:
             if reader.parent is None or not _at_function_level(reader, linalg.GenericOp):
                 continue
             splits = _splits(reader, use.index, collapse)  # pyright: ignore
-            if not splits:
-                continue
+            if not splits or any(_innermost_side(reader, d) for d in splits):  # pyright: ignore
+                continue  # (a contraction's positions, merged on purpose)
             members, _ = plan_expansion(reader, splits, alone)  # pyright: ignore
             if members is None:
                 continue

@@ -108,3 +108,49 @@ func.func @slice(%x: tensor<2x70xf32>, %o: tensor<4x70xf32>) -> tensor<4x70xf32>
   } -> tensor<4x70xf32>
   func.return %r : tensor<4x70xf32>
 }
+
+// -----
+
+// A 1 x 1 convolution as linalg-generalize writes it: the window loops kh, kw
+// (d5, d6) have one iteration each. They take the value 0 and leave the loop
+// nest; the filter's dims they indexed are then constant 0s, viewed away: the
+// input is read as a projection (d0, d4, d2, d3), no longer a window.
+// CHECK-LABEL: func.func @conv_1x1
+// CHECK:       %[[W:.*]] = tensor.collapse_shape %w {{\[}}[0 : i64], [1 : i64, 2 : i64, 3 : i64]] : tensor<4x8x1x1xf32> into tensor<4x8xf32>
+// CHECK:       linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d4, d2, d3)>, affine_map<(d0, d1, d2, d3, d4) -> (d1, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%x, %[[W]] : tensor<2x8x5x6xf32>, tensor<4x8xf32>)
+func.func @conv_1x1(%x: tensor<2x8x5x6xf32>, %w: tensor<4x8x1x1xf32>, %init: tensor<2x4x5x6xf32>) -> tensor<2x4x5x6xf32> {
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d4, d2 + d5, d3 + d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %w : tensor<2x8x5x6xf32>, tensor<4x8x1x1xf32>) outs(%init : tensor<2x4x5x6xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<2x4x5x6xf32>
+  func.return %r : tensor<2x4x5x6xf32>
+}
+
+// -----
+
+// A strided 1 x 1 convolution keeps its window (2 * d2 is not a projection),
+// without the unit loops; a 3 x 3 one keeps both its window and its loops.
+// CHECK-LABEL: func.func @conv_1x1_stride_2
+// CHECK:       linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d4, (d2 * 2), (d3 * 2))>, affine_map<(d0, d1, d2, d3, d4) -> (d1, d4)>
+// CHECK-LABEL: func.func @conv_3x3
+// CHECK:       linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d4, (d2 + d5), (d3 + d6))>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>
+func.func @conv_1x1_stride_2(%x: tensor<2x8x9x11xf32>, %w: tensor<4x8x1x1xf32>, %init: tensor<2x4x5x6xf32>) -> tensor<2x4x5x6xf32> {
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d4, d2 * 2 + d5, d3 * 2 + d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %w : tensor<2x8x9x11xf32>, tensor<4x8x1x1xf32>) outs(%init : tensor<2x4x5x6xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<2x4x5x6xf32>
+  func.return %r : tensor<2x4x5x6xf32>
+}
+func.func @conv_3x3(%x: tensor<2x8x7x8xf32>, %w: tensor<4x8x3x3xf32>, %init: tensor<2x4x5x6xf32>) -> tensor<2x4x5x6xf32> {
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d4, d2 + d5, d3 + d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %w : tensor<2x8x7x8xf32>, tensor<4x8x3x3xf32>) outs(%init : tensor<2x4x5x6xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<2x4x5x6xf32>
+  func.return %r : tensor<2x4x5x6xf32>
+}

@@ -322,3 +322,84 @@ func.func @mixed_iterators(%x: tensor<6xf32>) -> tensor<2xf32> {
   } -> tensor<2xf32>
   func.return %y : tensor<2xf32>
 }
+
+// -----
+
+// A 1 x 1 convolution on NCHW (as fold-unit-dims leaves it) and its ReLU: the
+// output positions (oh, ow) are the innermost dims of the input and of the
+// output, read by the input and not by the filter. They become one loop of
+// 5 * 6 positions in both generics (the fill is made at the new shape); the
+// input is viewed collapsed, the result expanded back where it is returned.
+// CHECK-LABEL: func.func @conv_1x1_positions
+// CHECK:       %[[X:.*]] = tensor.collapse_shape %x {{\[}}[0 : i64], [1 : i64], [2 : i64, 3 : i64]] : tensor<2x8x5x6xf32> into tensor<2x8x30xf32>
+// CHECK:       %[[C:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>, affine_map<(d0, d1, d2, d3) -> (d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%[[X]], %w : tensor<2x8x30xf32>, tensor<4x8xf32>) outs(%{{.*}} : tensor<2x4x30xf32>)
+// CHECK:       %[[R:.*]] = linalg.generic {{.*}} ins(%[[C]] : tensor<2x4x30xf32>)
+// CHECK:       %[[E:.*]] = tensor.expand_shape %[[R]] {{\[}}[0 : i64], [1 : i64], [2 : i64, 3 : i64]] output_shape [2, 4, 5, 6] : tensor<2x4x30xf32> into tensor<2x4x5x6xf32>
+// CHECK:       func.return %[[E]]
+func.func @conv_1x1_positions(%x: tensor<2x8x5x6xf32>, %w: tensor<4x8xf32>) -> tensor<2x4x5x6xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x4x5x6xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<2x4x5x6xf32>) -> tensor<2x4x5x6xf32>
+  %c = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d4, d2, d3)>, affine_map<(d0, d1, d2, d3, d4) -> (d1, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%x, %w : tensor<2x8x5x6xf32>, tensor<4x8xf32>) outs(%z : tensor<2x4x5x6xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<2x4x5x6xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%c : tensor<2x4x5x6xf32>) outs(%e : tensor<2x4x5x6xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %y = arith.maximumf %a, %zero : f32
+    linalg.yield %y : f32
+  } -> tensor<2x4x5x6xf32>
+  func.return %r : tensor<2x4x5x6xf32>
+}
+
+// -----
+
+// A 1 x 1 convolution reading a 3 x 3 one's result: the 3 x 3 reads its input
+// through a window (oh + kh), so it stays as it is; the 1 x 1 still merges its
+// positions, reading a collapsed view of the 3 x 3's result (a kernel boundary:
+// a contraction's operand comes from another kernel). The filters' shared fill
+// is no link between the two.
+// CHECK-LABEL: func.func @conv_3x3_then_1x1
+// CHECK:       %[[T:.*]] = linalg.generic {{.*}} ins(%x, %w3 : tensor<2x8x7x8xf32>, tensor<8x8x3x3xf32>) outs(%{{.*}} : tensor<2x8x5x6xf32>)
+// CHECK:       %[[V:.*]] = tensor.collapse_shape %[[T]] {{\[}}[0 : i64], [1 : i64], [2 : i64, 3 : i64]] : tensor<2x8x5x6xf32> into tensor<2x8x30xf32>
+// CHECK:       linalg.generic {{.*}} ins(%[[V]], %w1 : tensor<2x8x30xf32>, tensor<8x8xf32>) outs(%{{.*}} : tensor<2x8x30xf32>)
+func.func @conv_3x3_then_1x1(%x: tensor<2x8x7x8xf32>, %w3: tensor<8x8x3x3xf32>, %w1: tensor<8x8xf32>) -> tensor<2x8x5x6xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x8x5x6xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<2x8x5x6xf32>) -> tensor<2x8x5x6xf32>
+  %t = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d4, d2 + d5, d3 + d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %w3 : tensor<2x8x7x8xf32>, tensor<8x8x3x3xf32>) outs(%z : tensor<2x8x5x6xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<2x8x5x6xf32>
+  %c = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d4, d2, d3)>, affine_map<(d0, d1, d2, d3, d4) -> (d1, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%t, %w1 : tensor<2x8x5x6xf32>, tensor<8x8xf32>) outs(%z : tensor<2x8x5x6xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<2x8x5x6xf32>
+  func.return %c : tensor<2x8x5x6xf32>
+}
+
+// -----
+
+// Stays: the query positions and heads of a batched product are one side of it
+// but not its innermost dims (the head dim and the keys are): attention's
+// products are left as they are.
+// CHECK-LABEL: func.func @heads_and_positions
+// CHECK:       linalg.generic {{.*}} ins(%q, %k : tensor<2x3x4x8xf32>, tensor<2x5x8xf32>) outs(%{{.*}} : tensor<2x3x4x5xf32>)
+func.func @heads_and_positions(%q: tensor<2x3x4x8xf32>, %k: tensor<2x5x8xf32>) -> tensor<2x3x4x5xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x3x4x5xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<2x3x4x5xf32>) -> tensor<2x3x4x5xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d3, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %k : tensor<2x3x4x8xf32>, tensor<2x5x8xf32>) outs(%z : tensor<2x3x4x5xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %t = arith.addf %o, %m : f32
+    linalg.yield %t : f32
+  } -> tensor<2x3x4x5xf32>
+  func.return %s : tensor<2x3x4x5xf32>
+}
