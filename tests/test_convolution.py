@@ -530,3 +530,19 @@ def test_a_strided_1x1_convolution_keeps_its_rows_and_columns():
     out = run(text, x, wt, s, res)
     want = F.relu(F.conv2d(x, wt, stride=2) * s[None, :, None, None] + res)
     assert torch.allclose(out, want, rtol=1e-4, atol=1e-4)
+
+
+def test_a_3x3_filter_is_copied_channels_innermost_before_the_launch():
+    """The kernel reads the filter in [F, C] tiles, one tap at a time: C at stride
+    9 would be loaded per element, so the host copies it with C innermost first
+    (`choose-layouts`' input_layouts); a filter passed so already is not copied.
+    Same numbers either way."""
+    x, w = rand(2, 16, 9, 8), rand(8, 16, 3, 3, seed=1)
+    text = named_program("conv_2d_nchw_fchw", x.shape, w.shape, (2, 8, 7, 6), attrs((1, 1), (1, 1)))
+    prog = compile(text)
+    assert "    w = _in_order(w, (0, 2, 3, 1))\n" in prog.source
+    want = F.conv2d(x, w)
+    assert torch.allclose(run(text, x, w), want, rtol=1e-4, atol=1e-4)
+    already = w.contiguous(memory_format=torch.channels_last)
+    (out,) = prog(on_device(x), on_device(already))
+    assert torch.allclose(out.cpu(), want, rtol=1e-4, atol=1e-4)

@@ -21,10 +21,20 @@ then windows) read, the order with the consumers' reduction dim innermost, where
   stay vectors) and is no bundle of several grids (a stacked bundle's members share
   strides);
 - no result of the function is the tensor (a caller gets row-major tensors).
+
+A function argument is the caller's, in the caller's layout; where a kernel would
+load it per element, the host copies it first (`plan_input_layouts`): a 3x3
+convolution's filter `[F, C, KH, KW]` is read in `[F, C]` tiles, one tap at a
+time, so its innermost dim is tiled by 1 and C sits at stride 9. Copied with the
+reduced dim of the largest tile (C) innermost, each tile row is one 16-byte vector
+run. Only small arguments (at most `MAX_COPIED_BYTES`: filters, not activations)
+read by contractions whose every load tiles the innermost dim by fewer than
+`MIN_STORE_RUN` elements and that dim by at least as many.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from xdsl.dialects import func, tensor
@@ -36,6 +46,9 @@ from tilefuse.ir.tilefuse import GroupOp, LoadOp, StoreOp, WindowOp
 
 MIN_STORE_RUN = 8
 """Elements a producer's tile must write contiguously along the new innermost dim."""
+
+MAX_COPIED_BYTES = 16 << 20
+"""The largest argument the host copies into another layout per call."""
 
 
 @dataclass(frozen=True)
@@ -58,6 +71,62 @@ def plan_layouts(f: func.FuncOp) -> list[Layout]:
             if (layout := _layout_of(g, i, r)) is not None:
                 out.append(layout)
     return out
+
+
+@dataclass(frozen=True)
+class InputLayout:
+    """Group `group`'s input `input` (a function argument) is copied into `order`."""
+
+    group: str
+    input: int
+    order: tuple[int, ...]
+    reason: str
+
+
+def plan_input_layouts(f: func.FuncOp) -> list[InputLayout]:
+    """The function arguments the host copies into another dim order for a kernel."""
+    out = []
+    for g in f.body.block.ops:
+        if not isinstance(g, GroupOp) or len(g.grids) != 1:
+            continue
+        for i, v in enumerate(g.inputs):
+            if (layout := _input_layout_of(g, i, v)) is not None:
+                out.append(layout)
+    return out
+
+
+def _input_layout_of(g: GroupOp, i: int, v: SSAValue) -> InputLayout | None:
+    shape = v.type.get_shape()  # type: ignore[attr-defined]
+    rank = len(shape)
+    if not isinstance(v, BlockArgument) or rank < 3 or -1 in shape:
+        return None
+    if math.prod(shape) * _element_bytes(v) > MAX_COPIED_BYTES:
+        return None
+    arg = g.entry.args[i]
+    loads = [u.operation for u in arg.uses]
+    if not loads or not all(isinstance(o, LoadOp) for o in loads):
+        return None
+    reduced: set[int] | None = None
+    for dims in _reduced_dims_of_loads(arg):
+        if dims is None:
+            return None
+        reduced = dims if reduced is None else reduced & dims
+    tiles = [o.result.type.get_shape() for o in loads]  # type: ignore[attr-defined]
+    if not reduced or any(t[-1] >= MIN_STORE_RUN for t in tiles):
+        return None
+    c = max(reduced, key=lambda d: min(t[d] for t in tiles))
+    run = min(t[c] for t in tiles)
+    if run < MIN_STORE_RUN or all(shape[d] == 1 for d in range(c + 1, rank)):
+        return None  # (innermost already, or as good: only unit dims after it)
+    order = (*(d for d in range(rank) if d != c), c)
+    return InputLayout(g.sym_name.data, i, order,
+                       f"dim {c} innermost: {g.sym_name.data} reduces over it in tiles of {run}, "
+                       f"its innermost dim in tiles of {min(t[-1] for t in tiles)}")  # fmt: skip
+
+
+def _element_bytes(v: SSAValue) -> int:
+    width = getattr(v.type.get_element_type(), "bitwidth", 32)  # type: ignore[attr-defined]
+    return max(1, width // 8)
 
 
 def _windows(v: SSAValue) -> list[WindowOp] | None:

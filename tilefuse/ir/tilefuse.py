@@ -415,7 +415,9 @@ class GroupOp(IRDLOperation):
     as properties; so do `untiled` (why `tile-and-fuse` left the group as it was),
     `tile_candidate` (the autotuner's pick among the tile planner's candidates) and
     `layouts` (per result, the order of its dims in memory, outermost first; empty:
-    row-major; written by `choose-layouts`).
+    row-major; written by `choose-layouts`) and `input_layouts` (the same per input:
+    the order the host copies a function argument into before the launch, where
+    the kernel loads it faster so; empty: as given).
 
     ```mlir
     %z = tilefuse.group "fused_kernel_0" ins(%x, %y : tensor<4xf32>, tensor<4xf32>)
@@ -437,6 +439,7 @@ class GroupOp(IRDLOperation):
     untiled = opt_prop_def(StringAttr)
     tile_candidate = opt_prop_def(IntegerAttr[I64])
     layouts = opt_prop_def(ArrayAttr[DenseArrayBase])
+    input_layouts = opt_prop_def(ArrayAttr[DenseArrayBase])
     inputs = var_operand_def(TensorType)
     outputs = var_result_def(TensorType)
     body = region_def("single_block")
@@ -468,17 +471,17 @@ class GroupOp(IRDLOperation):
             },
         )
 
-    def _verify_layouts(self) -> None:
-        assert self.layouts is not None
-        if len(self.layouts.data) != len(self.results):
-            raise VerifyException(f"The group has {len(self.results)} results but "
-                                  f"{len(self.layouts.data)} layouts.")  # fmt: skip
-        for r, order in zip(self.results, self.layouts.data, strict=True):
+    def _verify_layouts(self, layouts: ArrayAttr[DenseArrayBase], values: Sequence[SSAValue],
+                        what: str) -> None:  # fmt: skip
+        if len(layouts.data) != len(values):
+            raise VerifyException(f"The group has {len(values)} {what}s but "
+                                  f"{len(layouts.data)} {what} layouts.")  # fmt: skip
+        for r, order in zip(values, layouts.data, strict=True):
             rank = len(r.type.get_shape())  # type: ignore[attr-defined]
-            values = order.get_values()
-            if values and sorted(values) != list(range(rank)):
+            dims = order.get_values()
+            if dims and sorted(dims) != list(range(rank)):
                 raise VerifyException(f"A layout must order the dims of a rank-{rank} "
-                                      f"result, not {list(values)}.")  # fmt: skip
+                                      f"{what}, not {list(dims)}.")  # fmt: skip
 
     @property
     def entry(self) -> Block:
@@ -488,6 +491,12 @@ class GroupOp(IRDLOperation):
     def layout(self, i: int) -> tuple[int, ...] | None:
         """The dim order result `i` is stored in (outermost first), None for row-major."""
         if self.layouts is None or not (order := self.layouts.data[i].get_values()):
+            return None
+        return tuple(order)  # type: ignore[arg-type]
+
+    def input_layout(self, i: int) -> tuple[int, ...] | None:
+        """The dim order the host copies input `i` into first, None for as given."""
+        if self.input_layouts is None or not (order := self.input_layouts.data[i].get_values()):
             return None
         return tuple(order)  # type: ignore[arg-type]
 
@@ -509,7 +518,9 @@ class GroupOp(IRDLOperation):
         if not isinstance(terminator, YieldOp):
             raise VerifyException("A tilefuse.group must end with tilefuse.yield.")
         if self.layouts is not None:
-            self._verify_layouts()
+            self._verify_layouts(self.layouts, self.results, "result")
+        if self.input_layouts is not None:
+            self._verify_layouts(self.input_layouts, self.inputs, "input")
         yielded = tuple(v.type for v in terminator.values)
         if yielded != tuple(self.result_types):
             raise VerifyException(

@@ -8,7 +8,9 @@ channels) innermost. The decision is the group's `layouts` property, one dim ord
 per result (outermost first; empty: row-major), and a `tilefuse.layout` attribute
 on a `tensor.pad` between the group and the windows; the host allocates the tensor
 in that order (`torch.empty_permuted`) and every kernel reads and writes it through
-its strides, so no kernel changes.
+its strides, so no kernel changes. A small function argument a kernel would load per element
+(a 3x3 filter, `[F, C, KH, KW]`, read in `[F, C]` tiles) gets an order in the
+group's `input_layouts`; the host copies it into that order before the launch.
 
 ```mlir
 %1 = tilefuse.group "fused_kernel_0" ins(...) {...} -> (tensor<32x64x56x56xbf16>)
@@ -28,7 +30,7 @@ from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, ModuleOp, i64
 from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 
-from tilefuse.analysis.layout_plan import plan_layouts
+from tilefuse.analysis.layout_plan import plan_input_layouts, plan_layouts
 from tilefuse.ir.tilefuse import LAYOUT_ATTR, GroupOp
 
 
@@ -53,3 +55,8 @@ class ChooseLayoutsPass(ModulePass):
                 orders[layout.result] = list(layout.order)
                 g.layouts = ArrayAttr(DenseArrayBase.from_list(i64, o) for o in orders)
                 _mark_pads(g.results[layout.result], layout.order)
+            for layout in plan_input_layouts(f):
+                g = groups[layout.group]
+                orders = [list(g.input_layout(i) or ()) for i in range(len(g.inputs))]
+                orders[layout.input] = list(layout.order)
+                g.input_layouts = ArrayAttr(DenseArrayBase.from_list(i64, o) for o in orders)

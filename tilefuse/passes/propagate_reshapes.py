@@ -799,7 +799,8 @@ def _operand_neighbour(value: SSAValue, amap: AffineMap, splits: Splits) -> tupl
             return f"its producer {_label(producer)} writes a split dim through an affine expression"
         return [(producer, loops)], False
     if isinstance(owner, tensor.CollapseShapeOp) and _inverts(owner, amap, splits):
-        return [], _generic_of(owner.src) is not None
+        source = _generic_of(owner.src)
+        return [], source is not None and not is_generic_fill(source)  # (a fill's view: a fill)
     if _host_source(value):
         return [], False
     return "reads a split dim of a view of a generic's result split otherwise"

@@ -2,14 +2,19 @@
 
 // A 1x1 convolution's result that only a 3x3 convolution reads (through a pad and a
 // window, reducing over dim 1, the channels) is stored channels-innermost: the
-// producing group records the order, the pad carries it too.
+// producing group records the order, the pad carries it too. The 3x3's filter, an
+// argument read in [F, C] tiles one tap at a time (C at stride 9), is copied by the
+// host with C innermost (`input_layouts`); the 1x1's filter, whose dims after C are
+// all 1, is as good as that already.
 // CHECK-LABEL: func.func @conv_chain
 // CHECK:       %m = tilefuse.group "fused_kernel_0"
+// CHECK-NOT:     input_layouts
 // CHECK-SAME:    layouts = [array<i64: 0, 2, 3, 1>]
 // CHECK:       tensor.pad %m
 // CHECK:       } {tilefuse.layout = array<i64: 0, 2, 3, 1>}
 // CHECK:       tilefuse.group "fused_kernel_1"
-// CHECK-NOT:     layouts
+// CHECK-SAME:    input_layouts = [array<i64>, array<i64: 0, 2, 3, 1>]
+// CHECK-NOT:     {{ }}layouts =
 
 builtin.module {
   func.func @conv_chain(%x: tensor<2x12x6x5xf32>, %w1: tensor<16x12x1x1xf32>, %w2: tensor<8x16x3x3xf32>) -> tensor<2x8x6x5xf32> {
@@ -115,9 +120,11 @@ builtin.module {
 
 // -----
 
-// The same tensor returned as well: the caller gets it row-major, so it stays so.
+// The same tensor returned as well: the caller gets it row-major, so it stays so
+// (the filter is still copied).
 // CHECK-LABEL: func.func @conv_chain_returned
-// CHECK-NOT:   layout
+// CHECK-NOT:   tilefuse.layout
+// CHECK-NOT:   {{ }}layouts =
 
 builtin.module {
   func.func @conv_chain_returned(%x: tensor<2x12x6x5xf32>, %w1: tensor<16x12x1x1xf32>, %w2: tensor<8x16x3x3xf32>) -> (tensor<2x8x6x5xf32>, tensor<2x16x6x5xf32>) {

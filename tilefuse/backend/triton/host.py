@@ -116,6 +116,9 @@ class HostPrinter:
         lines = self._equal_strides(g, stacked)
         pointers = [p for p in sig.params if p.kind is POINTER and p.name != CHECKS_PARAM]
         call = []
+        for i, v in enumerate(g.inputs):
+            if (order := g.input_layout(i)) is not None:  # (a no-op once it is so)
+                lines.append(f"    {names(v)} = _in_order({names(v)}, {order})")
         for v, p in zip([*g.inputs, *g.results], pointers, strict=True):
             if p.descriptor and not _host_made(v):  # (checked once per name)
                 lines.append(f"    {names(v)} = _tma({names(v)})")

@@ -31,6 +31,16 @@ def _tma(t):
     return t
 
 
+# A function argument a kernel loads faster in another dim order (`choose-layouts`'
+# `input_layouts`): copied into it (outermost first) unless it is stored so already.
+def _in_order(t, order):
+    p = t.permute(order)
+    if p.is_contiguous():
+        return t
+    inverse = sorted(range(len(order)), key=order.__getitem__)
+    return p.contiguous().permute(inverse)
+
+
 # The allocator is per context (thread): give Triton ours where none is set.
 def _tma_allocator():
     allocation = triton.runtime._allocation

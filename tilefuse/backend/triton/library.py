@@ -16,7 +16,7 @@ import functools
 import importlib
 import inspect
 import keyword
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from types import ModuleType
 
 HOST_NAMES = frozenset({"torch", "KERNELS", "CONSTANTS", "ENTRY", "CHECKS", "device",
@@ -88,10 +88,11 @@ TMA_HOST_HELPERS = ("_tma_scratch", "_tma", "_tma_allocator")
 """The `host_prelude` functions a module whose kernels make TMA descriptors calls."""
 
 
-def tma_host_source() -> str:
-    """The source of `TMA_HOST_HELPERS`, each with its comment."""
+def tma_host_source(names: Sequence[str] = TMA_HOST_HELPERS) -> str:
+    """The source of the `host_prelude` functions `names` (default
+    `TMA_HOST_HELPERS`), each with its comment."""
     module = _host_prelude()
-    return "".join("\n\n" + _with_comment(vars(module)[n], module) for n in TMA_HOST_HELPERS)
+    return "".join("\n\n" + _with_comment(vars(module)[n], module) for n in names)
 
 
 def _with_comment(fn: object, module: ModuleType | None = None) -> str:
