@@ -474,12 +474,13 @@ def _plan_contraction(graph: Graph, dims: SharedDims, target: Target, budget: in
     ext = {d.id: d.extent for d in dims.dims}
     calls = _epilogue_library_calls(graph)
     best = None
-    if hopper_lowering(graph, target, roles, calls):
+    single = _single_k_step(roles, ext)
+    if not single and hopper_lowering(graph, target, roles, calls):
         contractions = sum(n.kind == CONTRACTION for n in graph.nodes)
         best = _best_candidate(target, budget, roles, ext, calls, True, contractions)
     hopper = best is not None
     if best is None:
-        best = _best_candidate(target, budget, roles, ext, calls, hopper=False)
+        best = _best_candidate(target, budget, roles, ext, calls, hopper=False, single_step=single)
     if best is None:
         raise TilingRefused("cannot tile the contraction within the shared-memory budget",
                             op_location(graph.nodes[-1].op))  # fmt: skip
@@ -534,11 +535,22 @@ HOPPER_MIN_TILE = 128 * 128
 """The smallest BM x BN the Hopper lowering takes (measured from 128 x 128 up)."""
 
 
+def _single_k_step(roles: _Roles, ext) -> bool:
+    """Whether the contraction's whole reduction is one K step (a 1 x 1
+    convolution over 64 channels): no K loop for stages or the Hopper lowering's
+    pipeline to overlap, so loads wait unless other programs on the SM run."""
+    return not roles.other_k and pow2(ext[roles.k]) <= 64
+
+
 def _best_candidate(target, budget, roles: _Roles, ext, calls: int, hopper: bool,
-                    contractions: int = 1):  # fmt: skip
+                    contractions: int = 1, single_step: bool = False):  # fmt: skip
     """The best-scoring (BM, BN) candidate; for the Hopper lowering of a group with
     several contractions (LLaMA's gate and up projections: one accumulator live
-    while the next loop runs), at most 128 x 128 per accumulator."""
+    while the next loop runs), at most 128 x 128 per accumulator. With a single K
+    step the score weighs the tile's efficiency by the programs resident per SM:
+    latency is hidden by other programs or not at all (the bottleneck's
+    last 1 x 1, K = 64, on the H200: 128 x 256 tiles 55 us, 64 x 64 37 us,
+    docs/PERF.md)."""
     best = None
     for bm in _mma_sizes(ext, roles.m):
         for bn in _mma_sizes(ext, roles.n):
@@ -548,6 +560,10 @@ def _best_candidate(target, budget, roles: _Roles, ext, calls: int, hopper: bool
             cand = _contraction_candidate(target, budget, roles, ext, bm, bn, calls, hopper)
             if cand is not None and hopper and cand.programs < target.sm_count:
                 continue  # under one wave of tiles: the pointer loop's smaller ones
+            if cand is not None and single_step:
+                busy = wave_efficiency(cand.programs, target.sm_count, cand.per_sm)
+                occupied = busy * cand.occupancy * tile_efficiency(bm, bn)
+                cand = replace(cand, score=(round(occupied, 3), bm * bn, cand.stages))
             if cand is not None and (best is None or cand.score > best.score):
                 best = cand
     return best
