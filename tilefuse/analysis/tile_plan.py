@@ -537,9 +537,9 @@ HOPPER_MIN_TILE = 128 * 128
 
 def _single_k_step(roles: _Roles, ext) -> bool:
     """Whether the contraction's whole reduction is one K step (a 1 x 1
-    convolution over 64 channels): no K loop for stages or the Hopper lowering's
+    convolution over 64 channels; the K block of `_contraction_candidate`): no K loop for stages or the Hopper lowering's
     pipeline to overlap, so loads wait unless other programs on the SM run."""
-    return not roles.other_k and pow2(ext[roles.k]) <= 64
+    return not roles.other_k and pow2(ext[roles.k]) <= (64 if roles.operand_bytes <= 2 else 32)
 
 
 def _best_candidate(target, budget, roles: _Roles, ext, calls: int, hopper: bool,

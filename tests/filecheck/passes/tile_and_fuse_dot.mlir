@@ -5,12 +5,13 @@
 // (widened by extf in the payload, as fold-operand-extf leaves torch-mlir's bf16
 // Linear) are exact in f32, so the dot is bf16, and stays bf16 with allow_tf32.
 // The working set counts both operand tiles at 2 bytes; K is whole (one trip of the
-// loop), so Triton does not pipeline it: one tile each, (16x64 + 64x16) x 2 = 4096
-// bytes (budget.contraction_smem).
+// loop), so Triton does not pipeline it: one tile each, (16x64 + 64x32) x 2 = 6144
+// bytes (budget.contraction_smem); one K step, so the tiles are scored by tile
+// efficiency x resident programs (tile_plan._single_k_step).
 // CHECK-LABEL: func.func @bf16_factors
-// CHECK:       tilefuse.tile_grid {{.*}} blocks = [16, 16, 64], {{.*}} working_set = 4096, {{.*}} dot = "bf16"
+// CHECK:       tilefuse.tile_grid {{.*}} blocks = [16, 32, 64], {{.*}} working_set = 6144, {{.*}} dot = "bf16"
 // CHECK:         tilefuse.load %{{.*}} : tensor<32x48xbf16> -> tensor<16x64xbf16>
-// CHECK:         tilefuse.load %{{.*}} : tensor<40x48xbf16> -> tensor<16x64xbf16>
+// CHECK:         tilefuse.load %{{.*}} : tensor<40x48xbf16> -> tensor<32x64xbf16>
 // TF32-LABEL:  func.func @bf16_factors
 // TF32:        dot = "bf16"
 func.func @bf16_factors(%x: tensor<32x48xbf16>, %w: tensor<40x48xbf16>) -> tensor<32x40xf32> {
