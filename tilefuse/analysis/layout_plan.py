@@ -35,6 +35,7 @@ read by contractions whose every load tiles the innermost dim by fewer than
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from xdsl.dialects import func, tensor
@@ -42,6 +43,7 @@ from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import BlockArgument, SSAValue
 from xdsl.ir.affine import AffineDimExpr
 
+from tilefuse.ir.dtypes import dtype_bytes
 from tilefuse.ir.tilefuse import GroupOp, LoadOp, StoreOp, WindowOp
 
 MIN_STORE_RUN = 8
@@ -63,14 +65,13 @@ class Layout:
 
 def plan_layouts(f: func.FuncOp) -> list[Layout]:
     """The non-row-major layouts of `f`'s tensors between kernels."""
-    out = []
-    for g in f.body.block.ops:
-        if not isinstance(g, GroupOp) or len(g.grids) != 1:
-            continue
-        for i, r in enumerate(g.results):
-            if (layout := _layout_of(g, i, r)) is not None:
-                out.append(layout)
-    return out
+    return [layout for g in _single_grid_groups(f) for i, r in enumerate(g.results)
+            if (layout := _layout_of(g, i, r)) is not None]  # fmt: skip
+
+
+def _single_grid_groups(f: func.FuncOp) -> list[GroupOp]:
+    """`f`'s groups of one tile grid (a stacked bundle's members share strides)."""
+    return [g for g in f.body.block.ops if isinstance(g, GroupOp) and len(g.grids) == 1]
 
 
 @dataclass(frozen=True)
@@ -85,14 +86,8 @@ class InputLayout:
 
 def plan_input_layouts(f: func.FuncOp) -> list[InputLayout]:
     """The function arguments the host copies into another dim order for a kernel."""
-    out = []
-    for g in f.body.block.ops:
-        if not isinstance(g, GroupOp) or len(g.grids) != 1:
-            continue
-        for i, v in enumerate(g.inputs):
-            if (layout := _input_layout_of(g, i, v)) is not None:
-                out.append(layout)
-    return out
+    return [layout for g in _single_grid_groups(f) for i, v in enumerate(g.inputs)
+            if (layout := _input_layout_of(g, i, v)) is not None]  # fmt: skip
 
 
 def _input_layout_of(g: GroupOp, i: int, v: SSAValue) -> InputLayout | None:
@@ -100,19 +95,15 @@ def _input_layout_of(g: GroupOp, i: int, v: SSAValue) -> InputLayout | None:
     rank = len(shape)
     if not isinstance(v, BlockArgument) or rank < 3 or -1 in shape:
         return None
-    if math.prod(shape) * _element_bytes(v) > MAX_COPIED_BYTES:
+    if math.prod(shape) * dtype_bytes(v.type) > MAX_COPIED_BYTES:
         return None
     arg = g.entry.args[i]
     loads = [u.operation for u in arg.uses]
     if not loads or not all(isinstance(o, LoadOp) for o in loads):
         return None
-    reduced: set[int] | None = None
-    for dims in _reduced_dims_of_loads(arg):
-        if dims is None:
-            return None
-        reduced = dims if reduced is None else reduced & dims
+    plain, reduced = _intersection(_reduced_dims_of_loads(arg))
     tiles = [o.result.type.get_shape() for o in loads]  # type: ignore[attr-defined]
-    if not reduced or any(t[-1] >= MIN_STORE_RUN for t in tiles):
+    if not plain or not reduced or any(t[-1] >= MIN_STORE_RUN for t in tiles):
         return None
     c = max(reduced, key=lambda d: min(t[d] for t in tiles))
     run = min(t[c] for t in tiles)
@@ -122,11 +113,6 @@ def _input_layout_of(g: GroupOp, i: int, v: SSAValue) -> InputLayout | None:
     return InputLayout(g.sym_name.data, i, order,
                        f"dim {c} innermost: {g.sym_name.data} reduces over it in tiles of {run}, "
                        f"its innermost dim in tiles of {min(t[-1] for t in tiles)}")  # fmt: skip
-
-
-def _element_bytes(v: SSAValue) -> int:
-    width = getattr(v.type.get_element_type(), "bitwidth", 32)  # type: ignore[attr-defined]
-    return max(1, width // 8)
 
 
 def _windows(v: SSAValue) -> list[WindowOp] | None:
@@ -147,17 +133,22 @@ def _windows(v: SSAValue) -> list[WindowOp] | None:
 def _reduced_view_dims(w: WindowOp) -> set[int] | None:
     """The view dims of `w` that every contraction reading it reduces over; None
     if a reader is not a group's contraction reading a plain projection of it."""
-    reduced: set[int] | None = None
-    for use in w.result.uses:
-        g = use.operation
-        if not isinstance(g, GroupOp):
-            return None
-        arg = g.entry.args[use.index]
-        for dims in _reduced_dims_of_loads(arg):
-            if dims is None:
-                return None
-            reduced = dims if reduced is None else reduced & dims
-    return reduced
+    uses = list(w.result.uses)
+    if not all(isinstance(u.operation, GroupOp) for u in uses):
+        return None
+    plain, reduced = _intersection(dims for u in uses
+                                   for dims in _reduced_dims_of_loads(u.operation.entry.args[u.index]))  # type: ignore[attr-defined]  # fmt: skip
+    return reduced if plain else None
+
+
+def _intersection(sets: Iterable[set[int] | None]) -> tuple[bool, set[int] | None]:
+    """Whether every set is one (no None), and their intersection (None: no sets)."""
+    common: set[int] | None = None
+    for dims in sets:
+        if dims is None:
+            return False, None
+        common = dims if common is None else common & dims
+    return True, common
 
 
 def _reduced_dims_of_loads(arg: BlockArgument):

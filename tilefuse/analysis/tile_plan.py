@@ -535,11 +535,16 @@ HOPPER_MIN_TILE = 128 * 128
 """The smallest BM x BN the Hopper lowering takes (measured from 128 x 128 up)."""
 
 
+def _k_block(roles: _Roles, ext) -> int:
+    """The K tile of a contraction: 64 for 16-bit operands, 32 for wider ones."""
+    return min(max(MIN_DOT, pow2(ext[roles.k])), 64 if roles.operand_bytes <= 2 else 32)
+
+
 def _single_k_step(roles: _Roles, ext) -> bool:
     """Whether the contraction's whole reduction is one K step (a 1 x 1
-    convolution over 64 channels; the K block of `_contraction_candidate`): no K loop for stages or the Hopper lowering's
+    convolution over 64 channels): no K loop for stages or the Hopper lowering's
     pipeline to overlap, so loads wait unless other programs on the SM run."""
-    return not roles.other_k and pow2(ext[roles.k]) <= (64 if roles.operand_bytes <= 2 else 32)
+    return not roles.other_k and ext[roles.k] <= _k_block(roles, ext)
 
 
 def _best_candidate(target, budget, roles: _Roles, ext, calls: int, hopper: bool,
@@ -557,13 +562,9 @@ def _best_candidate(target, budget, roles: _Roles, ext, calls: int, hopper: bool
             if hopper and (bm * bn < HOPPER_MIN_TILE
                            or (contractions > 1 and bm * bn > HOPPER_MIN_TILE)):  # fmt: skip
                 continue
-            cand = _contraction_candidate(target, budget, roles, ext, bm, bn, calls, hopper)
+            cand = _contraction_candidate(target, budget, roles, ext, bm, bn, calls, hopper, single_step)
             if cand is not None and hopper and cand.programs < target.sm_count:
                 continue  # under one wave of tiles: the pointer loop's smaller ones
-            if cand is not None and single_step:
-                busy = wave_efficiency(cand.programs, target.sm_count, cand.per_sm)
-                occupied = busy * cand.occupancy * tile_efficiency(bm, bn)
-                cand = replace(cand, score=(round(occupied, 3), bm * bn, cand.stages))
             if cand is not None and (best is None or cand.score > best.score):
                 best = cand
     return best
@@ -658,10 +659,12 @@ class _Candidate:
 
 
 def _contraction_candidate(target, budget, roles: _Roles, ext, bm: int, bn: int, calls: int = 0,
-                           hopper: bool = False) -> _Candidate | None:  # fmt: skip
-    """Score and budget numbers of one (BM, BN) choice, or None if it does not fit."""
+                           hopper: bool = False, single_step: bool = False) -> _Candidate | None:  # fmt: skip
+    """Score and budget numbers of one (BM, BN) choice, or None if it does not fit
+    (`single_step`: the score weighs the tile by the programs resident per SM,
+    `_best_candidate`)."""
     k = roles.k
-    bk = min(max(MIN_DOT, pow2(ext[k])), 64 if roles.operand_bytes <= 2 else 32)
+    bk = _k_block(roles, ext)
     warps = _contraction_warps(bm, bn, calls)
     threads = warps * target.warp_size
     acc_regs = math.ceil(bm * bn / threads)
@@ -689,7 +692,7 @@ def _contraction_candidate(target, budget, roles: _Roles, ext, bm: int, bn: int,
     )
     busy = wave_efficiency(programs, target.sm_count, resident.blocks_per_sm)
     efficiency = tile_efficiency(bm, bn, HOPPER_TILE_EFFICIENCY if hopper else TILE_EFFICIENCY)
-    score = (round(busy * efficiency, 3), bm * bn, stages)
+    score = (round(busy * efficiency * (occ if single_step else 1.0), 3), bm * bn, stages)
     return _Candidate(score, blocks, warps, stages, ws, regs, occ, resident.blocks_per_sm, programs)
 
 

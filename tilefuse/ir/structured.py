@@ -410,13 +410,14 @@ def filled(t: TensorType, value: float) -> tuple[SSAValue, list[Operation]]:
 
 
 def with_inputs(
-    op: linalg.GenericOp, inputs: Sequence[SSAValue], maps: Sequence[AffineMap], body: Region
+    op: linalg.GenericOp, inputs: Sequence[SSAValue], maps: Sequence[AffineMap], body: Region,
+    iterators: ArrayAttr | None = None,
 ) -> linalg.GenericOp:
     """`op` rebuilt to read other inputs (`maps`: theirs, then the outputs'),
-    with `body` (block arguments to match); its outputs, iterators and location
-    kept. The caller puts it in `op`'s place."""
+    with `body` (block arguments to match); its outputs, location and (unless
+    `iterators` replaces them) iterators kept. The caller puts it in `op`'s place."""
     new = linalg.GenericOp(list(inputs), list(op.outputs), body, [AffineMapAttr(m) for m in maps],
-                           op.iterator_types, [r.type for r in op.results])  # fmt: skip
+                           iterators or op.iterator_types, [r.type for r in op.results])  # fmt: skip
     new.location = op.location
     return new
 

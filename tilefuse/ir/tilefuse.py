@@ -404,6 +404,13 @@ LAYOUT_ATTR = "tilefuse.layout"
 outermost first (`choose-layouts`; a group's results carry theirs in `layouts`)."""
 
 
+def _order(layouts: ArrayAttr[DenseArrayBase] | None, i: int) -> tuple[int, ...] | None:
+    """Entry `i` of a group's `layouts` or `input_layouts` (None: empty or absent)."""
+    if layouts is None or not (order := layouts.data[i].get_values()):
+        return None
+    return tuple(order)  # type: ignore[arg-type]
+
+
 @irdl_op_definition
 class GroupOp(IRDLOperation):
     """
@@ -490,15 +497,11 @@ class GroupOp(IRDLOperation):
 
     def layout(self, i: int) -> tuple[int, ...] | None:
         """The dim order result `i` is stored in (outermost first), None for row-major."""
-        if self.layouts is None or not (order := self.layouts.data[i].get_values()):
-            return None
-        return tuple(order)  # type: ignore[arg-type]
+        return _order(self.layouts, i)
 
     def input_layout(self, i: int) -> tuple[int, ...] | None:
         """The dim order the host copies input `i` into first, None for as given."""
-        if self.input_layouts is None or not (order := self.input_layouts.data[i].get_values()):
-            return None
-        return tuple(order)  # type: ignore[arg-type]
+        return _order(self.input_layouts, i)
 
     @property
     def grids(self) -> tuple[TileGridOp, ...]:

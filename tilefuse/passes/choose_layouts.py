@@ -51,12 +51,16 @@ class ChooseLayoutsPass(ModulePass):
             groups = {g.sym_name.data: g for g in f.body.block.ops if isinstance(g, GroupOp)}
             for layout in plan_layouts(f):
                 g = groups[layout.group]
-                orders = [list(g.layout(i) or ()) for i in range(len(g.results))]
-                orders[layout.result] = list(layout.order)
-                g.layouts = ArrayAttr(DenseArrayBase.from_list(i64, o) for o in orders)
+                g.layouts = _with_order([g.layout(i) for i in range(len(g.results))],
+                                        layout.result, layout.order)  # fmt: skip
                 _mark_pads(g.results[layout.result], layout.order)
             for layout in plan_input_layouts(f):
                 g = groups[layout.group]
-                orders = [list(g.input_layout(i) or ()) for i in range(len(g.inputs))]
-                orders[layout.input] = list(layout.order)
-                g.input_layouts = ArrayAttr(DenseArrayBase.from_list(i64, o) for o in orders)
+                g.input_layouts = _with_order([g.input_layout(i) for i in range(len(g.inputs))],
+                                              layout.input, layout.order)  # fmt: skip
+
+
+def _with_order(orders: list[tuple[int, ...] | None], i: int, order: tuple[int, ...]) -> ArrayAttr:
+    """A group's per-value orders with entry `i` set to `order` (empty: none)."""
+    orders[i] = order
+    return ArrayAttr(DenseArrayBase.from_list(i64, list(o or ())) for o in orders)

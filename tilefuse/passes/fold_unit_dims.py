@@ -64,7 +64,7 @@ from xdsl.rewriter import InsertPoint
 
 from tilefuse.ir.affine import window_terms
 from tilefuse.ir.diagnostics import CompileError
-from tilefuse.ir.structured import REDUCTION, as_structured, reassociation
+from tilefuse.ir.structured import REDUCTION, as_structured, reassociation, with_inputs
 from tilefuse.passes.cleanup import erase_dead_views, fold_reshapes_of_creations
 
 
@@ -111,14 +111,11 @@ class DropUnitWindowLoops(RewritePattern):
         keep = [d for d in range(maps[0].num_dims) if d not in drop]
         zero = AffineConstantExpr(0)
         dims = [zero if d in drop else AffineDimExpr(keep.index(d)) for d in range(maps[0].num_dims)]
-        new_maps = [AffineMapAttr(AffineMap(len(keep), m.num_symbols,
-                                            tuple(_simplified(r.replace_dims_and_symbols(dims, []))
-                                                  for r in m.results)))
+        new_maps = [AffineMap(len(keep), m.num_symbols,
+                              tuple(_simplified(r.replace_dims_and_symbols(dims, [])) for r in m.results))
                     for m in maps]  # fmt: skip
         iterators = ArrayAttr([op.iterator_types.data[d] for d in keep])
-        new = linalg.GenericOp(list(op.inputs), list(op.outputs), op.body.clone(), new_maps,
-                               iterators, [r.type for r in op.results])  # fmt: skip
-        new.location = op.location
+        new = with_inputs(op, op.inputs, new_maps, op.body.clone(), iterators)
         for name, attr in op.attributes.items():
             new.attributes[name] = attr
         rewriter.insert(new, InsertPoint.before(op))
@@ -134,13 +131,14 @@ def _unit_window_loops(op: linalg.GenericOp) -> set[int]:
     if any(isinstance(o, linalg.IndexOp) for o in op.body.walk()):
         return set()
     try:
-        ranges = as_structured(op).loop_ranges  # pyright: ignore[reportOptionalMemberAccess]
-    except (CompileError, AttributeError):
+        s = as_structured(op)
+    except CompileError:
+        return set()  # (a window past its operand: the located error comes later)
+    if s is None:
         return set()
-    iterators = [str(i.data) for i in op.iterator_types]
     in_sums: set[int] = set()
-    for m in op.indexing_maps.data:
-        for r in m.data.results:
+    for m in s.maps:
+        for r in m.results:
             if isinstance(r, AffineDimExpr | AffineConstantExpr):
                 continue
             try:
@@ -149,7 +147,7 @@ def _unit_window_loops(op: linalg.GenericOp) -> set[int]:
                 continue
             if len(coeffs) > 1:
                 in_sums.update(coeffs)
-    return {d for d in in_sums if ranges[d] == 1 and iterators[d] == REDUCTION}
+    return {d for d in in_sums if s.loop_ranges[d] == 1 and s.iterators[d] == REDUCTION}
 
 
 def _simplified(expr: AffineExpr) -> AffineExpr:

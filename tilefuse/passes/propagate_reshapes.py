@@ -451,61 +451,60 @@ def _padded_result(members: dict[linalg.GenericOp, set[Run]]) -> linalg.GenericO
     return None
 
 
-def _is_contraction(op: linalg.GenericOp) -> bool:
-    s = as_structured(op)
-    return s is not None and bool(s.reduction_dims) and is_contraction(s)
+def _contraction_dims(op: linalg.GenericOp) -> tuple[tuple[int, ...], ...] | None:
+    """The loops each map of a two-operand contraction reads (operand, operand,
+    output); None for any other generic or a window read (fold-windows views it
+    later)."""
+    if len(op.inputs) != 2 or (s := as_structured(op)) is None or not s.reduction_dims:
+        return None
+    if not is_contraction(s):
+        return None
+    try:
+        return tuple(map_dims(m) for m in _maps(op))
+    except ValueError:
+        return None
+
+
+def _one_side_innermost(dims: tuple[tuple[int, ...], ...], run: Run) -> bool:
+    """Whether the loops `run` are read by the output and by one operand only, as
+    the innermost dims of both."""
+    a, b, out = dims
+    if any((d in a) == (d in b) for d in run):
+        return False
+    operand = a if run[0] in a else b
+    return operand[-len(run):] == run and out[-len(run):] == run
 
 
 def _side_runs(op: linalg.GenericOp) -> set[Run]:
-    """Runs of two or more consecutive parallel loops of a contraction that its
-    output and exactly one of its two operands read, each read whole and in order
-    by every map (empty when there are none)."""
-    if not _is_contraction(op) or len(op.inputs) != 2:
+    """Runs of two or more consecutive loops of a contraction that its output and
+    exactly one of its two operands read as their innermost dims, each read whole
+    and in order by every map (empty when there are none)."""
+    dims = _contraction_dims(op)
+    if dims is None:
         return set()
-    maps = _maps(op)
-    iters = [str(i.data) for i in op.iterator_types]
-    try:
-        readers = [set(map_dims(m)) for m in maps]
-    except ValueError:
-        return set()  # a window read: fold-windows views it later
-    out = readers[2]
+    a, b, out = dims
 
     def side(d: int) -> tuple[bool, bool] | None:
-        if iters[d] != "parallel" or d not in out:
-            return None
-        a, b = d in readers[0], d in readers[1]
-        return (a, b) if a != b else None
-
-    def innermost(run: Run) -> bool:
-        operand = maps[0] if side(run[0]) == (True, False) else maps[1]
-        return all(tuple(map_dims(m))[-len(run):] == run for m in (operand, maps[2]))
+        return (d in a, d in b) if d in out and (d in a) != (d in b) else None
 
     runs: set[Run] = set()
-    d = 0
-    while d < len(iters):
+    d, n = 0, len(op.iterator_types)
+    while d < n:
         end = d + 1
-        while side(d) is not None and end < len(iters) and side(end) == side(d):
+        while side(d) is not None and end < n and side(end) == side(d):
             end += 1
         run = tuple(range(d, end))
-        if len(run) > 1 and innermost(run) and _not_collapsible(op, {run}) is None:
+        if len(run) > 1 and _one_side_innermost(dims, run) and _not_collapsible(op, {run}) is None:
             runs.add(run)
         d = end
     return runs
 
 
 def _innermost_side(op: linalg.GenericOp, loop: int) -> bool:
-    """Whether `loop` of contraction `op` is on one side of it (read by the output
-    and one operand) and the innermost dim of both: a run `_side_runs` merges."""
-    if not _is_contraction(op) or len(op.inputs) != 2:
-        return False
-    try:
-        a, b, out = (map_dims(m) for m in _maps(op))
-    except ValueError:
-        return False
-    if (loop in a) == (loop in b) or not out or out[-1] != loop:
-        return False
-    operand = a if loop in a else b
-    return operand[-1] == loop
+    """Whether `loop` of `op` is what `_side_runs` merges a run into: one side of a
+    contraction, the innermost dim of its operand and its output."""
+    dims = _contraction_dims(op)
+    return dims is not None and _one_side_innermost(dims, (loop,))
 
 
 def _collapse_cluster(members: dict[linalg.GenericOp, set[Run]]) -> None:

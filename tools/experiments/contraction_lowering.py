@@ -33,11 +33,11 @@ def held_to(bm: int, bn: int, warps: int):
     to them (others plan as the default does)."""
     candidate, count = tile_plan._contraction_candidate, tile_plan._contraction_warps
 
-    def only(target, budget, roles, ext, m, n, calls=0, hopper=False):
+    def only(target, budget, roles, ext, m, n, *args, **kwargs):
         offered = bm in tile_plan._mma_sizes(ext, roles.m) and bn in tile_plan._mma_sizes(ext, roles.n)
         if offered and (m, n) != (bm, bn):
             return None
-        return candidate(target, budget, roles, ext, m, n, calls, hopper)
+        return candidate(target, budget, roles, ext, m, n, *args, **kwargs)
 
     def rule(*args, **kwargs):
         tile_plan._contraction_candidate = only

@@ -46,28 +46,38 @@ def channels_last(source: str) -> str:
                   source)  # fmt: skip
 
 
-def main() -> None:
+def compiled_bottleneck():
+    """The bench's bottleneck compiled on the GPU: (the compiled module, its
+    tensors in the generated host function's argument order, its output)."""
     case = {c.name: c for c in bench_models.CASES}["bottleneck"]
     torch.manual_seed(0)
     model = case.make().eval().to("cuda", torch.bfloat16)
     args = tuple(x.to("cuda", torch.bfloat16) for x in case.inputs())
+    compiled = tt.compile(model, *args)
+    ex = compiled.exported
+    state = [state_tensor(ex.module, n, p).detach() for n, p in ex.state]
+    return compiled, [*state, *args], compiled(*args)
+
+
+def compare(variants: list[tuple[str, str]], tensors: list, ref) -> None:
+    """Each (label, generated module source) run on `tensors`: its largest
+    difference from `ref`, its time per call and per kernel."""
+    for label, source in variants:
+        mod = load(source, "bottleneck_" + re.sub(r"\W", "_", label))
+        fn = getattr(mod, mod.ENTRY)
+        err = (fn(*tensors).float() - ref.float()).abs().max().item()
+        rows = kernel_times(lambda f=fn: f(*tensors))
+        total = triton.testing.do_bench(lambda f=fn: f(*tensors)) * 1e3
+        print(f"== {label}: {total:.1f} us per call, {sum(r[1] for r in rows):.1f} us of kernels, "
+              f"max |diff| vs compiled {err:.3g}")  # fmt: skip
+        for n, t, c in rows:
+            print(f"  {t:8.1f} us  x{c}  {n[:100]}")
+
+
+def main() -> None:
     with torch.no_grad():
-        compiled = tt.compile(model, *args)
-        ref = compiled(*args)
-        ex = compiled.exported
-        state = [state_tensor(ex.module, n, p).detach() for n, p in ex.state]
-        tensors = [*state, *args]
-        for label, source in (("NCHW", compiled.source), ("NHWC", channels_last(compiled.source))):
-            mod = load(source, f"bottleneck_{label}")
-            fn = getattr(mod, mod.ENTRY)
-            y = fn(*tensors)
-            err = (y.float() - ref.float()).abs().max().item()
-            rows = kernel_times(lambda f=fn: f(*tensors))
-            total = triton.testing.do_bench(lambda f=fn: f(*tensors)) * 1e3
-            print(f"== {label}: {total:.1f} us per call, {sum(r[1] for r in rows):.1f} us of kernels, "
-                  f"max |diff| vs compiled {err:.3g}")  # fmt: skip
-            for n, t, c in rows:
-                print(f"  {t:8.1f} us  x{c}  {n[:100]}")
+        compiled, tensors, ref = compiled_bottleneck()
+        compare([("NCHW", compiled.source), ("NHWC", channels_last(compiled.source))], tensors, ref)
 
 
 if __name__ == "__main__":

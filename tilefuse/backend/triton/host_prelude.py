@@ -1,6 +1,6 @@
 """
 Host functions of generated modules: plain Python the host function calls, copied
-into the modules that need them (`library.tma_host_source`), as `prelude.py`'s
+into the modules that need them (`library.host_source`), as `prelude.py`'s
 `@triton.jit` helpers are into the kernels'. Written once here, so they can be
 linted, imported and tested.
 """

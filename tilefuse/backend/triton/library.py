@@ -88,9 +88,9 @@ TMA_HOST_HELPERS = ("_tma_scratch", "_tma", "_tma_allocator")
 """The `host_prelude` functions a module whose kernels make TMA descriptors calls."""
 
 
-def tma_host_source(names: Sequence[str] = TMA_HOST_HELPERS) -> str:
-    """The source of the `host_prelude` functions `names` (default
-    `TMA_HOST_HELPERS`), each with its comment."""
+def host_source(names: Sequence[str]) -> str:
+    """The source of the `host_prelude` functions `names`, each with its comment
+    (`TMA_HOST_HELPERS` for a module whose kernels make TMA descriptors)."""
     module = _host_prelude()
     return "".join("\n\n" + _with_comment(vars(module)[n], module) for n in names)
 

@@ -93,9 +93,9 @@ def emit_module(module: ModuleOp, source_name: str = "<input>") -> EmittedModule
     out.write(library.library_source(helpers) + "\n")
     out.write("".join(kernels))
     if any(sig.has_descriptors for *_, sig in launches):
-        out.write(library.tma_host_source() + "\n")
+        out.write(library.host_source(library.TMA_HOST_HELPERS) + "\n")
     if any(g.input_layouts is not None for g, *_ in launches):
-        out.write(library.tma_host_source(("_in_order",)) + "\n")
+        out.write(library.host_source(("_in_order",)) + "\n")
     host = HostPrinter(f, launches, checks)
     out.write(host.print())
     return EmittedModule(out.getvalue(), tuple(sig for *_, sig in launches), tuple(host.constants))
