@@ -285,8 +285,11 @@ class SharedDim:
 
     id: int
     extent: int
+    """The trip count; a dynamic one at its planning size (`ir.dynamic.planning_size`)."""
     members: tuple[DimKey, ...]
     reduced: bool  # a reduction dim in at least one member op
+    dynamic: bool = False
+    """Its trip count is known only at run time (`extent` only prices it)."""
 
     @property
     def is_grid(self) -> bool:
@@ -425,9 +428,12 @@ def _collect(nodes: Iterable[Node], parent: dict[DimKey, DimKey], find,
     by_index = {n.index: n for n in nodes}
     dims, of = [], {}
     for i, keys in enumerate(sorted(groups.values())):
-        extent = by_index[keys[0][0]].s.loop_ranges[keys[0][1]]
+        # one size at run time: a member whose type knows it statically says it
+        static = [by_index[n].s.loop_ranges[d] for n, d in keys if by_index[n].s.loop_ranges[d] >= 0]
+        n0, d0 = keys[0]
+        extent = static[0] if static else by_index[n0].s.planned_ranges[d0]
         reduced = any(by_index[n].s.iterators[d] == REDUCTION for n, d in keys)
-        dims.append(SharedDim(i, extent, tuple(sorted(keys)), reduced))
+        dims.append(SharedDim(i, extent, tuple(sorted(keys)), reduced, dynamic=not static))
         for k in keys:
             of[k] = i
     return SharedDims(tuple(dims), of, split)

@@ -151,7 +151,7 @@ def _premerge_attention(st: _State) -> None:
         for n in nodes:
             st.group_of[n.index] = gid
         contraction = next(n for n in nodes if n.kind == CONTRACTION)
-        head_dim = math.prod(contraction.s.loop_ranges[d] for d in contraction.s.reduction_dims)
+        head_dim = math.prod(contraction.s.planned_ranges[d] for d in contraction.s.reduction_dims)
         ebytes = dtype_bytes(contraction.s.inputs[0].type)
         _, _, rule = flash_tile(st.target, head_dim, ebytes)
         reason = (f"{len(nodes)} nodes; FlashAttention: scores stay on chip, online softmax "

@@ -229,8 +229,9 @@ def kernel_infos(groups: list[GroupOp], target: Target) -> list[KernelInfo]:
             if isinstance(owner := root.owner, GroupOp)
         )
         gs = g.grids
-        if len(gs) != 1 or g.cost is None:
-            # untiled (or already merged): a node of the graph, never a member
+        if len(gs) != 1 or g.cost is None or gs[0].sizes:
+            # untiled (or already merged), or a dynamic grid (its program count known
+            # at launch: no static segments to branch on): a node, never a member
             out.append(KernelInfo(g.sym_name.data, deps, 0, 0, 0, 0.0, -1 - len(out),
                                   mergeable=False))  # fmt: skip
             continue

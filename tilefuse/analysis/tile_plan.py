@@ -69,17 +69,21 @@ class DimTile:
 
     dim: int
     extent: int
+    """The trip count; a dynamic dim's planning size (prices only)."""
     block: int
     mode: str
+    dynamic: bool = False
+    """The trip count is a run-time size: never tiled whole, its masks always on."""
 
     @property
     def programs(self) -> int:
+        """Programs along this dim (at the planning size, for a dynamic dim)."""
         return math.ceil(self.extent / self.block) if self.mode == GRID else 1
 
     @property
     def partial(self) -> bool:
         """Can a tile of this dim be only partly inside the tensor?"""
-        return self.extent % self.block != 0
+        return self.dynamic or self.extent % self.block != 0
 
 
 @dataclass(frozen=True)
@@ -106,7 +110,8 @@ class TilePlan:
 
     @property
     def grid(self) -> tuple[int, ...]:
-        return tuple(d.programs for d in self.dims if d.mode == GRID)
+        """Programs per grid dim; -1 where a dynamic size decides (at launch)."""
+        return tuple(-1 if d.dynamic else d.programs for d in self.dims if d.mode == GRID)
 
     @property
     def loop_dims(self) -> tuple[DimTile, ...]:
@@ -116,7 +121,8 @@ class TilePlan:
         """The plan as the `#tilefuse.tile_plan` its grid carries; `dot`: the tile
         program's `tl.dot` operand dtype (`analysis.dot.grid_dot`)."""
         return TilePlanAttr(
-            [(d.extent, d.block, d.mode) for d in self.dims], self.num_warps, self.num_stages,
+            [(-1 if d.dynamic else d.extent, d.block, d.mode) for d in self.dims],
+            self.num_warps, self.num_stages,
             self.working_set, self.smem_budget, self.regs_per_thread, self.occupancy,
             self.swizzle, self.group_m, dot, self.schedule_note, self.persistent,
         )  # fmt: skip
@@ -145,7 +151,22 @@ def plan_tiles(
     if plan is None:
         plan = _plan_memory_bound(graph, dims, target, budget)
     _check_no_split_reduction(graph, dims, plan)
-    return plan
+    return _with_dynamic_dims(graph, dims, plan)
+
+
+def _with_dynamic_dims(graph: Graph, dims: SharedDims, plan: TilePlan) -> TilePlan:
+    """The plan made at the planning sizes, its dynamic dims marked: each is split
+    across programs or looped over with a run-time trip count; one held whole has
+    a block of at least its planning size (the largest declared range end), and
+    the host checks the run-time size against that block at every launch. One
+    kernel launches one program per tile (the persistent lowering's tile count is
+    static)."""
+    dynamic = {d.id for d in dims.dims if d.dynamic}
+    if not dynamic:
+        return plan
+    tiles = tuple(replace(t, dynamic=t.dim in dynamic) for t in plan.dims)
+    assert all(t.block >= t.extent for t in tiles if t.dynamic and t.mode == WHOLE)
+    return replace(plan, dims=tiles, persistent=0)
 
 
 def _check_no_split_reduction(graph: Graph, dims: SharedDims, plan: TilePlan) -> None:
@@ -914,7 +935,7 @@ def tile_candidates(
             break
         if cand not in out and cand.working_set <= base.smem_budget:
             _check_no_split_reduction(graph, dims, cand)
-            out.append(cand)
+            out.append(_with_dynamic_dims(graph, dims, cand))
     return out
 
 

@@ -281,7 +281,9 @@ def _of_op(op: Operation, v: SSAValue, depth: int, facts: Facts) -> Range | None
     if isinstance(op, linalg.IndexOp):
         parent = op.parent_op()
         s = as_structured(parent) if parent is not None else None
-        return Range(0, s.loop_ranges[op.dim.value.data] - 1) if s is not None else None
+        if s is None or s.loop_ranges[op.dim.value.data] < 0:
+            return None  # a dynamic trip count: no bound this analysis may rely on
+        return Range(0, s.loop_ranges[op.dim.value.data] - 1)
     if isinstance(op, tensor.ExpandShapeOp | tensor.CollapseShapeOp | tensor.ExtractSliceOp):
         return value_range(op.operands[0], depth - 1, facts)
     if (s := as_structured(op)) is not None:

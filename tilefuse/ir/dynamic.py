@@ -28,8 +28,10 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     DictionaryAttr,
     IntAttr,
+    ModuleOp,
     TensorType,
 )
+from xdsl.ir import Operation
 
 from tilefuse.ir.diagnostics import CompileError, op_location
 
@@ -100,6 +102,37 @@ def set_ranges(f: func.FuncOp, ranges: Mapping[str, DimRange]) -> None:
     f.attributes[RANGES_ATTR] = DictionaryAttr(
         {n: ArrayAttr([IntAttr(ranges[n].lo), IntAttr(ranges[n].hi)]) for n in names}
     )
+
+
+def is_dynamic(module: ModuleOp) -> bool:
+    """Does a function of `module` declare dynamic dims (`tilefuse.dim_ranges`)?"""
+    return any(isinstance(op, func.FuncOp) and RANGES_ATTR in op.attributes
+               for op in module.ops)  # fmt: skip
+
+
+def is_dynamic_size(size: int) -> bool:
+    return size == DYNAMIC_INDEX
+
+
+def planning_size(op: Operation) -> int:
+    """The size the cost model and the tile planner price a dynamic dim at, in
+    the function holding `op`: the largest declared range end (an upper bound for
+    one dim; a product of dynamic dims is priced at it too). Only prices: no
+    decision a kernel's correctness rests on reads it (a dynamic loop is never
+    tiled whole, its masks stay on)."""
+    f: Operation | None = op
+    while f is not None and not isinstance(f, func.FuncOp):
+        f = f.parent_op()
+    ranges = declared_ranges(f) if isinstance(f, func.FuncOp) else {}
+    return max((r.hi for r in ranges.values()), default=1)
+
+
+def planned(sizes: Sequence[int], op: Operation) -> tuple[int, ...]:
+    """`sizes` with each dynamic one at its planning size."""
+    if not any(is_dynamic_size(n) for n in sizes):
+        return tuple(sizes)
+    p = planning_size(op)
+    return tuple(p if is_dynamic_size(n) else n for n in sizes)
 
 
 def declared_ranges(f: func.FuncOp) -> dict[str, DimRange]:

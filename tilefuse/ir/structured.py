@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from xdsl.dialects import arith, tensor
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     AffineMapAttr,
     ArrayAttr,
     FloatAttr,
@@ -40,6 +41,7 @@ from xdsl.ir.affine import AffineDimExpr, AffineMap
 
 from tilefuse.ir.affine import last_index, window_terms
 from tilefuse.ir.diagnostics import CompileError
+from tilefuse.ir.dynamic import planned
 
 PARALLEL = "parallel"
 REDUCTION = "reduction"
@@ -60,6 +62,17 @@ class StructuredOp:
     @property
     def num_loops(self) -> int:
         return len(self.iterators)
+
+    @property
+    def dynamic_loops(self) -> tuple[int, ...]:
+        """Loops whose trip count is a dynamic size (`loop_ranges` holds -1)."""
+        return tuple(d for d, r in enumerate(self.loop_ranges) if r == DYNAMIC_INDEX)
+
+    @property
+    def planned_ranges(self) -> tuple[int, ...]:
+        """`loop_ranges` with a dynamic trip count at its planning size (prices only:
+        `ir.dynamic.planning_size`)."""
+        return planned(self.loop_ranges, self.op)
 
     @property
     def operands(self) -> tuple[SSAValue, ...]:
@@ -136,11 +149,20 @@ def is_window_map(amap: AffineMap) -> bool:
 
 
 def shape_of(value: SSAValue) -> tuple[int, ...]:
-    """Static shape of a tensor value; () for a scalar."""
+    """Shape of a tensor value (-1 for a dynamic size); () for a scalar."""
     t = value.type
     if isinstance(t, ShapedType):
         return tuple(t.get_shape())
     return ()
+
+
+def planned_shape(value: SSAValue) -> tuple[int, ...]:
+    """`shape_of(value)` with each dynamic size at its planning size (prices only)."""
+    shape = shape_of(value)
+    if DYNAMIC_INDEX not in shape:
+        return shape
+    owner = value.owner if isinstance(value.owner, Operation) else value.owner.parent_op()
+    return planned(shape, owner) if owner is not None else shape
 
 
 def element_type(t: Attribute) -> Attribute:
@@ -205,13 +227,8 @@ def _build(
             # a window's plain-dim results (a convolution's n and c) bound their loops
             dims = tuple(r.position if isinstance(r, AffineDimExpr) else None for r in amap.results)
         for size, d in zip(shape_of(value), dims, strict=True):
-            if d is None:
-                continue
-            if ranges[d] is not None and ranges[d] != size:
-                raise CompileError.at(
-                    op, f"gives loop d{d} two sizes ({ranges[d]} and {size})"
-                )
-            ranges[d] = size
+            if d is not None:
+                ranges[d] = _loop_size(op, d, ranges[d], size)
     for amap in maps[len(inputs) :]:
         if any(iterators[d] == REDUCTION for d in map_dims(amap)):
             raise CompileError.at(op, "indexes an output with a reduction loop")
@@ -221,6 +238,16 @@ def _build(
     return StructuredOp(
         op, inputs, outputs, maps, iterators, payload, tuple(r or 0 for r in ranges)
     )
+
+
+def _loop_size(op: Operation, d: int, known: int | None, size: int) -> int:
+    """Loop `d`'s size once an operand says `size` of it: a static size says more
+    than a dynamic one (-1); two static ones must agree."""
+    if known is None or known == DYNAMIC_INDEX:
+        return size
+    if size != DYNAMIC_INDEX and size != known:
+        raise CompileError.at(op, f"gives loop d{d} two sizes ({known} and {size})")
+    return known
 
 
 IDENTITY = {

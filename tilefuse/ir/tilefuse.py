@@ -40,6 +40,7 @@ from xdsl.ir import (
 )
 from xdsl.ir.affine import AffineMap
 from xdsl.irdl import (
+    AttrSizedOperandSegments,
     IRDLOperation,
     ParsePropInAttrDict,
     irdl_attr_definition,
@@ -256,8 +257,8 @@ class TilePlanAttr(ParametrizedAttribute):
 
     @property
     def grid(self) -> tuple[int, ...]:
-        """Programs per grid dim."""
-        return tuple(-(-e // b) for e, b, m in self.dims if m == GRID)
+        """Programs per grid dim; -1 for a dynamic dim (its extent -1: a run-time size)."""
+        return tuple(-1 if e < 0 else -(-e // b) for e, b, m in self.dims if m == GRID)
 
     @property
     def swizzle(self) -> tuple[int, int] | None:
@@ -284,7 +285,7 @@ class TilePlanAttr(ParametrizedAttribute):
             note = f"persistent: {self.persistent.data} programs loop over the tiles" + (
                 f"; {note}" if note else "")
         return (
-            f"tile {tile}, grid {'x'.join(map(str, self.grid)) or '1'}, working set "
+            f"tile {tile}, grid {'x'.join('?' if g < 0 else str(g) for g in self.grid) or '1'}, working set "
             f"{self.working_set.data / 1024:.1f} KB of {self.smem_budget.data / 1024:.0f} KB, "
             f"~{self.regs.data} regs/thread, {self.warps.data} warps, "
             f"{self.stages.data} stages, occupancy {self.occupancy.data:.2f}"
@@ -398,6 +399,11 @@ class TilePlanAttr(ParametrizedAttribute):
 IN_BOUNDS = "tilefuse.in_bounds"
 """On a tile program's `tensor.extract`: every index is proven inside its dim (the
 printer loads without clamping, so contiguous indices stay vector loads)."""
+
+SAME_SIZES = "tilefuse.same_sizes"
+"""On a group: lists of `array<i64: input, axis>` whose dynamic sizes its kernel
+reads as one (a loop of its tile program): the host checks they agree before the
+launch (`tile-and-fuse` sets it)."""
 
 LAYOUT_ATTR = "tilefuse.layout"
 """On a host-made tensor (a `tensor.pad`): the order of its dims in memory,
@@ -586,17 +592,20 @@ class TileGridOp(IRDLOperation):
     num_warps = prop_def(IntegerAttr[I64])
     num_stages = prop_def(IntegerAttr[I64])
     plan = opt_prop_def(TilePlanAttr)
+    sizes = var_operand_def(IndexType)
+    """The run-time extent of each dynamic dim of the plan (extent -1), in order: a
+    grid dim's programs (-1 in `grid`) are it over the dim's block, rounded up."""
     outs = var_operand_def(TensorType)
     results_ = var_result_def(TensorType)
     body = region_def("single_block")
 
     traits = traits_def(NoTerminator())
 
-    irdl_options = (ParsePropInAttrDict(),)
+    irdl_options = (ParsePropInAttrDict(), AttrSizedOperandSegments(as_property=True))
 
     assembly_format = (
-        "$grid `outs` `(` $outs `:` type($outs) `)` `warps` $num_warps `stages` "
-        "$num_stages attr-dict-with-keyword $body `->` `(` type($results_) `)`"
+        "$grid (`sizes` `(` $sizes^ `)`)? `outs` `(` $outs `:` type($outs) `)` `warps` "
+        "$num_warps `stages` $num_stages attr-dict-with-keyword $body `->` `(` type($results_) `)`"
     )
 
     def __init__(
@@ -607,9 +616,10 @@ class TileGridOp(IRDLOperation):
         num_warps: int = 4,
         num_stages: int = 1,
         plan: TilePlanAttr | None = None,
+        sizes: Sequence[SSAValue] = (),
     ):
         super().__init__(
-            operands=[outs],
+            operands=[sizes, outs],
             result_types=[[v.type for v in outs]],
             regions=[body],
             properties={
@@ -644,8 +654,11 @@ class TileGridOp(IRDLOperation):
             raise VerifyException("Program ids of a tile grid must be of type index.")
         if any(a.type != v.type for a, v in zip(args[n:], self.outs, strict=True)):
             raise VerifyException("Destination block arguments must match the outs types.")
-        if any(g < 1 for g in self.grid_shape):
+        if any(g < 1 and g != -1 for g in self.grid_shape):
             raise VerifyException("Every grid dimension needs at least one program.")
+        dynamic = sum(e < 0 for e, _, _ in self.plan.dims) if self.plan is not None else 0
+        if dynamic != len(self.sizes) or (self.plan is None and -1 in self.grid_shape):
+            raise VerifyException("A tile grid takes one size per dynamic dim of its tile plan.")
         if self.plan is not None and self.plan.grid != self.grid_shape:
             raise VerifyException(
                 f"The tile plan's grid {list(self.plan.grid)} must be the tile grid's "

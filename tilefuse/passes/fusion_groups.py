@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, cf, func, tensor
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import IndexType, ModuleOp, TensorType
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -57,10 +57,15 @@ from tilefuse.passes.order import sort_top_level
 
 
 def _is_free(op: Operation) -> bool:
-    """Ops cloned into every group that uses them (scalar constants, `tensor.empty`)."""
-    return isinstance(op, tensor.EmptyOp) or (
-        isinstance(op, arith.ConstantOp) and not isinstance(op.result.type, TensorType)
-    )
+    """Ops cloned into every group that uses them: scalar constants, `tensor.empty`,
+    and a dynamic size (`tensor.dim`, index arithmetic on sizes); what they read
+    from outside becomes the group's input (the tensor a `tensor.dim` asks)."""
+    if isinstance(op, tensor.EmptyOp | tensor.DimOp):
+        return True
+    if isinstance(op, arith.ConstantOp):
+        return not isinstance(op.result.type, TensorType)
+    return (op.dialect_name() == "arith" and len(op.results) == 1
+            and isinstance(op.results[0].type, IndexType))  # fmt: skip
 
 
 def is_tensor_constant(op: Operation) -> bool:
@@ -253,13 +258,19 @@ def _external_inputs(ops: Sequence[Operation]) -> list[SSAValue]:
     """Tensors the ops read that are defined outside them (not free ops)."""
     inside = {r for op in ops for r in op.results}
     inputs: list[SSAValue] = []
+
+    def add(v: SSAValue) -> None:
+        if v in inside or v in inputs:
+            return
+        if isinstance(v.owner, Operation) and _is_free(v.owner):
+            for o in v.owner.operands:  # cloned in: what it reads comes in
+                add(o)
+            return
+        inputs.append(v)
+
     for op in ops:
         for v in _all_used_values(op):
-            if v in inside or v in inputs:
-                continue
-            if isinstance(v.owner, Operation) and _is_free(v.owner):
-                continue
-            inputs.append(v)
+            add(v)
     return inputs
 
 
@@ -276,12 +287,20 @@ def _all_used_values(op: Operation) -> list[SSAValue]:
 
 def _clone_free_operands(op: Operation, body: Block, mapping: dict[SSAValue, SSAValue]) -> None:
     for v in _all_used_values(op):
-        owner = v.owner
-        if v not in mapping and isinstance(owner, Operation) and _is_free(owner):
-            clone = owner.clone()
-            body.add_op(clone)
-            for old, new in zip(owner.results, clone.results, strict=True):
-                mapping[old] = new
+        _clone_free(v, body, mapping)
+
+
+def _clone_free(v: SSAValue, body: Block, mapping: dict[SSAValue, SSAValue]) -> None:
+    """Clone the free op defining `v` into `body`, what it reads first."""
+    owner = v.owner
+    if v in mapping or not isinstance(owner, Operation) or not _is_free(owner):
+        return
+    for o in owner.operands:
+        _clone_free(o, body, mapping)
+    clone = owner.clone(value_mapper=mapping)
+    body.add_op(clone)
+    for old, new in zip(owner.results, clone.results, strict=True):
+        mapping[old] = new
 
 
 def _reason(graph: Graph, group: FusionGroup) -> str:

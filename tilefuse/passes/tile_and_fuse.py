@@ -53,6 +53,8 @@ from xdsl.dialects import arith, cf, scf, tensor
 from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import (
     AffineMapAttr,
+    ArrayAttr,
+    DenseArrayBase,
     FloatAttr,
     IndexType,
     IntegerAttr,
@@ -61,6 +63,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
     UnitAttr,
+    i64,
 )
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.dialects.linalg.attrs import IteratorType, IteratorTypeAttr
@@ -100,9 +103,11 @@ from tilefuse.ir.structured import (
     combiner_at,
     constant_of,
     reduction_combiner,
+    shape_of,
 )
 from tilefuse.ir.tilefuse import (
     IN_BOUNDS,
+    SAME_SIZES,
     GroupOp,
     LoadOp,
     StoreOp,
@@ -324,13 +329,15 @@ class TileProgramBuilder:
         yield_op = old.last_op
         assert isinstance(yield_op, YieldOp)
         outputs = list(yield_op.values)
-        empties = [tensor.EmptyOp([], v.type) for v in outputs]
+        self.extents = self._extent_values(block)
+        empties = [self._full_empty(v) for v in outputs]
         block.add_ops(empties)
         grid_body = Block(
             arg_types=[IndexType()] * len(self.plan.grid) + [v.type for v in outputs]
         )
+        sizes = [self.extents[t.dim] for t in self.plan.dims if t.dynamic]
         grid = TileGridOp(self.plan.grid, [e.tensor for e in empties], Region(grid_body),
-                          self.plan.num_warps, self.plan.num_stages)  # fmt: skip
+                          self.plan.num_warps, self.plan.num_stages, sizes=sizes)  # fmt: skip
         grid.location = self.group.location
         block.add_op(grid)
         block.add_op(YieldOp(list(grid.results)))
@@ -338,6 +345,62 @@ class TileProgramBuilder:
         # whether the tiled contractions are tl.dots depends on their tile shapes
         grid.plan = self.plan.attr(grid_dot(grid))
         return block
+
+    def _extent_values(self, block: Block) -> dict[int, SSAValue]:
+        """Per dynamic dim, its run-time extent: `tensor.dim` of a group input read
+        along it, in the group's entry `block` (the kernel takes it as a size
+        argument; `backend/triton/signature.py`)."""
+        extents: dict[int, SSAValue] = {}
+        inputs = list(self.group.entry.args)
+        same = []
+        for t in self.plan.dims:
+            if not t.dynamic:
+                continue
+            sources = self._size_sources(t.dim)
+            if not sources:
+                raise TilingRefused("cannot tile: no input of the group is read along one of "
+                                    "its dynamic dims, so no kernel argument gives its size",
+                                    op_location(self.group))  # fmt: skip
+            arg, axis = sources[0]
+            dim = tensor.DimOp(self.args[arg], self._index(_Scope(block, {}), axis))
+            block.add_op(dim)
+            extents[t.dim] = dim.result
+            if len(sources) > 1:
+                same.append(ArrayAttr([DenseArrayBase.from_list(i64, [inputs.index(a), x])
+                                       for a, x in sources]))  # fmt: skip
+        if same:
+            self.group.attributes[SAME_SIZES] = ArrayAttr(same)
+        return extents
+
+    def _size_sources(self, dim: int) -> list[tuple[SSAValue, int]]:
+        """The group inputs and their axes that dynamic shared `dim` reads: one size
+        at run time, which the host checks (`SAME_SIZES`)."""
+        found: list[tuple[SSAValue, int]] = []
+        for n in self.graph.nodes:
+            for i, v in enumerate(n.s.operands):
+                if v not in self.args or not n.s.maps[i].results:
+                    continue
+                for axis, loop in enumerate(n.s.operand_dims(i)):
+                    if (self.dims.of[(n.index, loop)] == dim and shape_of(v)[axis] < 0
+                            and (v, axis) not in found):  # fmt: skip
+                        found.append((v, axis))
+        return found
+
+    def _full_empty(self, value: SSAValue) -> tensor.EmptyOp:
+        """The destination of a group output, its dynamic sizes the extents'."""
+        t = value.type
+        assert isinstance(t, TensorType)
+        if all(n >= 0 for n in t.get_shape()):
+            return tensor.EmptyOp([], t)
+        dims = self.value_dims(value)
+        sizes = [self.extents[d] for d, n in zip(dims, t.get_shape(), strict=True) if n < 0]
+        return tensor.EmptyOp(sizes, t)
+
+    def _extent(self, dim: int, scope: _Scope) -> SSAValue:
+        """Shared `dim`'s trip count as an index value (a constant when static)."""
+        if dim in self.extents:
+            return self.extents[dim]
+        return self._index(scope, self.tiles[dim].extent)
 
     def _fill_grid(self, body: Block, outputs: list[SSAValue]) -> None:
         pids = iter(body.args)
@@ -669,8 +732,12 @@ class TileProgramBuilder:
         body = Block(arg_types=[IndexType(), *carried_types])
         if len(self.loops) == 1:
             (t,) = self.loops
-            bounds = tuple(self._index(scope, v) for v in (0, t.extent, t.block))
+            bounds = (self._index(scope, 0), self._extent(t.dim, scope), self._index(scope, t.block))
             return body, {t.dim: body.args[0]}, bounds
+        if any(t.dynamic for t in self.loops):
+            raise TilingRefused("cannot tile: a loop over several dims, one of them dynamic, "
+                                "needs a run-time trip count per dim (not built)",
+                                op_location(self.group))  # fmt: skip
         trips = [-(-t.extent // t.block) for t in self.loops]
         here = _Scope(body, {})
         offsets = {}
@@ -820,9 +887,13 @@ class TileProgramBuilder:
                 add = arith.AddiOp(pos, self._offset(dim, scope))
                 ops.append(add)
                 pos = add.result
-            bound = arith.ConstantOp(IntegerAttr(self.tiles[dim].extent, IndexType()))
-            cmp = arith.CmpiOp(pos, bound, "slt")
-            ops += [bound, cmp]
+            if dim in self.extents:
+                cmp = arith.CmpiOp(pos, self.extents[dim], "slt")
+                ops.append(cmp)
+            else:
+                bound = arith.ConstantOp(IntegerAttr(self.tiles[dim].extent, IndexType()))
+                cmp = arith.CmpiOp(pos, bound, "slt")
+                ops += [bound, cmp]
             if cond is not None:
                 both = arith.AndIOp(cond, cmp.result)
                 ops.append(both)
@@ -835,8 +906,7 @@ class TileProgramBuilder:
         return ops, sel.result
 
     def _is_partial(self, node: Node, loop: int) -> bool:
-        t = self.tiles[self.dims.of[(node.index, loop)]]
-        return t.extent % t.block != 0
+        return self.tiles[self.dims.of[(node.index, loop)]].partial
 
     def _store(self, value: SSAValue, dest: SSAValue, outer: _Scope) -> None:
         if not self._varies_in_loop(value):

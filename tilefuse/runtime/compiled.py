@@ -45,7 +45,8 @@ from tilefuse.backend.triton.emit import (
     torch_dtype,
 )
 from tilefuse.frontend.program import load_program
-from tilefuse.ir.diagnostics import ArgumentError, RuntimeCheckError
+from tilefuse.ir.diagnostics import ArgumentError, CompileError, RuntimeCheckError
+from tilefuse.ir.dynamic import DimRange, check_sizes
 from tilefuse.ir.log import channel
 from tilefuse.ir.module import entry_function
 from tilefuse.pipeline import run_pipeline
@@ -289,11 +290,19 @@ class CompiledProgram:
             if not isinstance(a, torch.Tensor):
                 raise ArgumentError(f"argument {i} of @{self.function} must be a torch.Tensor, "
                                     f"not {type(a).__name__}")  # fmt: skip
-            if tuple(a.shape) != shape or a.dtype != dtype:
+            fits = len(a.shape) == len(shape) and all(
+                e < 0 or e == n for n, e in zip(a.shape, shape, strict=True))  # (-1: dynamic)
+            if not fits or a.dtype != dtype:
+                want = ["?" if e < 0 else e for e in shape]
                 raise ArgumentError(
                     f"argument {i} of @{self.function} must be a {dtype} tensor of shape "
-                    f"{list(shape)}, not {a.dtype} of shape {list(a.shape)}")  # fmt: skip
+                    f"{want}, not {a.dtype} of shape {list(a.shape)}")  # fmt: skip
             devices.add(a.device)
+        if any(e < 0 for shape, _ in self.expected for e in shape):
+            try:  # the declared ranges of the dynamic dims
+                check_sizes(entry_function(self.module), [tuple(a.shape) for a in args])
+            except CompileError as e:
+                raise ArgumentError(f"@{self.function}: {e.message}") from None
         if len(devices) > 1:
             raise ArgumentError(f"the arguments of @{self.function} are on several devices: "
                                 f"{sorted(map(str, devices))}")  # fmt: skip
@@ -356,6 +365,7 @@ def compile(
     smem_budget: int = 0,
     dump_dir: str | Path | None = None,
     allow_tf32: bool = False,
+    dim_ranges: Mapping[str, DimRange] | None = None,
 ) -> CompiledProgram:
     """Compile MLIR text, a `.mlir` path or a parsed module to Triton kernels
     (`smem_budget`: bytes of shared memory tiles may use, `tile-and-fuse`'s option;
@@ -363,13 +373,15 @@ def compile(
     report and the kernels, default `$TILEFUSE_DEBUG_DIR`, see `runtime/dump.py`;
     `allow_tf32`: f32 contractions on TF32 tensor cores, as torch's flag; off, they
     are IEEE f32. Contractions of bf16 or f16 values widened to f32 are 16-bit
-    `tl.dot`s either way: their products are exact)."""
+    `tl.dot`s either way: their products are exact; `dim_ranges`: the range of each
+    dynamic (`?`) dim, `{"x.0": DimRange(1, 4096)}`: one program for every size in
+    range, `ir/dynamic.py`)."""
     start = time.perf_counter()
     with _gc_paused():
         if isinstance(source, ModuleOp):
             module, name = source.clone(), "<module>"
         else:
-            module = load_program(source, dims, dtype)
+            module = load_program(source, dims, dtype, dim_ranges)
             name = str(source) if str(source).endswith(".mlir") else "<input>"
         dump = open_program_dump(dump_dir, name, module, target)
         run_pipeline(module, target, options=_tile_options(smem_budget, allow_tf32),

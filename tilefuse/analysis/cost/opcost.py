@@ -49,7 +49,7 @@ from tilefuse.analysis.dataflow import (
 )
 from tilefuse.analysis.dot import tensor_core_dtype
 from tilefuse.ir.dtypes import dtype_bytes
-from tilefuse.ir.structured import StructuredOp, shape_of
+from tilefuse.ir.structured import StructuredOp, planned_shape
 
 _FREE = (arith.ConstantOp, arith.IndexCastOp, arith.ExtFOp, arith.TruncFOp,
          arith.SIToFPOp, arith.UIToFPOp, arith.SelectOp, arith.CmpiOp)  # fmt: skip
@@ -59,16 +59,16 @@ def tensor_bytes(value: SSAValue) -> int:
     """Bytes of a tensor value; 0 for scalars."""
     if not isinstance(value.type, TensorType):
         return 0
-    return math.prod(shape_of(value)) * dtype_bytes(value.type)
+    return math.prod(planned_shape(value)) * dtype_bytes(value.type)
 
 
 def gathered_bytes(s: StructuredOp, read: Collection[SSAValue] = ()) -> int:
     """Bytes the payload's gathers read: an element per loop iteration for each
     distinct gathered tensor, at most that tensor's size; nothing for a tensor
     in `read` (the kernel reads it whole anyway)."""
-    trips = math.prod(s.loop_ranges)
+    trips = math.prod(s.planned_ranges)
     tables = [t for t in dict.fromkeys(g.tensor for g in gathers(s)) if t not in read]
-    return sum(min(trips, math.prod(shape_of(t))) * dtype_bytes(t.type) for t in tables)
+    return sum(min(trips, math.prod(planned_shape(t))) * dtype_bytes(t.type) for t in tables)
 
 
 def payload_flops(s: StructuredOp) -> int:
@@ -140,7 +140,7 @@ class OpCost:
 def op_cost(node: Node) -> OpCost:
     """Cost of `node` alone (unfused)."""
     s = node.s
-    trips = math.prod(s.loop_ranges)
+    trips = math.prod(s.planned_ranges)
     flops = payload_flops(s) * trips
     tc_dtype = tensor_core_dtype(s) if node.kind == CONTRACTION else None
     tc = flops if tc_dtype is not None else 0

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.dialects import arith, func, tensor
-from xdsl.dialects.builtin import DenseArrayBase, IntegerType, TensorType
+from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, IntegerType, TensorType
 from xdsl.ir import Operation, SSAValue
 
 from tilefuse.analysis.dataflow import pad_value, reshape_root
@@ -33,11 +33,12 @@ from tilefuse.backend.triton.signature import (
     CHECKS_PARAM,
     CONSTEXPR,
     POINTER,
+    SIZE,
     KernelSignature,
 )
 from tilefuse.ir.constants import constant_array, is_splat, stored_elements
 from tilefuse.ir.diagnostics import CompileError
-from tilefuse.ir.tilefuse import LAYOUT_ATTR, GroupOp, TileGridOp, WindowOp
+from tilefuse.ir.tilefuse import LAYOUT_ATTR, SAME_SIZES, GroupOp, TileGridOp, WindowOp
 
 
 @dataclass(frozen=True, eq=False)
@@ -114,19 +115,14 @@ class HostPrinter:
         _, stacked, sig = self.launches[g]
         names = self.names
         lines = self._equal_strides(g, stacked)
-        pointers = [p for p in sig.params if p.kind is POINTER and p.name != CHECKS_PARAM]
-        call = []
         for i, v in enumerate(g.inputs):
             if (order := g.input_layout(i)) is not None:  # (a no-op once it is so)
                 lines.append(f"    {names(v)} = _in_order({names(v)}, {order})")
-        for v, p in zip([*g.inputs, *g.results], pointers, strict=True):
-            if p.descriptor and not _host_made(v):  # (checked once per name)
-                lines.append(f"    {names(v)} = _tma({names(v)})")
-            call.append(f"{names(v)}, *{names(v)}.stride()" if p.strided else names(v))
+        call, size_of = self._tensor_arguments(g, sig, lines)
         if sig.has_checks:
             call.append("checks")
         for i, r in enumerate(g.results):
-            shape = tuple(r.type.get_shape())
+            shape = _result_shape(g, i, names)
             dtype = torch_dtype(r.type, g)
             if (pad := _pad_in_place(g, r)) is not None:
                 # (the kernel writes the pad's interior: no copy; the pad prints nothing)
@@ -141,8 +137,48 @@ class HostPrinter:
             # (`dot_dtype` lets the interpreter run 16-bit dots in fp32; fp32 and fp64 stay.)
             dot = f"{dtype} if dot_dtype is None else dot_dtype" if precision == "tf32" else dtype
             call.append(f'DOT_DTYPE={dot}, DOT_PRECISION="{precision}"')
-        lines.append(f"    {sig.name}[({sig.programs},)]({', '.join(call)}, "
+        lines += self._size_checks(g, sig, size_of)
+        programs = " * ".join([*([str(sig.programs)] if sig.programs != 1 or not sig.grid_sizes else []),
+                               *(f"triton.cdiv({size_of[n]}, {b})" for n, b in sig.grid_sizes)])
+        lines.append(f"    {sig.name}[({programs},)]({', '.join(call)}, "
                      f"num_warps={sig.num_warps}, num_stages={sig.num_stages})")  # fmt: skip
+        return lines
+
+    def _tensor_arguments(self, g: GroupOp, sig: KernelSignature,
+                          lines: list[str]) -> tuple[list[str], dict[str, str]]:  # fmt: skip
+        """The launch's tensor arguments in parameter order (pointer, strides, the
+        sizes of its dynamic dims), and each size parameter's host expression."""
+        names = self.names
+        values = iter([*g.inputs, *g.results])
+        call: list[str] = []
+        size_of: dict[str, str] = {}
+        v = None
+        for p in sig.params:
+            if p.kind is POINTER and p.name != CHECKS_PARAM:
+                v = next(values)
+                if p.descriptor and not _host_made(v):  # (checked once per name)
+                    lines.append(f"    {names(v)} = _tma({names(v)})")
+                call.append(f"{names(v)}, *{names(v)}.stride()" if p.strided else names(v))
+            elif p.kind is SIZE and v is not None:
+                size_of[p.name] = f"{names(v)}.shape[{p.dim}]"
+                call.append(size_of[p.name])
+        return call, size_of
+
+    def _size_checks(self, g: GroupOp, sig: KernelSignature, size_of: dict[str, str]) -> list[str]:
+        """Before a launch with dynamic sizes: those the kernel reads as one agree
+        (`SAME_SIZES`), and each held whole fits its block (declared ranges bound one
+        dim, not a product of them)."""
+        names, lines, at = self.names, [], f"@{self.f.sym_name.data}"
+        for same in g.attributes.get(SAME_SIZES, ArrayAttr([])).data:  # type: ignore[union-attr]
+            sizes = [f"{names(g.inputs[i])}.shape[{axis}]" for i, axis in
+                     (a.get_values() for a in same.data)]  # type: ignore[attr-defined]
+            said = ", ".join(f"{n} = {{{n}}}" for n in sizes)
+            lines += [f"    if not ({' == '.join(sizes)}):",
+                      f"        raise ValueError(f'{at}: dynamic sizes that must agree differ: {said}')"]  # fmt: skip
+        for n, b in sig.whole_sizes:
+            lines += [f"    if {size_of[n]} > {b}:",
+                      f"        raise ValueError(f'{at}: {sig.name} holds a dynamic dim of size "
+                      f"{{{size_of[n]}}} whole in blocks of {b}: compile with a larger declared range')"]  # fmt: skip
         return lines
 
     def _equal_strides(self, g: GroupOp, stacked) -> list[str]:
@@ -159,6 +195,35 @@ class HostPrinter:
                 lines += [f"    if not ({same}):",
                           f"        {ts} = {', '.join(f'{names(v)}.contiguous()' for v in values)}"]  # fmt: skip
         return lines
+
+
+def _result_shape(g: GroupOp, i: int, names) -> tuple[int, ...] | str:
+    """The shape of group result `i`: its type's, or, with dynamic sizes, a tuple
+    expression reading them from the inputs (the `tensor.dim`s that size the grid's
+    destination, `passes/tile_and_fuse.py`)."""
+    shape = tuple(g.results[i].type.get_shape())
+    if all(n >= 0 for n in shape):
+        return shape
+    dest = g.entry.last_op.operands[i]  # type: ignore[union-attr]
+    if isinstance(dest.owner, TileGridOp):
+        dest = dest.owner.outs[list(dest.owner.results).index(dest)]
+    empty = dest.owner
+    if not isinstance(empty, tensor.EmptyOp):
+        raise CompileError.at(g, f"has result {i} of dynamic shape whose sizes it does not say")
+    sizes = iter(empty.dynamic_sizes)
+    outer = dict(zip(g.entry.args, g.inputs, strict=True))
+    parts = [str(n) if n >= 0 else _host_size(next(sizes), outer, names, g) for n in shape]
+    return f"({', '.join(parts)}{',' if len(parts) == 1 else ''})"
+
+
+def _host_size(v: SSAValue, outer: dict, names, at: Operation) -> str:
+    """A dynamic size as the host reads it: `tensor.dim` of a tensor it has."""
+    op = v.owner
+    if isinstance(op, tensor.DimOp) and isinstance(op.index.owner, arith.ConstantOp):
+        source = outer.get(op.source, op.source)
+        return f"{names(source)}.shape[{op.index.owner.value.value.data}]"  # type: ignore[union-attr]
+    raise CompileError.at(at, "has a dynamic size the host cannot compute (only tensor.dim "
+                          "of a tensor with a constant index)")  # fmt: skip
 
 
 def _host_made(value: SSAValue) -> bool:
@@ -218,7 +283,18 @@ def _host_window(op: WindowOp, names) -> str:
     strides = [combine([(r, coeffs.get(j, 0)) for r, (coeffs, _) in enumerate(terms)])
                for j in range(rank)]  # fmt: skip
     offset = combine([(r, const) for r, (_, const) in enumerate(terms)])
-    return (f"torch.as_strided({x}, {tuple(op.result.type.get_shape())}, "
+    sizes = []
+    for j, n in enumerate(op.result.type.get_shape()):
+        plain = [r for r, (coeffs, const) in enumerate(terms) if coeffs == {j: 1} and not const]
+        if n >= 0:
+            sizes.append(str(n))
+        elif plain:  # a dynamic view dim that is a source dim (a convolution's images)
+            sizes.append(f"{x}.shape[{plain[0]}]")
+        else:
+            raise CompileError.at(op, "has a dynamic window dim the host cannot size (only "
+                                  "one that is a dim of its source)")  # fmt: skip
+    shape = f"({', '.join(sizes)}{',' if rank == 1 else ''})"
+    return (f"torch.as_strided({x}, {shape}, "
             f"({', '.join(strides)}{',' if rank == 1 else ''}), {x}.storage_offset() + {offset})")  # fmt: skip
 
 
@@ -229,7 +305,9 @@ def _host_empties(op: Operation, names) -> list[str]:
     for v in op.operands:
         if isinstance(v.owner, tensor.EmptyOp) and v not in names.of:
             t = v.type
-            lines.append(f"    {names(v)} = torch.full({tuple(t.get_shape())}, float('nan'), "
+            sizes = iter(v.owner.dynamic_sizes)
+            shape = ", ".join(str(n) if n >= 0 else names(next(sizes)) for n in t.get_shape())
+            lines.append(f"    {names(v)} = torch.full(({shape},), float('nan'), "
                          f"dtype={torch_dtype(t, v.owner)}, device=device)")  # fmt: skip
     return lines
 
@@ -241,7 +319,12 @@ def _host_op(op: Operation, names) -> list[str]:
     if isinstance(op, arith.ConstantOp) and isinstance(op.result.type, TensorType):
         return [] if _is_table_constant(op) else [f"    {names(op.result)} = {_host_splat(op)}"]
     if isinstance(op, tensor.ExpandShapeOp | tensor.CollapseShapeOp):
-        return [f"    {names(op.result)} = {names(op.src)}.reshape({tuple(op.result.type.get_shape())})"]
+        shape = tuple(n if n >= 0 else -1 for n in op.result.type.get_shape())
+        if shape.count(-1) > 1:
+            raise CompileError.at(op, "reshapes to two dynamic sizes on the host (not built)")
+        return [f"    {names(op.result)} = {names(op.src)}.reshape({shape})"]  # -1: the one dynamic size
+    if isinstance(op, tensor.DimOp):
+        return [f"    {names(op.result)} = {_host_size(op.result, {}, names, op)}"]
     if isinstance(op, tensor.ExtractSliceOp):
         return [f"    {names(op.result)} = {_host_slice(op, names)}"]
     if isinstance(op, WindowOp):
@@ -284,7 +367,8 @@ def _pad_spans(op: tensor.PadOp) -> str:
     return ", ".join(f"{lo}:{lo + n}" for lo, n in zip(lows, op.source.type.get_shape(), strict=True))  # type: ignore[attr-defined]
 
 
-def _empty(shape: tuple[int, ...], order: tuple[int, ...] | None, dtype: str, device: str) -> str:
+def _empty(shape: tuple[int, ...] | str, order: tuple[int, ...] | None, dtype: str,
+           device: str) -> str:  # fmt: skip
     """An uninitialised tensor, its dims stored in `order` (outermost first) if given."""
     if order is None:
         return f"torch.empty({shape}, dtype={dtype}, device={device})"

@@ -44,6 +44,7 @@ from tilefuse.backend.triton.signature import (
     CHECKS_PARAM,
     CONSTEXPR,
     POINTER,
+    SIZE,
     STRIDE,
     KernelSignature,
     Param,
@@ -52,6 +53,8 @@ from tilefuse.ir.diagnostics import CompileError, op_location
 from tilefuse.ir.dtypes import dtype_bytes
 from tilefuse.ir.structured import as_structured, element_type
 from tilefuse.ir.tilefuse import (
+    GRID,
+    WHOLE,
     GroupOp,
     LoadOp,
     StoreOp,
@@ -212,6 +215,12 @@ class KernelPrinter(Emitter):
         self.ptr = {v: f"{self.base[v]}_ptr" for v in self.tensors}
         self.strides = {v: [f"{self.base[v]}_s{i}" for i in range(len(v.type.get_shape()))]
                         for v in self.tensors}  # fmt: skip
+        self.sizes = {(v, i): f"{self.base[v]}_n{i}" for v in self.tensors
+                      for i, n in enumerate(v.type.get_shape()) if n < 0}  # fmt: skip
+        """Run-time extents of the tensors' dynamic dims: size parameters."""
+        for op in group.entry.ops:  # a dynamic extent: a size parameter
+            if isinstance(op, tensor.DimOp) and (size := self._size_param(op)) is not None:
+                self.expr[op.result] = size
         self.hints: dict[LoadOp, str] = {}
         self.uses_dot_constexprs = False
         self.loop_stack: list[Sequence[SSAValue]] = []
@@ -236,13 +245,30 @@ class KernelPrinter(Emitter):
         base = self.names.fresh(hint or fallback)
 
         def params(base: str) -> set[str]:
-            return {f"{base}_ptr", *(f"{base}_s{i}" for i in range(rank))}
+            return {f"{base}_ptr", *(f"{base}_s{i}" for i in range(rank)),
+                    *(f"{base}_n{i}" for i in range(rank))}
 
         while params(base) & self.names.used:
             base = self.names.fresh(base)
         self.names.used |= params(base)
         self.names.used.discard(base)  # free for the tile loaded from it
         return base
+
+    def _size_param(self, op: tensor.DimOp) -> str | None:
+        """The size parameter `tensor.dim` of a kernel tensor reads (its index a constant)."""
+        index = op.index.owner
+        if not isinstance(index, arith.ConstantOp) or not isinstance(index.value, IntegerAttr):
+            return None
+        return self.sizes.get((op.source, index.value.value.data))
+
+    def grid_counts(self, grid: TileGridOp) -> list[str]:
+        """Programs along each grid dim: a number, or `tl.cdiv` of a run-time extent
+        by the dim's block."""
+        dims = grid.plan.dims if grid.plan is not None else ()
+        size = dict(zip([k for k, (e, _, _) in enumerate(dims) if e < 0], grid.sizes, strict=True))
+        gridded = [k for k, (_, _, m) in enumerate(dims) if m == GRID]
+        return [str(n) if n >= 0 else f"tl.cdiv({self.ref(size[gridded[j]])}, {dims[gridded[j]][1]})"
+                for j, n in enumerate(grid.grid_shape)]  # fmt: skip
 
     # -- values ----------------------------------------------------------------
 
@@ -292,7 +318,9 @@ class KernelPrinter(Emitter):
         signature = self.signature()
         params = [p.name + (": tl.constexpr" if p.kind is CONSTEXPR else "")
                   for p in signature.params]  # fmt: skip
-        head = ["@triton.jit", f"def {self.name}({', '.join(params)}):"]
+        fixed = signature.unspecialized
+        jit = f"@triton.jit(do_not_specialize={list(fixed)!r})" if fixed else "@triton.jit"
+        head = [jit, f"def {self.name}({', '.join(params)}):"]
         return "\n".join(head + without_dead_values(self.lines)), signature
 
     def signature(self) -> KernelSignature:
@@ -305,6 +333,8 @@ class KernelPrinter(Emitter):
             if v not in self.bare:
                 params += [Param(s, STRIDE, "index", shape, i)
                            for i, s in enumerate(self.stride_params(v))]  # fmt: skip
+            params += [Param(self.sizes[(v, i)], SIZE, "index", shape, i)
+                       for i, n in enumerate(shape) if n < 0]  # fmt: skip
         if self.uses_checks:
             params.append(Param(CHECKS_PARAM, POINTER, "i32", (1,)))
         if self.uses_dot_constexprs:
@@ -313,6 +343,14 @@ class KernelPrinter(Emitter):
             params += [Param("DOT_DTYPE", CONSTEXPR, "tl.dtype", value=dtype.removeprefix("tl.")),
                        Param("DOT_PRECISION", CONSTEXPR, "str", value=precision)]  # fmt: skip
         grid = self.grid
+        if grid.sizes:  # (a dynamic grid is never bundled: horizontal_plan)
+            dynamic = [(self.ref(v), b, m) for v, (_, b, m) in
+                       zip(grid.sizes, [d for d in grid.plan.dims if d[0] < 0], strict=True)]
+            static = math.prod(n for n in grid.grid_shape if n >= 0)
+            return KernelSignature(
+                self.name, tuple(params), grid.num_warps.value.data, grid.num_stages.value.data,
+                static, tuple((n, b) for n, b, m in dynamic if m == GRID),
+                tuple((n, b) for n, b, m in dynamic if m == WHOLE))  # fmt: skip
         programs = self.persistent or sum(math.prod(g.grid_shape) for g in self.grids)
         return KernelSignature(self.name, tuple(params), grid.num_warps.value.data,
                                grid.num_stages.value.data, programs)  # fmt: skip
@@ -372,6 +410,9 @@ class KernelPrinter(Emitter):
         shape, ids = grid.grid_shape, grid.program_ids
         plan = grid.plan
         swizzle = plan.swizzle if plan is not None else None
+        if grid.sizes:
+            self._dynamic_program_ids(grid, pid)
+            return
         if swizzle is None:
             for k, arg in enumerate(ids):
                 stride = math.prod(shape[k + 1 :])
@@ -392,6 +433,35 @@ class KernelPrinter(Emitter):
         for k in rest:
             stride = math.prod(shape[j] for j in rest if j > k)
             self.bind(ids[k], f"({outer} // {stride}) % {shape[k]}", hint=f"pid_{k}")
+
+    def _dynamic_program_ids(self, grid: TileGridOp, pid: str) -> None:
+        """Program ids of a grid whose counts are run-time (`tl.cdiv` of a size by the
+        block, named once): row-major, or M and N in grouped order."""
+        counts = [c if c.isdigit() else self.assign(self.names.fresh(f"programs_{k}"), c)
+                  for k, c in enumerate(self.grid_counts(grid))]  # fmt: skip
+
+        def product(ks) -> str:
+            factors = [counts[k] for k in ks if counts[k] != "1"]
+            return " * ".join(factors) if len(factors) < 2 else f"({' * '.join(factors)})"
+
+        ids, plan = grid.program_ids, grid.plan
+        swizzle = plan.swizzle if plan is not None else None
+        rest = [k for k in range(len(ids)) if swizzle is None or k not in swizzle]
+        outer = pid
+        if swizzle is not None:
+            im, jn = swizzle
+            gm, gn, group_m = counts[im], counts[jn], plan.group_m
+            self.assign("tile", f"{pid} % {product([im, jn])}")
+            self.assign("group", f"tile // ({group_m} * {gn})")
+            self.assign("first_m", f"group * {group_m}")
+            self.assign("rows", f"min({gm} - first_m, {group_m})")
+            self.bind(ids[im], "first_m + (tile % rows)", hint="pid_m")
+            self.bind(ids[jn], f"(tile % ({group_m} * {gn})) // rows", hint="pid_n")
+            outer = f"({pid} // {product([im, jn])})" if rest else pid
+        for k in rest:
+            later = product([j for j in rest if j > k])
+            div = f"({outer} // {later}) % {counts[k]}" if later else f"{outer} % {counts[k]}"
+            self.bind(ids[k], div, hint=f"pid_{k}")
 
     def print_block(self, block: Block) -> None:
         for op in block.ops:
@@ -588,7 +658,9 @@ class KernelPrinter(Emitter):
             index = ", ".join(":" if j == i else "None" for j in kept)
             term = f"{o}[{index}]" if len(kept) > 1 else o
             ptr.append(f"{term} * {strides[i]}")
-            if extent % size != 0:
+            if extent < 0:  # a dynamic dim: its size parameter
+                masks.append(f"({term} < {self.sizes[(tensor_value, i)]})")
+            elif extent % size != 0:
                 masks.append(f"({term} < {extent})")
         mask = self.value("mask", " & ".join(masks), MASK) if masks else ""
         return " + ".join(ptr), mask

@@ -24,10 +24,12 @@ from enum import Enum
 class ParamKind(Enum):
     POINTER = "pointer"
     STRIDE = "stride"
+    SIZE = "size"
     CONSTEXPR = "constexpr"
 
 
-POINTER, STRIDE, CONSTEXPR = ParamKind.POINTER, ParamKind.STRIDE, ParamKind.CONSTEXPR
+POINTER, STRIDE, SIZE, CONSTEXPR = (ParamKind.POINTER, ParamKind.STRIDE, ParamKind.SIZE,
+                                    ParamKind.CONSTEXPR)  # fmt: skip
 
 CHECKS_PARAM = "checks_ptr"
 """The int32 flag a kernel with runtime checks (`cf.assert`) records failures in:
@@ -42,7 +44,9 @@ class Param:
     shape `shape`; it is `strided` when its strides follow it (all but the
     later members' tensors of a stacked bundle, which reuse the first's). A
     stride's `dtype` is `"index"` and it steps dim `dim` of a tensor of shape
-    `shape` (in elements; the host passes `tensor.stride()`). A constexpr's `value` is
+    `shape` (in elements; the host passes `tensor.stride()`). A size is the run-time
+    extent of dynamic dim `dim` of the tensor of the pointer before it (the host
+    passes `tensor.shape[dim]`; Triton does not specialise it). A constexpr's `value` is
     what the host launches the kernel with: a `tl` dtype's name (`"bfloat16"`)
     or a string (`"tf32"`).
     """
@@ -68,7 +72,25 @@ class KernelSignature:
     num_warps: int
     num_stages: int
     programs: int
-    """Programs launched (a persistent kernel's: fewer than its tiles)."""
+    """Programs launched (a persistent kernel's: fewer than its tiles); with
+    `grid_sizes`, the static factor of that count."""
+    grid_sizes: tuple[tuple[str, int], ...] = ()
+    """Per dynamic grid dim, (size parameter, block): the launch has `programs` times
+    the product of their ceil(size / block) programs."""
+    whole_sizes: tuple[tuple[str, int], ...] = ()
+    """Per dynamic dim held whole in every tile, (size parameter, block): the kernel
+    is right for sizes up to the block (the host checks at launch)."""
+
+    @property
+    def unspecialized(self) -> tuple[str, ...]:
+        """Parameters Triton must not specialise on their value (1, divisible by 16):
+        run-time sizes, and strides of tensors with a dynamic dim after theirs."""
+        names = []
+        for p in self.params:
+            dynamic = p.dim is not None and any(n < 0 for n in p.shape[p.dim + 1 :])
+            if p.kind is SIZE or (p.kind is STRIDE and dynamic):
+                names.append(p.name)
+        return tuple(names)
 
     @property
     def has_checks(self) -> bool:
