@@ -327,3 +327,16 @@ def test_dim_names_that_collide_and_ranges_that_are_not_dim_ranges_are_refused()
         load_program(text, dim_ranges={"arg1.0": DimRange(1, 4)})
     with pytest.raises(TypeError, match=r"DimRange\(lo, hi\)"):
         load_program(UPSTREAM, dim_ranges={"x.0": (1, 8)})  # type: ignore[dict-item]
+
+
+def test_tilefuse_opt_compiles_a_dynamic_program_with_its_declared_range(tmp_path):
+    from tilefuse.pipeline import DEFAULT_PIPELINE
+    from tilefuse.tools.opt import main
+
+    path = tmp_path / "f.mlir"
+    path.write_text(UPSTREAM)
+    out = tmp_path / "f.py"
+    assert main([str(path), "--dim-range", "x.0=1:100", "-p", DEFAULT_PIPELINE,
+                 "--emit", "triton", "-o", str(out)]) == 0  # fmt: skip
+    assert "y = torch.empty((x.shape[0], 6)" in out.read_text()
+    assert main([str(path), "--dim-range", "x.0=1"]) == 1

@@ -255,8 +255,9 @@ def _check_static(op, dynamic: bool) -> None:
         if not dynamic and isinstance(t, TensorType) and any(d < 0 for d in t.get_shape()):
             raise CompileError(
                 f"'{op.name}' op has a dynamic shape ({t}): tilefuse compiles static "
-                "shapes; give the sizes in the types (or a `// tilefuse.dims:` header "
-                "and --set-dim)", op_location(op))  # fmt: skip
+                "shapes, or dynamic dims with a declared range (--dim-range x.0=1:4096, "
+                "dim_ranges=); or give the sizes in the types (or a `// tilefuse.dims:` "
+                "header and --set-dim)", op_location(op))  # fmt: skip
         if isinstance(t, TensorType) and 0 in t.get_shape():
             raise CompileError(
                 f"'{op.name}' op has a zero-size dimension ({t}): tilefuse compiles "

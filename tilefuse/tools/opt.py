@@ -50,6 +50,7 @@ from tilefuse.frontend.specialize import SpecializeError, specialize
 from tilefuse.ir import forms
 from tilefuse.ir.context import register_dialects
 from tilefuse.ir.diagnostics import CompileError, os_error_message
+from tilefuse.ir.dynamic import DimRange, is_dynamic, parse_range
 from tilefuse.passes import get_all_passes
 from tilefuse.pipeline import default_pipeline, unmet_stage
 from tilefuse.report import analyze_program, format_report, roofline_png
@@ -117,6 +118,14 @@ class TilefuseOptMain(xDSLOptMain):
             help="re-specialise a dimension declared in the tilefuse.dims header",
         )
         arg_parser.add_argument(
+            "--dim-range",
+            action="append",
+            default=[],
+            metavar="NAME=LO:HI",
+            help="declare the sizes a dynamic (?) dim takes: x.0=1:4096 for dim 0 of %%x; "
+            "one for each dynamic dim of the entry function",
+        )
+        arg_parser.add_argument(
             "--set-dtype",
             default=None,
             metavar="TYPE",
@@ -181,7 +190,9 @@ class TilefuseOptMain(xDSLOptMain):
         text = decode_source(chunk.read(), self.get_input_name(), start_offset)
         dims = parse_dim_options(self.args.set_dim)
         text = specialize(text, dims, self.args.set_dtype)
-        module = parse_module(self.ctx, text, self.get_input_name(), start_offset)
+        ranges = dict(_parse_range_option(item) for item in self.args.dim_range)
+        module = parse_module(self.ctx, text, self.get_input_name(), start_offset,
+                              dim_ranges=ranges or None)  # fmt: skip
         if debug_root(self.args.dump_dir) is not None:
             self.program_dump = open_program_dump(
                 self.args.dump_dir, self.get_input_name(), module, self.args.gpu
@@ -206,7 +217,7 @@ class PassObserver:
         if self.args.time_passes and previous is not None:
             print(f"Pass {previous.name} took {time.perf_counter() - self.start} seconds")
         if not self.args.disable_verify:
-            verify(module)
+            verify(module, dynamic=is_dynamic(module))
         if previous is not None:
             self.after(previous.name, module)
             if next_pass is not None and self.args.print_between_passes:
@@ -351,6 +362,13 @@ def _describe_passes(
         return plain_help() + "\n".join(lines) + "\n"
 
     arg_parser.format_help = format_help  # type: ignore[method-assign]
+
+
+def _parse_range_option(item: str) -> tuple[str, DimRange]:
+    try:
+        return parse_range(item)
+    except ValueError as e:
+        raise SpecializeError(f"--dim-range: {e}") from None
 
 
 def parse_dim_options(options: Sequence[str]) -> dict[str, int]:

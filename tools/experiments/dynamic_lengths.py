@@ -1,0 +1,129 @@
+"""
+One compiled program for many sizes (issue 18): a sample's dynamic form compiled
+once, run at 64 distinct sizes of its dynamic dim, the Triton compiles counted; at
+the bench sizes each call timed side by side with the sample compiled statically at
+that size (and torch eager), on data larger than L2.
+
+    python tools/experiments/dynamic_lengths.py [--quick] [--json OUT.json]
+
+Per case it prints the compile time of the dynamic program (parse to kernels
+loaded, then its first call: Triton's JIT), the Triton compiles its 64 sizes made
+(one per kernel expected: sizes are unspecialised arguments), and per bench size
+the dynamic and the static program's time (median of CUDA-event timings, L2 flushed
+between rounds) and their ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import time
+from pathlib import Path
+
+import torch
+
+import tilefuse.runtime as tf
+from tilefuse.frontend.program import load_program, random_inputs
+from tilefuse.frontend.specialize import dynamic_form, specialize
+from tilefuse.ir.dynamic import DimRange
+from tilefuse.ir.module import entry_function
+
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
+
+CASES = [  # sample, fixed dims, dynamic dim, its argument dims, range end, bench sizes
+    ("softmax", {"N": 4096}, "M", ["x.0"], 32768, [8192, 16384]),
+    ("layernorm", {"N": 4096}, "M", ["x.0"], 32768, [8192, 16384]),
+    ("rmsnorm", {"N": 4096}, "M", ["x.0"], 32768, [8192, 16384]),
+    ("linear_bias_relu", {"K": 4096, "N": 4096}, "M", ["x.0"], 16384, [4096, 8192]),
+]
+
+
+def compiles(program) -> int:
+    """Triton compiles the program's kernels hold (every device)."""
+    total = 0
+    for name in program.python.KERNELS:
+        k = getattr(program.python, name)
+        k = getattr(k, "kernel", k)  # a FastKernel's Triton kernel
+        for caches in getattr(k, "device_caches", {}).values():
+            total += len(caches[0])
+    return total
+
+
+def time_call(fn, args, rounds: int = 30) -> float:
+    """Median ms of `fn(*args)`, L2 flushed before each timed call."""
+    flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
+    times = []
+    for _ in range(rounds):
+        flush.zero_()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn(*args)
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def inputs(module, sizes, dtype) -> list[torch.Tensor]:
+    xs = random_inputs(module, seed=1, sizes=sizes) if sizes else random_inputs(module, seed=1)
+    return [torch.from_numpy(x.astype("float32")).to("cuda", dtype) for x in xs]
+
+
+def run_case(sample, fixed, dim, names, hi, bench, quick) -> dict:
+    text = specialize((SAMPLES / f"{sample}.mlir").read_text(), fixed, None)
+    dyn = dynamic_form(text, dim)
+    ranges = {n: DimRange(1, hi) for n in names}
+    start = time.perf_counter()
+    program = tf.compile(dyn, dim_ranges=ranges)
+    compile_s = time.perf_counter() - start
+    module = load_program(dyn, dim_ranges=ranges)
+    first = entry_function(module).function_type.inputs.data[0]
+    dtype = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}[
+        str(first.get_element_type())]  # type: ignore[attr-defined]
+    rng = random.Random(0)
+    lengths = {1, 2, 3, 15, 16, 17, 127, 128, 129, hi, *bench}
+    while len(lengths) < 64:
+        lengths.add(rng.randint(1, hi))
+    lengths = sorted(lengths)
+    start = time.perf_counter()
+    program(*inputs(module, dict.fromkeys(names, lengths[0]), dtype))
+    torch.cuda.synchronize()
+    first_call_s = time.perf_counter() - start
+    for n in lengths:
+        program(*inputs(module, dict.fromkeys(names, n), dtype))
+    torch.cuda.synchronize()
+    out = {"sample": sample, "dim": dim, "range": [1, hi], "lengths": len(lengths),
+           "compile_s": round(compile_s, 2), "first_call_s": round(first_call_s, 2),
+           "triton_compiles": compiles(program), "kernels": len(program.kernels), "bench": []}  # fmt: skip
+    for n in bench if not quick else bench[:1]:
+        static = tf.compile(specialize(text, {dim: n}, None))
+        args = inputs(module, dict.fromkeys(names, n), dtype)
+        static(*args), program(*args)  # warm
+        t_dyn, t_static = [], []
+        for _ in range(3):  # alternating rounds
+            t_dyn.append(time_call(program, args))
+            t_static.append(time_call(static, args))
+        d, s = min(t_dyn), min(t_static)
+        out["bench"].append({"size": n, "dynamic_ms": round(d, 4), "static_ms": round(s, 4),
+                             "static_over_dynamic": round(s / d, 3)})  # fmt: skip
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[1])
+    ap.add_argument("--quick", action="store_true", help="one bench size per case")
+    ap.add_argument("--json", metavar="OUT.json")
+    args = ap.parse_args()
+    results = []
+    for case in CASES:
+        r = run_case(*case, quick=args.quick)
+        results.append(r)
+        print(json.dumps(r), flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
