@@ -210,9 +210,11 @@ def _result_shape(g: GroupOp, i: int, names) -> tuple[int, ...] | str:
     empty = dest.owner
     if not isinstance(empty, tensor.EmptyOp):
         raise CompileError.at(g, f"has result {i} of dynamic shape whose sizes it does not say")
-    sizes = iter(empty.dynamic_sizes)
+    sizes = list(reversed(empty.dynamic_sizes))
+    if len(sizes) != sum(n < 0 for n in shape):
+        raise CompileError.at(g, f"has result {i} of dynamic shape whose sizes it does not say")
     outer = dict(zip(g.entry.args, g.inputs, strict=True))
-    parts = [str(n) if n >= 0 else _host_size(next(sizes), outer, names, g) for n in shape]
+    parts = [str(n) if n >= 0 else _host_size(sizes.pop(), outer, names, g) for n in shape]
     return f"({', '.join(parts)}{',' if len(parts) == 1 else ''})"
 
 
@@ -305,8 +307,11 @@ def _host_empties(op: Operation, names) -> list[str]:
     for v in op.operands:
         if isinstance(v.owner, tensor.EmptyOp) and v not in names.of:
             t = v.type
-            sizes = iter(v.owner.dynamic_sizes)
-            shape = ", ".join(str(n) if n >= 0 else names(next(sizes)) for n in t.get_shape())
+            sizes = list(v.owner.dynamic_sizes)
+            if len(sizes) != sum(n < 0 for n in t.get_shape()):
+                raise CompileError.at(v.owner, "has a dynamic type but not its sizes")
+            sizes.reverse()
+            shape = ", ".join(str(n) if n >= 0 else names(sizes.pop()) for n in t.get_shape())
             lines.append(f"    {names(v)} = torch.full(({shape},), float('nan'), "
                          f"dtype={torch_dtype(t, v.owner)}, device=device)")  # fmt: skip
     return lines
