@@ -460,7 +460,10 @@ class KernelPrinter(Emitter):
             outer = f"({pid} // {product([im, jn])})" if rest else pid
         for k in rest:
             later = product([j for j in rest if j > k])
-            div = f"({outer} // {later}) % {counts[k]}" if later else f"{outer} % {counts[k]}"
+            # (the outermost id is below its count by the grid's size: no modulo,
+            # which by a run-time count is a division and tells the compiler nothing)
+            whole = f"({outer} // {later})" if later else outer
+            div = whole if k == rest[0] else f"{whole} % {counts[k]}"
             self.bind(ids[k], div, hint=f"pid_{k}")
 
     def print_block(self, block: Block) -> None:
