@@ -36,7 +36,7 @@ CASES = [  # sample, fixed dims, dynamic dim, its argument dims, range end, benc
     ("softmax", {"N": 4096}, "M", ["x.0"], 32768, [8192, 16384]),
     ("layernorm", {"N": 4096}, "M", ["x.0"], 32768, [8192, 16384]),
     ("rmsnorm", {"N": 4096}, "M", ["x.0"], 32768, [8192, 16384]),
-    ("linear_bias_relu", {"K": 4096, "N": 3072}, "M", ["x.0"], 16384, [4096, 8192]),
+    ("linear_bias_relu", {"K": 4096, "N": 3072}, "M", ["x.0"], 16384, [2048, 8192]),
 ]
 
 
