@@ -368,3 +368,12 @@ def test_a_dynamic_gemm_in_grouped_program_order_covers_every_tile(monkeypatch):
         x = torch.randn((m, 64), generator=gen)
         (y,) = program(on_device(x), on_device(w))
         torch.testing.assert_close(y.cpu(), x @ w, rtol=1e-4, atol=1e-4)
+
+
+def test_the_report_of_a_dynamic_program_says_where_it_is_priced():
+    from tilefuse.report import analyze_program, format_report
+
+    _, module, _ = _dynamic("softmax", "M", 4096)
+    text = format_report(analyze_program(module, "h200"))
+    assert "dynamic dims x.0 in 1:4096: priced and tiled at 4096" in text
+    assert "grid ?," in text

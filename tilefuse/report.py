@@ -32,6 +32,7 @@ from tilefuse.analysis.horizontal_plan import (
     plan_horizontal,
 )
 from tilefuse.ir.diagnostics import CompileError
+from tilefuse.ir.dynamic import declared_ranges, planning_size
 from tilefuse.ir.module import entry_function
 from tilefuse.ir.tilefuse import GroupOp, describe_tiles
 from tilefuse.pipeline import run_pipeline
@@ -61,6 +62,8 @@ class ProgramReport:
     """(kernel, tile plan) from running the pipeline: sizes, budgets, occupancy."""
     horizontal: HorizontalPlan | None = None
     """Which fused kernels share a launch (horizontal-fusion), with its decisions."""
+    dynamic: str = ""
+    """The declared ranges of dynamic dims and the size they are priced at ("" if none)."""
 
     @property
     def unfused_time(self) -> float:
@@ -120,7 +123,11 @@ def analyze_program(
     )
     groups = [op for op in entry_function(tiled).body.block.ops if isinstance(op, GroupOp)]
     horizontal = plan_horizontal(kernel_infos(groups, gpu), gpu)
-    return ProgramReport(f.sym_name.data, gpu, plan, unfused, fused, tiles, horizontal)
+    ranges = declared_ranges(f)
+    dynamic = (f"dynamic dims {', '.join(f'{n} in {r}' for n, r in ranges.items())}: priced "
+               f"and tiled at {planning_size(f)} (one plan serves the range; grids '?' are "
+               "counted at launch)") if ranges else ""  # fmt: skip
+    return ProgramReport(f.sym_name.data, gpu, plan, unfused, fused, tiles, horizontal, dynamic)
 
 
 def _op_point(node: Node, target: Target) -> RooflinePoint:
@@ -144,6 +151,8 @@ def format_report(report: ProgramReport) -> str:
     print(f"== fusion report: @{report.function} on {t.name} "
           f"({t.hbm_bandwidth / 1e12:.2f} TB/s, launch {format_seconds(t.launch_overhead)}) ==",
           file=out)  # fmt: skip
+    if report.dynamic:
+        print(report.dynamic, file=out)
     for title, lines in (("unfused (one kernel per op)", report.unfused),
                          ("fused", report.fused)):  # fmt: skip
         print(f"\n{title}:", file=out)
