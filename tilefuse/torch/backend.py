@@ -104,7 +104,9 @@ def unsupported(gm: torch.fx.GraphModule, inputs: list[Any]) -> Refusal | None:
     for i, x in enumerate(inputs):
         if not _is_static(x):
             kind = "a symbolic shape" if isinstance(x, torch.Tensor) else type(x).__name__
-            return Refusal(f"input {i} is {kind}: tilefuse compiles static shapes of tensors")
+            return Refusal(f"input {i} is {kind}: the torch front end compiles static shapes "
+                           "of tensors (dynamic dims compile from MLIR with declared ranges; "
+                           "dynamo's symbolic shapes are not read yet)")  # fmt: skip
         if gpu_available() and x.device.type != "cuda":
             return Refusal(f"input {i} is on {x.device}: tilefuse's kernels run on the GPU")
     (output,) = [n for n in gm.graph.nodes if n.op == "output"]
