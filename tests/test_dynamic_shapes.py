@@ -377,3 +377,135 @@ def test_the_report_of_a_dynamic_program_says_where_it_is_priced():
     text = format_report(analyze_program(module, "h200"))
     assert "dynamic dims x.0 in 1:4096: priced and tiled at 4096" in text
     assert "grid ?," in text
+
+
+
+# Found by an adversarial review of the dynamic path: each once a miscompile, a
+# crash or invalid IR.
+
+KEEPDIM = """func.func @f(%x: tensor<?x4xf32>) -> tensor<?x1xf32> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x4xf32>
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty(%n) : tensor<?x1xf32>
+  %i = linalg.fill ins(%z : f32) outs(%e : tensor<?x1xf32>) -> tensor<?x1xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, 0)>],
+      iterator_types = ["parallel", "reduction"]} ins(%x : tensor<?x4xf32>) outs(%i : tensor<?x1xf32>) {
+    ^bb0(%a: f32, %o: f32):
+      %s = arith.addf %a, %o : f32
+      linalg.yield %s : f32
+  } -> tensor<?x1xf32>
+  return %y : tensor<?x1xf32>
+}"""
+
+CONCAT = """func.func @f(%x: tensor<2x?xf32>, %y: tensor<2x3xf32>, %z: tensor<2x?xf32>) -> tensor<2x?xf32> {
+  %r = tensor.concat dim(1) %x, %y : (tensor<2x?xf32>, tensor<2x3xf32>) -> tensor<2x?xf32>
+  %c1 = arith.constant 1 : index
+  %n = tensor.dim %z, %c1 : tensor<2x?xf32>
+  %e = tensor.empty(%n) : tensor<2x?xf32>
+  %o = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+      iterator_types = ["parallel", "parallel"]} ins(%r, %z : tensor<2x?xf32>, tensor<2x?xf32>) outs(%e : tensor<2x?xf32>) {
+    ^bb0(%a: f32, %b: f32, %o2: f32):
+      %s = arith.addf %a, %b : f32
+      linalg.yield %s : f32
+  } -> tensor<2x?xf32>
+  return %o : tensor<2x?xf32>
+}"""
+
+MIXED = """func.func @f(%x: tensor<?x4xf32>, %y: tensor<8x4xf32>) -> tensor<8x4xf32> {
+  %e = tensor.empty() : tensor<8x4xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+      iterator_types = ["parallel", "parallel"]} ins(%x, %y : tensor<?x4xf32>, tensor<8x4xf32>) outs(%e : tensor<8x4xf32>) {
+    ^bb0(%a: f32, %b: f32, %o: f32):
+      %s = arith.addf %a, %b : f32
+      linalg.yield %s : f32
+  } -> tensor<8x4xf32>
+  return %r : tensor<8x4xf32>
+}"""
+
+GATHER = """func.func @f(%t: tensor<?x8xf32>, %ids: tensor<4xi64>) -> tensor<4x8xf32> {
+  %e = tensor.empty() : tensor<4x8xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i)>, affine_map<(i, j) -> (i, j)>],
+      iterator_types = ["parallel", "parallel"]} ins(%ids : tensor<4xi64>) outs(%e : tensor<4x8xf32>) {
+    ^bb0(%id: i64, %o: f32):
+      %ii = arith.index_cast %id : i64 to index
+      %j = linalg.index 1 : index
+      %v = tensor.extract %t[%ii, %j] : tensor<?x8xf32>
+      linalg.yield %v : f32
+  } -> tensor<4x8xf32>
+  return %r : tensor<4x8xf32>
+}"""
+
+PAD = """func.func @f(%x: tensor<?x4xf32>) -> tensor<?x6xf32> {
+  %z = arith.constant 0.0 : f32
+  %p = tensor.pad %x low[1, 0] high[0, 2] {
+  ^bb0(%i: index, %j: index):
+    tensor.yield %z : f32
+  } : tensor<?x4xf32> to tensor<?x6xf32>
+  return %p : tensor<?x6xf32>
+}"""
+
+SPLIT_INVERSE = """func.func @f(%x: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %a = tensor.dim %x, %c0 : tensor<?x?xf32>
+  %b = tensor.dim %x, %c1 : tensor<?x?xf32>
+  %c = tensor.collapse_shape %x [[0, 1]] : tensor<?x?xf32> into tensor<?xf32>
+  %e = tensor.expand_shape %c [[0, 1]] output_shape [%b, %a] : tensor<?xf32> into tensor<?x?xf32>
+  %o = tensor.empty(%b, %a) : tensor<?x?xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+      iterator_types = ["parallel", "parallel"]} ins(%e : tensor<?x?xf32>) outs(%o : tensor<?x?xf32>) {
+    ^bb0(%v: f32, %w: f32):
+      %s = arith.addf %v, %v : f32
+      linalg.yield %s : f32
+  } -> tensor<?x?xf32>
+  return %y : tensor<?x?xf32>
+}"""
+
+
+def test_a_keep_dim_sum_over_dynamic_rows_keeps_its_sizes_through_the_unit_dim_fold():
+    """fold-unit-dims' expand back to [?, 1] says its dynamic size (tensor.dim of the
+    sum), as does a reshaped fill: verify refuses a stage that drops one."""
+    program = compile_program(load_program(KEEPDIM, dim_ranges={"x.0": DimRange(1, 64)}))
+    for n in (1, 17, 64):
+        x = torch.randn((n, 4))
+        (y,) = program(on_device(x))
+        torch.testing.assert_close(y.cpu(), x.sum(1, keepdim=True))
+
+
+def test_a_concat_with_a_dynamic_piece_stays_a_host_concat():
+    program = compile_program(load_program(CONCAT, dim_ranges={"x.1": DimRange(1, 64),
+                                                                "z.1": DimRange(4, 67)}))  # fmt: skip
+    for n in (1, 7, 17):
+        x, y, z = torch.randn((2, n)), torch.randn((2, 3)), torch.randn((2, n + 3))
+        (r,) = program(*map(on_device, (x, y, z)))
+        torch.testing.assert_close(r.cpu(), torch.cat([x, y], 1) + z)
+
+
+def test_a_dynamic_size_read_along_a_static_loop_is_checked_against_it():
+    """x [?, 4] + y [8, 4] into [8, 4]: the kernel's rows are 8; x must have 8."""
+    program = compile_program(load_program(MIXED, dim_ranges={"x.0": DimRange(1, 64)}))
+    (r,) = program(on_device(torch.ones((8, 4))), on_device(torch.ones((8, 4))))
+    assert torch.equal(r.cpu(), torch.full((8, 4), 2.0))
+    for n in (3, 20):
+        with pytest.raises(ValueError, match=rf"x.shape\[0\] = {n} must be 8 here"):
+            program(on_device(torch.ones((n, 4))), on_device(torch.ones((8, 4))))
+
+
+@pytest.mark.parametrize(("text", "ranges", "message"), [
+    (GATHER, {"t.0": (1, 64)}, r"a gather \(tensor.extract\) from a tensor of dynamic size"),
+    (PAD, {"x.0": (1, 64)}, r"'tensor.pad' op pads with .* or pads a tensor of dynamic size"),
+    (SPLIT_INVERSE, {"x.0": (1, 16), "x.1": (1, 16)}, r"reshapes to two dynamic sizes on the host"),
+], ids=["gather", "pad", "expand-two-dynamic"])  # fmt: skip
+def test_dynamic_forms_not_built_are_located_refusals(text, ranges, message):
+    module = load_program(text, dim_ranges={k: DimRange(*v) for k, v in ranges.items()})
+    with pytest.raises(CompileError, match=rf"<input>:\d+:\d+: error: .*{message}"):
+        compile_program(module)
+
+
+def test_a_tensor_made_without_its_dynamic_sizes_is_a_located_error():
+    """The check every stage's verify runs on a dynamic module (xDSL's verifier does not)."""
+    text = "func.func @f(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {\n  %e = tensor.empty() : tensor<?x4xf32>\n  return %e : tensor<?x4xf32>\n}"
+    with pytest.raises(CompileError, match=r"<input>:2:3: error: 'tensor.empty' op makes a "
+                                           r"tensor<\?x4xf32> with 0 of its 1 dynamic size"):
+        load_program(text, dim_ranges={"x.0": DimRange(1, 4)})

@@ -220,12 +220,29 @@ def verify(module: ModuleOp, dynamic: bool = False) -> None:
         except DiagnosticException as e:
             raise CompileError(f"'{op.name}' op {e}", op_location(op)) from e
         _check_static(op, dynamic)
+        if dynamic:
+            _check_dynamic_sizes(op)
         if isinstance(op, tensor.CollapseShapeOp | tensor.ExpandShapeOp):
             _check_reshape(op)
         if isinstance(op, tensor.PadOp):
             _check_pad(op)
         if isinstance(op, linalg.YieldOp):
             _check_yield(op)
+
+
+def _check_dynamic_sizes(op: Operation) -> None:
+    """An op that makes a tensor of dynamic shape says each dynamic size (the verifier
+    of xDSL's `tensor.empty` and `expand_shape` does not check it)."""
+    if isinstance(op, tensor.EmptyOp):
+        given, t = len(op.dynamic_sizes), op.tensor.type
+    elif isinstance(op, tensor.ExpandShapeOp):
+        given, t = len(op.dynamic_output_shape), op.result.type
+    else:
+        return
+    wanted = sum(n < 0 for n in t.get_shape())  # type: ignore[attr-defined]
+    if given != wanted:
+        raise CompileError(f"'{op.name}' op makes a {t} with {given} of its {wanted} dynamic "
+                           "size(s): each ? takes a size operand", op_location(op))  # fmt: skip
 
 
 def _check_static(op, dynamic: bool) -> None:

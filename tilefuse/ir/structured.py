@@ -419,12 +419,63 @@ def reduction_combiner(s: StructuredOp) -> type | None:
     return type(found[0])
 
 
-def filled(t: TensorType, value: float) -> tuple[SSAValue, list[Operation]]:
+def sized_empty(t: TensorType, sizes: Sequence[tuple[SSAValue, int]] = ()) -> list[Operation]:
+    """A `tensor.empty` of type `t`, each dynamic size read (`tensor.dim`) from the
+    (tensor, axis) of `sizes`, one per dynamic dim in order: the ops, the empty last."""
+    dynamic = [d for d, n in enumerate(t.get_shape()) if n < 0]
+    if len(sizes) != len(dynamic):
+        raise CompileError(f"internal: a {t} made without its {len(dynamic)} dynamic size(s)")
+    ops: list[Operation] = []
+    values = []
+    for value, axis in sizes:
+        index = arith.ConstantOp(IntegerAttr(axis, IndexType()))
+        dim = tensor.DimOp(value, index)
+        ops += [index, dim]
+        values.append(dim.result)
+    return [*ops, tensor.EmptyOp(values, t)]
+
+
+def like(t: TensorType, value: SSAValue) -> list[tuple[SSAValue, int]]:
+    """The `sizes` of `sized_empty` for a `t` shaped as `value`: its dynamic dims'."""
+    return [(value, d) for d, n in enumerate(t.get_shape()) if n < 0]
+
+
+def expand_sizes(src: SSAValue, groups: Sequence[Sequence[int]],
+                 shape: Sequence[int]) -> tuple[list[Operation], list[SSAValue]]:  # fmt: skip
+    """The `output_shape` operands of an expand_shape of `src` into `shape`: a group
+    with one dynamic dim takes `src`'s size over the group's static product (a
+    located refusal for two dynamic dims in one group)."""
+    ops: list[Operation] = []
+    values = []
+    for g, dims in enumerate(groups):
+        dynamic = [d for d in dims if shape[d] < 0]
+        if not dynamic:
+            continue
+        if len(dynamic) > 1:
+            raise CompileError(f"expands a dim into {len(dynamic)} dynamic sizes (not built)")
+        index = arith.ConstantOp(IntegerAttr(g, IndexType()))
+        dim = tensor.DimOp(src, index)
+        ops += [index, dim]
+        size = dim.result
+        rest = math.prod(shape[d] for d in dims if shape[d] >= 0)
+        if rest != 1:
+            c = arith.ConstantOp(IntegerAttr(rest, IndexType()))
+            div = arith.DivUIOp(size, c.result)
+            ops += [c, div]
+            size = div.result
+        values.append(size)
+    return ops, values
+
+
+def filled(t: TensorType, value: float,
+           sizes: Sequence[tuple[SSAValue, int]] = ()) -> tuple[SSAValue, list[Operation]]:  # fmt: skip
     """`t` filled with the scalar `value`, as the generic `linalg.fill` becomes:
-    the tensor and the ops making it (constant, empty, generic)."""
+    the tensor and the ops making it (constant, empty, generic); `sizes` as
+    `sized_empty`'s."""
     et = t.get_element_type()
     const = constant_of(value, et)
-    empty = tensor.EmptyOp([], t)
+    *dims, empty = sized_empty(t, sizes)
+    assert isinstance(empty, tensor.EmptyOp)
     rank = len(t.get_shape())
     block = Block(arg_types=[et, et])
     block.add_op(linalg.YieldOp(block.args[0]))
@@ -433,7 +484,7 @@ def filled(t: TensorType, value: float) -> tuple[SSAValue, list[Operation]]:
         [AffineMapAttr(AffineMap(rank, 0, ())), AffineMapAttr(AffineMap.identity(rank))],
         [IteratorTypeAttr(IteratorType.PARALLEL)] * rank, [t],
     )  # fmt: skip
-    return fill.results[0], [const, empty, fill]
+    return fill.results[0], [const, *dims, empty, fill]
 
 
 def with_inputs(

@@ -405,6 +405,10 @@ SAME_SIZES = "tilefuse.same_sizes"
 reads as one (a loop of its tile program): the host checks they agree before the
 launch (`tile-and-fuse` sets it)."""
 
+STATIC_SIZES = "tilefuse.static_sizes"
+"""On a group: `array<i64: input, axis, size>` for each dynamic axis its kernel reads
+along a loop of static size: the host checks the argument has that size."""
+
 LAYOUT_ATTR = "tilefuse.layout"
 """On a host-made tensor (a `tensor.pad`): the order of its dims in memory,
 outermost first (`choose-layouts`; a group's results carry theirs in `layouts`)."""
@@ -799,6 +803,8 @@ class WindowOp(IRDLOperation):
             terms = self.terms()
         except ValueError as e:
             raise VerifyException(f"tilefuse.window's map: {e}") from e
+        if any(n < 0 for n in (*src.get_shape(), *res.get_shape())):
+            return  # dynamic sizes: the evaluator checks the window at run time
         for d, t in enumerate(terms):
             last = last_index(t, list(res.get_shape()))
             if last >= src.get_shape()[d]:

@@ -18,12 +18,23 @@ leave behind.
 
 from __future__ import annotations
 
-from xdsl.dialects import func, tensor
-from xdsl.dialects.builtin import AffineMapAttr, ArrayAttr, ModuleOp, TensorType
+import math
+from collections.abc import Sequence
+
+from xdsl.dialects import arith, func, tensor
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    ArrayAttr,
+    IndexType,
+    IntegerAttr,
+    ModuleOp,
+    TensorType,
+)
 from xdsl.dialects.linalg import ops as linalg
-from xdsl.ir import Block, Operation
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.ir.affine import AffineMap
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
+from xdsl.rewriter import InsertPoint
 
 
 class FoldReshapeOfCreation(RewritePattern):
@@ -35,15 +46,69 @@ class FoldReshapeOfCreation(RewritePattern):
         if not isinstance(op, tensor.ExpandShapeOp | tensor.CollapseShapeOp):
             return
         source = op.src.owner
-        empty = tensor.EmptyOp([], op.result.type)
+        sizing: list[Operation] = []
+        if isinstance(op, tensor.CollapseShapeOp):
+            found = collapsed_sizes(op, _creation_sizes(source))
+            if found is None:
+                return  # (two dynamic sizes merged: left as a view, refused where placed)
+            sizing, sizes = found
+        else:  # an expand says its dynamic sizes
+            sizes = list(op.dynamic_output_shape)
+        if not isinstance(source, tensor.EmptyOp | linalg.FillOp | linalg.GenericOp):
+            return
+        if isinstance(source, linalg.GenericOp) and not is_generic_fill(source):
+            return
+        for o in sizing:
+            rewriter.insert_op(o, InsertPoint.before(op))
+        empty = tensor.EmptyOp(sizes, op.result.type)
         if isinstance(source, tensor.EmptyOp):
             rewriter.replace(op, [empty], [empty.tensor])
         elif isinstance(source, linalg.FillOp):
             fill = type(source)(list(source.inputs), [empty.tensor], [op.result.type])
             rewriter.replace(op, [empty, fill], [fill.results[0]])
         elif isinstance(source, linalg.GenericOp) and is_generic_fill(source):
-            new = generic_fill(source, op.result.type)  # pyright: ignore
+            new = generic_fill(source, op.result.type, list(empty.dynamic_sizes))  # pyright: ignore
             rewriter.replace(op, new, [new[-1].results[0]])
+
+
+def _creation_sizes(source) -> list[SSAValue] | None:
+    """The dynamic sizes of the `tensor.empty` a creation (an empty or a fill of one) is."""
+    if isinstance(source, linalg.FillOp | linalg.GenericOp) and source.outputs:
+        source = source.outputs[0].owner
+    return list(source.dynamic_sizes) if isinstance(source, tensor.EmptyOp) else None
+
+
+def collapsed_sizes(op: tensor.CollapseShapeOp, known: Sequence[SSAValue] | None = None
+                    ) -> tuple[list[Operation], list[SSAValue]] | None:  # fmt: skip
+    """The dynamic sizes of a collapse's result from its source's (`known`, in order,
+    else `tensor.dim`s of it), each times its group's static sizes: the ops and the
+    sizes; None where a group merges two dynamic sizes."""
+    shape = op.src.type.get_shape()  # pyright: ignore
+    dynamic_dims = [d for d, n in enumerate(shape) if n < 0]
+    ops: list[Operation] = []
+    sizes = []
+    for group in op.reassociation.data:
+        dims = [d.value.data for d in group.data]  # pyright: ignore
+        dynamic = [d for d in dims if shape[d] < 0]
+        if len(dynamic) > 1:
+            return None
+        if not dynamic:
+            continue
+        if known is not None:
+            size = known[dynamic_dims.index(dynamic[0])]
+        else:
+            index = arith.ConstantOp(IntegerAttr(dynamic[0], IndexType()))
+            dim = tensor.DimOp(op.src, index)
+            ops += [index, dim]
+            size = dim.result
+        rest = math.prod(shape[d] for d in dims if shape[d] >= 0)
+        if rest != 1:
+            c = arith.ConstantOp(IntegerAttr(rest, IndexType()))
+            mul = arith.MuliOp(size, c.result)
+            ops += [c, mul]
+            size = mul.result
+        sizes.append(size)
+    return ops, sizes
 
 
 def is_generic_fill(op: Operation | Block) -> bool:
@@ -62,11 +127,12 @@ def is_generic_fill(op: Operation | Block) -> bool:
             and not block.args[-1].uses)  # fmt: skip
 
 
-def generic_fill(fill: linalg.GenericOp, new_type: TensorType) -> list[Operation]:
-    """The ops of the same fill (`is_generic_fill`) at another shape: an empty and
-    the generic, its result last."""
+def generic_fill(fill: linalg.GenericOp, new_type: TensorType,
+                 sizes: Sequence[SSAValue] = ()) -> list[Operation]:  # fmt: skip
+    """The ops of the same fill (`is_generic_fill`) at another shape: an empty (its
+    dynamic `sizes`) and the generic, its result last."""
     rank = len(new_type.get_shape())
-    empty = tensor.EmptyOp([], new_type)
+    empty = tensor.EmptyOp(list(sizes), new_type)
     maps = [AffineMapAttr(AffineMap(rank, 0, ())) for _ in fill.inputs]
     new = linalg.GenericOp(list(fill.inputs), [empty.tensor], fill.body.clone(),
                            [*maps, AffineMapAttr(AffineMap.identity(rank))],

@@ -69,7 +69,8 @@ class SoftmaxPattern(RewritePattern):
             return g.results[0]
 
         def filled_row(value: float) -> SSAValue:
-            row_fill, fill_ops = filled(row_type, value)
+            sizes = [(x, i) for i in kept if shape[i] < 0]
+            row_fill, fill_ops = filled(row_type, value, sizes)
             for o in fill_ops:
                 o.location = op.location
             ops.extend(fill_ops)

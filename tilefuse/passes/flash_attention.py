@@ -71,7 +71,14 @@ from tilefuse.analysis.dataflow import (
     shared_dims,
 )
 from tilefuse.analysis.patterns import Attention, find_attention
-from tilefuse.ir.structured import element_type, reassociation, shape_of
+from tilefuse.ir.dynamic import declared_ranges
+from tilefuse.ir.structured import (
+    element_type,
+    like,
+    reassociation,
+    shape_of,
+    sized_empty,
+)
 from tilefuse.passes.cleanup import erase_dead_views
 
 TAG = "tilefuse.attention"
@@ -133,8 +140,8 @@ def rewrite_attention(graph: Graph, att: Attention, tag: str) -> None:
     Rewriter.insert_op([*made, o2], InsertPoint.after(o.op))
     # 2. o = o2 / l, l broadcast over o's non-row dims (o2 itself where m = -inf).
     div = _divide(graph, att, o2.results[0], row_sum, row_max)
-    Rewriter.insert_op([div[0], div[1]], InsertPoint.after(o2))
-    o.op.results[0].replace_all_uses_with(div[1].results[0])
+    Rewriter.insert_op(div, InsertPoint.after(o2))
+    o.op.results[0].replace_all_uses_with(div[-1].results[0])
     for dead in (o, att.rounding, att.zero_rows, p):
         if dead is not None and not any(r.uses for r in dead.op.results):
             dead.op.detach()
@@ -150,11 +157,12 @@ def _rounded(rounding: Node, e) -> list[Operation]:
     """`truncf(e)`: the rounding the program applies to `p` (or `q`), on `e`, laid
     out as `p` (identity maps, `p` laid out as `e`)."""
     t = TensorType(element_type(rounding.op.results[0].type), shape_of(e))
-    empty = tensor.EmptyOp([], t)
+    *sizes, empty = sized_empty(t, like(t, e))
+    assert isinstance(empty, tensor.EmptyOp)
     new = rounding.op.clone()
     new.operands = [e, empty.tensor]
     new.results[0].name_hint = None  # not the program's rounded p
-    return [empty, new]
+    return [*sizes, empty, new]
 
 
 def _mask_producers(att: Attention) -> list[Node]:
@@ -215,7 +223,8 @@ def _divide(graph: Graph, att: Attention, num, row_sum, row_max=None):
     m_dims = [dims.of[(a.index, d)] for d in a.s.operand_dims(len(a.s.inputs))]
     m_map = AffineMap(rank, 0, tuple(AffineDimExpr(out_dims.index(d)) for d in m_dims))
     ident = AffineMap.identity(rank)
-    empty = tensor.EmptyOp([], num.type)
+    *sizes, empty = sized_empty(num.type, like(num.type, num))
+    assert isinstance(empty, tensor.EmptyOp)
     et = element_type(num.type)
     ins = [num, row_sum] + ([row_max] if row_max is not None else [])
     block = Block(arg_types=[et] * (len(ins) + 1))
@@ -235,7 +244,7 @@ def _divide(graph: Graph, att: Attention, num, row_sum, row_max=None):
         [IteratorTypeAttr(IteratorType.PARALLEL)] * rank, [num.type],
     )  # fmt: skip
     generic.location = o.op.location
-    return empty, generic
+    return [*sizes, empty, generic]
 
 
 # ---------------------------------------------------------------------------
@@ -247,7 +256,10 @@ def _normalised(f: func.FuncOp) -> func.FuncOp:
     """`f` normalised, where that makes more attention match, or as many with fewer
     views (an attention left over `B*H` now over `(B, H)`); else `f` as it was (the
     normalisations are exact, but a batch matmul expanded for nothing loses the
-    epilogue fusion it had)."""
+    epilogue fusion it had). A dynamic function stays as it is (the normalisations'
+    views are sized statically)."""
+    if declared_ranges(f):
+        return f
     trial = f.clone()
     normalise(trial)
     before, after = len(find_attention(build_graph(f))), len(find_attention(build_graph(trial)))
@@ -488,7 +500,8 @@ def _unary_chain(value) -> list[linalg.GenericOp]:
 def _expanded_unary(op: linalg.GenericOp, value) -> list[Operation]:
     """`op` (elementwise, identity maps) applied to `value`, in `value`'s shape."""
     t = TensorType(element_type(op.results[0].type), shape_of(value))
-    empty = tensor.EmptyOp([], t)
+    *sizes, empty = sized_empty(t, like(t, value))
+    assert isinstance(empty, tensor.EmptyOp)
     rank = len(shape_of(value))
     new = linalg.GenericOp(
         [value], [empty.tensor], op.body.clone(), [AffineMapAttr(AffineMap.identity(rank))] * 2,
@@ -497,7 +510,7 @@ def _expanded_unary(op: linalg.GenericOp, value) -> list[Operation]:
     new.location = op.location
     new.attributes.update(op.attributes)
     new.results[0].name_hint = op.results[0].name_hint
-    return [empty, new]
+    return [*sizes, empty, new]
 
 
 def _split_loops(e: tensor.ExpandShapeOp, out_dims: list[int], loops: int):

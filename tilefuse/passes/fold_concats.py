@@ -96,6 +96,8 @@ class ConcatToSelect(RewritePattern):
     def match_and_rewrite(self, op: tensor.ConcatOp, rewriter: PatternRewriter) -> None:
         if not isinstance(op.parent_op(), func.FuncOp) or not op.result.uses:
             return
+        if any(n < 0 for v in (*op.inputs, op.result) for n in v.type.get_shape()):  # pyright: ignore
+            return  # a dynamic size: the pieces' starts are run-time (the host's torch.cat)
         if not all(isinstance(u.operation, linalg.GenericOp) for u in op.result.uses):
             return  # a host reader (a return, a slice, another concat): torch.cat is as good
         t = op.result.type

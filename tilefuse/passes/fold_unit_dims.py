@@ -64,7 +64,13 @@ from xdsl.rewriter import InsertPoint
 
 from tilefuse.ir.affine import window_terms
 from tilefuse.ir.diagnostics import CompileError
-from tilefuse.ir.structured import REDUCTION, as_structured, reassociation, with_inputs
+from tilefuse.ir.structured import (
+    REDUCTION,
+    as_structured,
+    expand_sizes,
+    reassociation,
+    with_inputs,
+)
 from tilefuse.passes.cleanup import erase_dead_views, fold_reshapes_of_creations
 
 
@@ -247,7 +253,11 @@ def _rewrite(op: linalg.GenericOp, maps: list[AffineMap], drops: list[list[int]]
         if d:
             t = old.type
             groups = reassociation(_reassociation(len(t.get_shape()), d))
-            expand = tensor.ExpandShapeOp(res, [], groups, list(t.get_shape()), t)
+            sizes_ops, sizes = expand_sizes(res, _reassociation(len(t.get_shape()), d),
+                                            list(t.get_shape()))  # fmt: skip
+            for o in sizes_ops:
+                rewriter.insert(o, InsertPoint.before(op))
+            expand = tensor.ExpandShapeOp(res, sizes, groups, list(t.get_shape()), t)
             rewriter.insert(expand, InsertPoint.before(op))
             value = expand.result
         # (not `rewriter.replace`: that would name the new values after the old)

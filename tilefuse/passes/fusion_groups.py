@@ -177,7 +177,8 @@ def is_host_copy(op: Operation) -> bool:
     if not isinstance(op, HOST_COPIES) or not isinstance(op.parent_op(), func.FuncOp):
         return False
     if isinstance(op, tensor.PadOp):
-        return pad_value(op) is not None
+        dynamic = any(n < 0 for n in op.result.type.get_shape())  # pyright: ignore
+        return pad_value(op) is not None and not dynamic
     return not (isinstance(op, tensor.InsertSliceOp) and (op.offsets or op.sizes or op.strides))
 
 
@@ -194,8 +195,9 @@ def _check_supported(block: Block, structured: set[Operation]) -> None:
                 op, "views a fill or tensor.empty, which exist only inside kernels: "
                 "create the tensor in the viewed shape instead")  # fmt: skip
         if isinstance(op, tensor.PadOp):
-            raise CompileError.at(op, "pads with dynamic sizes or a computed value: tilefuse "
-                                  "pads with static sizes and a constant")  # fmt: skip
+            raise CompileError.at(op, "pads with dynamic sizes or a computed value, or pads a "
+                                  "tensor of dynamic size: tilefuse pads static tensors with "
+                                  "static sizes and a constant")  # fmt: skip
         raise CompileError.at(
             op, "cannot be placed among fusion groups (only linalg, constants, "
             "tensor.empty, reshapes and static slices of arguments and results, "

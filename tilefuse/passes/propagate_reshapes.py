@@ -78,6 +78,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from tilefuse.analysis.dataflow import is_contraction
 from tilefuse.ir import log
+from tilefuse.ir.dynamic import is_dynamic
 from tilefuse.ir.structured import as_structured, map_dims, reassociation
 from tilefuse.passes.cleanup import (
     erase_dead_views,
@@ -103,6 +104,12 @@ class PropagateReshapesPass(ModulePass):
     name = "propagate-reshapes"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if is_dynamic(op):
+            # Its size arithmetic (products of reshape groups, equal views by type)
+            # reads static sizes: a dynamic program keeps its views at kernel
+            # boundaries (correct, fused less) until it reads `tensor.dim`s.
+            LOG.info("a dynamic program: its views stay where they are")
+            return
         _collapse_contraction_sides(op)
         kept: dict[Operation, str] = {}
         changed, rounds = True, 0

@@ -75,8 +75,8 @@ class SplitReductionPass(ModulePass):
 
 def _split_plan(s: StructuredOp, sm_count: int):
     """(combiner, reduced loop, input axis, S) if `s` should be split, else None."""
-    if classify(s) != REDUCE or len(s.inputs) != 1 or len(s.outputs) != 1:
-        return None
+    if classify(s) != REDUCE or len(s.inputs) != 1 or len(s.outputs) != 1 or s.dynamic_loops:
+        return None  # (a dynamic row count may be many rows; a dynamic length splits by no constant)
     if len(s.reduction_dims) != 1 or not _viewable(s.inputs[0]):
         return None
     (r,) = s.reduction_dims

@@ -108,6 +108,7 @@ from tilefuse.ir.structured import (
 from tilefuse.ir.tilefuse import (
     IN_BOUNDS,
     SAME_SIZES,
+    STATIC_SIZES,
     GroupOp,
     LoadOp,
     StoreOp,
@@ -353,8 +354,11 @@ class TileProgramBuilder:
         extents: dict[int, SSAValue] = {}
         inputs = list(self.group.entry.args)
         same = []
+        fixed = []
         for t in self.plan.dims:
-            if not t.dynamic:
+            if not t.dynamic:  # a dynamic axis read along a static dim must have its size
+                fixed += [DenseArrayBase.from_list(i64, [inputs.index(a), x, t.extent])
+                          for a, x in self._size_sources(t.dim)]  # fmt: skip
                 continue
             sources = self._size_sources(t.dim)
             if not sources:
@@ -370,6 +374,8 @@ class TileProgramBuilder:
                                        for a, x in sources]))  # fmt: skip
         if same:
             self.group.attributes[SAME_SIZES] = ArrayAttr(same)
+        if fixed:
+            self.group.attributes[STATIC_SIZES] = ArrayAttr(fixed)
         return extents
 
     def _size_sources(self, dim: int) -> list[tuple[SSAValue, int]]:
@@ -1006,6 +1012,10 @@ def clamp_gathers(block: Block, in_bounds: Collection[int] = ()) -> None:
             continue
         indices = []
         for index, size in zip(op.indices, op.tensor.type.get_shape(), strict=True):
+            if size < 0:
+                raise TilingRefused("cannot tile: a gather (tensor.extract) from a tensor of "
+                                    "dynamic size (its clamp needs the run-time size; not built)",
+                                    op_location(op))  # fmt: skip
             bounds = [arith.ConstantOp(IntegerAttr(b, IndexType())) for b in (0, size - 1)]
             low = arith.MaxSIOp(index, bounds[0].result)
             high = arith.MinSIOp(low.result, bounds[1].result)

@@ -38,7 +38,14 @@ from tilefuse.backend.triton.signature import (
 )
 from tilefuse.ir.constants import constant_array, is_splat, stored_elements
 from tilefuse.ir.diagnostics import CompileError
-from tilefuse.ir.tilefuse import LAYOUT_ATTR, SAME_SIZES, GroupOp, TileGridOp, WindowOp
+from tilefuse.ir.tilefuse import (
+    LAYOUT_ATTR,
+    SAME_SIZES,
+    STATIC_SIZES,
+    GroupOp,
+    TileGridOp,
+    WindowOp,
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -175,6 +182,11 @@ class HostPrinter:
             said = ", ".join(f"{n} = {{{n}}}" for n in sizes)
             lines += [f"    if not ({' == '.join(sizes)}):",
                       f"        raise ValueError(f'{at}: dynamic sizes that must agree differ: {said}')"]  # fmt: skip
+        for fixed in g.attributes.get(STATIC_SIZES, ArrayAttr([])).data:  # type: ignore[union-attr]
+            i, axis, size = fixed.get_values()  # type: ignore[attr-defined]
+            n = f"{names(g.inputs[i])}.shape[{axis}]"
+            lines += [f"    if {n} != {size}:",
+                      f"        raise ValueError(f'{at}: dynamic size {n} = {{{n}}} must be {size} here')"]  # fmt: skip
         for n, b in sig.whole_sizes:
             lines += [f"    if {size_of[n]} > {b}:",
                       f"        raise ValueError(f'{at}: {sig.name} holds a dynamic dim of size "
