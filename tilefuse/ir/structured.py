@@ -65,7 +65,7 @@ class StructuredOp:
 
     @property
     def dynamic_loops(self) -> tuple[int, ...]:
-        """Loops whose trip count is a dynamic size (`loop_ranges` holds -1)."""
+        """Loops whose trip count is a dynamic size (`loop_ranges` holds `DYNAMIC_INDEX`, a negative marker)."""
         return tuple(d for d, r in enumerate(self.loop_ranges) if r == DYNAMIC_INDEX)
 
     @property
@@ -149,7 +149,7 @@ def is_window_map(amap: AffineMap) -> bool:
 
 
 def shape_of(value: SSAValue) -> tuple[int, ...]:
-    """Shape of a tensor value (-1 for a dynamic size); () for a scalar."""
+    """Shape of a tensor value (`DYNAMIC_INDEX`, negative, for a dynamic size); () for a scalar."""
     t = value.type
     if isinstance(t, ShapedType):
         return tuple(t.get_shape())
@@ -242,7 +242,7 @@ def _build(
 
 def _loop_size(op: Operation, d: int, known: int | None, size: int) -> int:
     """Loop `d`'s size once an operand says `size` of it: a static size says more
-    than a dynamic one (-1); two static ones must agree."""
+    than a dynamic one (`DYNAMIC_INDEX`); two static ones must agree."""
     if known is None or known == DYNAMIC_INDEX:
         return size
     if size != DYNAMIC_INDEX and size != known:
