@@ -130,7 +130,7 @@ def parse_module(
 
     Dynamic dims (`?`) are refused unless `dim_ranges` declares a range for each of
     the entry function's (`ir/dynamic.py`): such a module runs in the reference
-    evaluator, and the pipeline refuses it (`refuse_dynamic`)."""
+    evaluator and compiles once for every size in range."""
     _forget_resources(ctx)
     text, section, section_line = split_resources(text)
     blobs = read_resources(section, filename, section_line + line_offset) if section else {}
@@ -150,13 +150,6 @@ def parse_module(
     if dim_ranges is not None:
         set_ranges(entry_function(module), dim_ranges)
     return module
-
-
-def refuse_dynamic(module: ModuleOp) -> None:
-    """The located error for the first op with a dynamic shape: nothing after
-    parsing compiles them yet (issue 18)."""
-    for op in module.walk():
-        _check_static(op, dynamic=False)
 
 
 def decode_source(data: bytes, filename: str, line_offset: int = 0) -> str:

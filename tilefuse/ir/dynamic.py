@@ -13,8 +13,9 @@ check_sizes(f, [(70, 333)])      # a call's argument shapes against types and ra
 
 Sizes inside the program follow from the arguments' (`tensor.dim`, the loops of
 linalg ops); the reference evaluator takes them from its arrays
-(`oracle/reference.py`). Compiling dynamic programs is not built yet: the
-pipeline refuses them (`frontend.parse.refuse_dynamic`).
+(`oracle/reference.py`), and the pipeline keeps them dynamic to the kernels, which
+take them at launch (docs/ARCHITECTURE.md, "Dynamic dims"); prices and tiles are
+made at `planning_size`.
 """
 
 from __future__ import annotations
