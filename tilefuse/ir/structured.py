@@ -428,16 +428,31 @@ def sized_empty(t: TensorType, sizes: Sequence[tuple[SSAValue, int]] = ()) -> li
     ops: list[Operation] = []
     values = []
     for value, axis in sizes:
-        index = arith.ConstantOp(IntegerAttr(axis, IndexType()))
-        dim = tensor.DimOp(value, index)
-        ops += [index, dim]
-        values.append(dim.result)
+        made, size = dim_of(value, axis)
+        ops += made
+        values.append(size)
     return [*ops, tensor.EmptyOp(values, t)]
 
 
 def like(t: TensorType, value: SSAValue) -> list[tuple[SSAValue, int]]:
     """The `sizes` of `sized_empty` for a `t` shaped as `value`: its dynamic dims'."""
     return [(value, d) for d, n in enumerate(t.get_shape()) if n < 0]
+
+
+def dim_of(value: SSAValue, axis: int) -> tuple[list[Operation], SSAValue]:
+    """`tensor.dim` of `value` along `axis`: the ops (index constant, dim) and the size."""
+    index = arith.ConstantOp(IntegerAttr(axis, IndexType()))
+    dim = tensor.DimOp(value, index)
+    return [index, dim], dim.result
+
+
+def scaled_size(size: SSAValue, factor: int, divide: bool) -> tuple[list[Operation], SSAValue]:
+    """`size` times (or over) a static `factor`: a reshape group's static sizes."""
+    if factor == 1:
+        return [], size
+    c = arith.ConstantOp(IntegerAttr(factor, IndexType()))
+    op = arith.DivUIOp(size, c.result) if divide else arith.MuliOp(size, c.result)
+    return [c, op], op.result
 
 
 def expand_sizes(src: SSAValue, groups: Sequence[Sequence[int]],
@@ -453,16 +468,9 @@ def expand_sizes(src: SSAValue, groups: Sequence[Sequence[int]],
             continue
         if len(dynamic) > 1:
             raise CompileError(f"expands a dim into {len(dynamic)} dynamic sizes (not built)")
-        index = arith.ConstantOp(IntegerAttr(g, IndexType()))
-        dim = tensor.DimOp(src, index)
-        ops += [index, dim]
-        size = dim.result
-        rest = math.prod(shape[d] for d in dims if shape[d] >= 0)
-        if rest != 1:
-            c = arith.ConstantOp(IntegerAttr(rest, IndexType()))
-            div = arith.DivUIOp(size, c.result)
-            ops += [c, div]
-            size = div.result
+        made, size = dim_of(src, g)
+        scale, size = scaled_size(size, math.prod(shape[d] for d in dims if shape[d] >= 0), True)
+        ops += [*made, *scale]
         values.append(size)
     return ops, values
 

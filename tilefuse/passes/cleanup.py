@@ -21,12 +21,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from xdsl.dialects import arith, func, tensor
+from xdsl.dialects import func, tensor
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     ArrayAttr,
-    IndexType,
-    IntegerAttr,
     ModuleOp,
     TensorType,
 )
@@ -35,6 +33,8 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.ir.affine import AffineMap
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
 from xdsl.rewriter import InsertPoint
+
+from tilefuse.ir.structured import dim_of, scaled_size
 
 
 class FoldReshapeOfCreation(RewritePattern):
@@ -97,16 +97,10 @@ def collapsed_sizes(op: tensor.CollapseShapeOp, known: Sequence[SSAValue] | None
         if known is not None:
             size = known[dynamic_dims.index(dynamic[0])]
         else:
-            index = arith.ConstantOp(IntegerAttr(dynamic[0], IndexType()))
-            dim = tensor.DimOp(op.src, index)
-            ops += [index, dim]
-            size = dim.result
-        rest = math.prod(shape[d] for d in dims if shape[d] >= 0)
-        if rest != 1:
-            c = arith.ConstantOp(IntegerAttr(rest, IndexType()))
-            mul = arith.MuliOp(size, c.result)
-            ops += [c, mul]
-            size = mul.result
+            made, size = dim_of(op.src, dynamic[0])
+            ops += made
+        scale, size = scaled_size(size, math.prod(shape[d] for d in dims if shape[d] >= 0), False)
+        ops += scale
         sizes.append(size)
     return ops, sizes
 
