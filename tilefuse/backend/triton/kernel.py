@@ -423,16 +423,24 @@ class KernelPrinter(Emitter):
         group_m = plan.group_m
         gm, gn = shape[im], shape[jn]
         rest = [k for k in range(len(shape)) if k not in (im, jn)]
-        self.assign("tile", f"{pid} % {gm * gn}")
-        self.assign("group", f"tile // {group_m * gn}")
-        self.assign("first_m", f"group * {group_m}")
-        self.assign("rows", f"min({gm} - first_m, {group_m})")
-        self.bind(ids[im], "first_m + (tile % rows)", hint="pid_m")
-        self.bind(ids[jn], f"(tile % {group_m * gn}) // rows", hint="pid_n")
+        self._grouped_ids(grid, pid, str(gm), str(gm * gn), str(group_m * gn))
         outer = f"{pid} // {gm * gn}"
         for k in rest:
             stride = math.prod(shape[j] for j in rest if j > k)
             self.bind(ids[k], f"({outer} // {stride}) % {shape[k]}", hint=f"pid_{k}")
+
+    def _grouped_ids(self, grid: TileGridOp, pid: str, gm: str, tiles: str, span: str) -> None:
+        """M and N program ids in grouped order: `gm` M tiles, `tiles` M x N tiles,
+        `span` tiles per group of `group_m` rows (numbers, or run-time expressions)."""
+        assert grid.plan is not None and grid.plan.swizzle is not None
+        (im, jn), group_m = grid.plan.swizzle, grid.plan.group_m
+        ids = grid.program_ids
+        self.assign("tile", f"{pid} % {tiles}")
+        self.assign("group", f"tile // {span}")
+        self.assign("first_m", f"group * {group_m}")
+        self.assign("rows", f"min({gm} - first_m, {group_m})")
+        self.bind(ids[im], "first_m + (tile % rows)", hint="pid_m")
+        self.bind(ids[jn], f"(tile % {span}) // rows", hint="pid_n")
 
     def _dynamic_program_ids(self, grid: TileGridOp, pid: str) -> None:
         """Program ids of a grid whose counts are run-time (`tl.cdiv` of a size by the
@@ -450,13 +458,8 @@ class KernelPrinter(Emitter):
         outer = pid
         if swizzle is not None:
             im, jn = swizzle
-            gm, gn, group_m = counts[im], counts[jn], plan.group_m
-            self.assign("tile", f"{pid} % {product([im, jn])}")
-            self.assign("group", f"tile // ({group_m} * {gn})")
-            self.assign("first_m", f"group * {group_m}")
-            self.assign("rows", f"min({gm} - first_m, {group_m})")
-            self.bind(ids[im], "first_m + (tile % rows)", hint="pid_m")
-            self.bind(ids[jn], f"(tile % ({group_m} * {gn})) // rows", hint="pid_n")
+            self._grouped_ids(grid, pid, counts[im], product([im, jn]),
+                              f"({plan.group_m} * {counts[jn]})")  # fmt: skip
             outer = f"({pid} // {product([im, jn])})" if rest else pid
         for k in rest:
             later = product([j for j in rest if j > k])
