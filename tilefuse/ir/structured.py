@@ -439,6 +439,28 @@ def like(t: TensorType, value: SSAValue) -> list[tuple[SSAValue, int]]:
     return [(value, d) for d, n in enumerate(t.get_shape()) if n < 0]
 
 
+def slice_whole_dims(op: tensor.ExtractSliceOp) -> set[int] | None:
+    """The dims a slice with dynamic sizes keeps whole: static offset 0 and stride
+    1, and the size `tensor.dim` of its source along the same dim (as a dynamic
+    program reads a whole `?` dim); None if it has another dynamic offset, stride
+    or size. A static slice keeps no dim whole this way: the empty set."""
+    if op.offsets or op.strides:
+        return None
+    static = op.static_sizes.get_values()
+    dims = [d for d, n in enumerate(static) if n == DYNAMIC_INDEX]
+    whole = set()
+    for d, size in zip(dims, op.sizes, strict=True):
+        owner = size.owner
+        axis = owner.index.owner if isinstance(owner, tensor.DimOp) else None
+        if not (isinstance(axis, arith.ConstantOp) and owner.source == op.source  # pyright: ignore
+                and axis.value.value.data == d  # pyright: ignore
+                and op.static_offsets.get_values()[d] == 0
+                and op.static_strides.get_values()[d] == 1):  # fmt: skip
+            return None
+        whole.add(d)
+    return whole
+
+
 def dim_of(value: SSAValue, axis: int) -> tuple[list[Operation], SSAValue]:
     """`tensor.dim` of `value` along `axis`: the ops (index constant, dim) and the size."""
     index = arith.ConstantOp(IntegerAttr(axis, IndexType()))

@@ -51,7 +51,7 @@ from tilefuse.analysis.fusion_plan import (
 from tilefuse.ir import forms
 from tilefuse.ir.diagnostics import CompileError, warn
 from tilefuse.ir.log import channel
-from tilefuse.ir.structured import as_structured
+from tilefuse.ir.structured import as_structured, slice_whole_dims
 from tilefuse.ir.tilefuse import CostAttr, GroupOp, WindowOp, YieldOp
 from tilefuse.passes.order import sort_top_level
 
@@ -155,8 +155,8 @@ def is_host_reshape(op: Operation) -> bool:
     exist inside kernels) are not views of anything the host has."""
     if not isinstance(op, VIEW_OPS) or not isinstance(op.parent_op(), func.FuncOp):
         return False
-    if isinstance(op, tensor.ExtractSliceOp) and (op.offsets or op.sizes or op.strides):
-        return False  # dynamic offsets, sizes or strides
+    if isinstance(op, tensor.ExtractSliceOp) and slice_whole_dims(op) is None:
+        return False  # dynamic offsets or strides, or a dynamic size short of its dim
     root = reshape_root(view_source(op))
     if isinstance(root, BlockArgument) or isinstance(root.owner, HOST_COPIES):
         return True
@@ -187,9 +187,10 @@ def _check_supported(block: Block, structured: set[Operation]) -> None:
         if (op in structured or _is_free(op) or isinstance(op, func.ReturnOp)
                 or is_host_reshape(op) or is_tensor_constant(op) or is_host_copy(op)):  # fmt: skip
             continue
-        if isinstance(op, tensor.ExtractSliceOp) and (op.offsets or op.sizes or op.strides):
-            raise CompileError.at(op, "has dynamic offsets, sizes or strides: tilefuse "
-                                  "compiles static shapes")  # fmt: skip
+        if isinstance(op, tensor.ExtractSliceOp) and slice_whole_dims(op) is None:
+            raise CompileError.at(op, "has dynamic offsets or strides, or a dynamic size "
+                                  "other than its source's whole dim: tilefuse slices at "
+                                  "static offsets, strides and sizes")  # fmt: skip
         if isinstance(op, VIEW_OPS):
             raise CompileError.at(
                 op, "views a fill or tensor.empty, which exist only inside kernels: "

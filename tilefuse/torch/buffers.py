@@ -170,7 +170,7 @@ def with_arg_attrs(text: str, name: str, attrs: dict[int, str]) -> str:
         return text
     args = head.group("args")
     for k, attr in attrs.items():
-        args = re.sub(rf"(%arg{k}: tensor<[^>]*>)(?=[,)]|$)", rf"\1 {{{attr}}}", args, count=1)
+        args = re.sub(rf"(%arg{k}\s*:\s*tensor<[^>]*>)(?=[,)]|$)", rf"\1 {{{attr}}}", args, count=1)
     return text[: head.start("args")] + args + text[head.end("args") :]
 
 

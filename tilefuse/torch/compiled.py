@@ -69,7 +69,8 @@ class CompiledModule:
             return self.program
         if self.unguarded is None:
             ex = self.exported
-            self.unguarded = compile_mlir(ex.mlir, self.name, graph=ex.graph, **self.options)
+            self.unguarded = compile_mlir(ex.mlir, self.name, graph=ex.graph,
+                                          dim_ranges=ex.dim_ranges, **self.options)  # fmt: skip
         return self.unguarded
 
     @property
@@ -154,5 +155,6 @@ def compile(module_or_fn: nn.Module | Callable[..., Any], *example_inputs: Any,
               (g := Guard.of(k, state_tensor(exported.module, n, p), k in ranged)) is not None]  # fmt: skip
     options = {"target": target, "dump_dir": dump_dir, "allow_tf32": allow_tf32}
     program = compile_mlir(exported.mlir, name, graph=exported.graph,
-                           arg_attrs={g.index: g.attr for g in guards}, **options)  # fmt: skip
+                           arg_attrs={g.index: g.attr for g in guards},
+                           dim_ranges=exported.dim_ranges, **options)  # fmt: skip
     return CompiledModule(exported, program, name, _signature(module_or_fn), guards, options)

@@ -28,8 +28,14 @@ from torch.utils import _pytree as pytree
 from torch_mlir import fx
 from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 
+from tilefuse.frontend.generalise import Instance, generalise
+from tilefuse.frontend.parse import parse_module
+from tilefuse.ir.context import make_context
 from tilefuse.ir.diagnostics import CompileError
+from tilefuse.ir.dynamic import DimRange
+from tilefuse.ir.resources import module_text
 from tilefuse.torch.attention import decompositions
+from tilefuse.torch.dynamic import instance_points, marked_dims, resized, symbols
 from tilefuse.torch.mlir import TorchMlirDiagnostics, import_refusal
 
 
@@ -133,6 +139,8 @@ class Exported:
     """The torch-mlir module (linalg on tensors)."""
     graph: Any
     """The exported FX graph (its nodes name the torch ops)."""
+    dim_ranges: dict[str, DimRange] | None = None
+    """The dynamic dims' ranges; then `mlir` is the text of the dynamic program."""
 
 
 def as_module(fn: nn.Module | Callable[..., Any]) -> nn.Module:
@@ -182,10 +190,21 @@ def export(fn: nn.Module | Callable[..., Any], example_inputs: tuple[Any, ...],
     # torch-mlir cannot lower those; the CPU spelling is the same math in ATen
     # ops. The values are never read: weights and inputs are arguments.
     args = [_on_cpu(state_tensor(module, n, p).detach()) for n, p in state]
-    args += [_on_cpu(x) for x in flat if isinstance(x, torch.Tensor)]
+    tensors = [_on_cpu(x) for x in flat if isinstance(x, torch.Tensor)]
+    marked = marked_dims([x for x in flat if isinstance(x, torch.Tensor)])
+    if marked:
+        return _export_dynamic(module, state, in_spec, leaves, wrapper, args, tensors, marked, name)
+    program, mlir = _export_static(wrapper, (*args, *tensors), name)
+    return Exported(module, state, in_spec, leaves, program.call_spec.out_spec, mlir,
+                    program.graph)  # fmt: skip
+
+
+def _export_static(wrapper: nn.Module, args: tuple[Any, ...], name: str) -> tuple[Any, Any]:
+    """torch.export, decompositions and torch-mlir's import of `wrapper` on `args`:
+    the exported program and the linalg module."""
     try:
         with torch_deprecations_quiet():
-            program = torch.export.export(wrapper, tuple(args), strict=False)
+            program = torch.export.export(wrapper, args, strict=False)
             program = program.run_decompositions(decompositions(get_decomposition_table()))
     except Exception as e:
         raise ExportError(f"torch.export cannot trace {name}: {_first_line(e)}") from e
@@ -207,5 +226,33 @@ def export(fn: nn.Module | Callable[..., Any], example_inputs: tuple[Any, ...],
     except Exception as e:
         why = import_refusal(e, program.graph, diagnostics.errors).format()
         raise ExportError(f"{name}: {why}") from e
-    return Exported(module, state, in_spec, leaves, program.call_spec.out_spec, mlir,
-                    program.graph)  # fmt: skip
+    return program, mlir
+
+
+def _export_dynamic(module: nn.Module, state: list[tuple[str, bool]], in_spec: Any,
+                    leaves: list[Any], wrapper: nn.Module, args: list[torch.Tensor],
+                    tensors: list[torch.Tensor], marked: dict[tuple[int, int], tuple[int, int]],
+                    name: str) -> Exported:  # fmt: skip
+    """The module with the marked dims dynamic (torch/dynamic.py): checked over
+    their ranges by torch.export, exported at static instances, generalised."""
+    try:
+        with torch_deprecations_quiet():
+            found = symbols(wrapper, (*args, *tensors), len(args), marked)
+    except CompileError:
+        raise
+    except Exception as e:
+        why = next((s.strip() for s in str(e).splitlines() if s.strip().startswith("- ")), "")
+        raise ExportError(f"torch.export cannot trace {name} over the marked dynamic dims: "
+                          f"{_first_line(e)} {why}".strip()) from e
+    instances = []
+    first = None
+    for point in instance_points(found):
+        program, mlir = _export_static(wrapper, (*args, *resized(tensors, found, point)), name)
+        first = first or (program, mlir)
+        instances.append(Instance(point, parse_module(make_context(), str(mlir), name)))
+    n = len(args)
+    generalised = generalise(instances, {s.name: (n + s.dims[0][0], s.dims[0][1]) for s in found})
+    ranges = {f"arg{n + i}.{d}": DimRange(s.lo, s.hi) for s in found for i, d in s.dims}
+    assert first is not None
+    return Exported(module, state, in_spec, leaves, first[0].call_spec.out_spec,
+                    module_text(generalised), first[0].graph, ranges)  # fmt: skip

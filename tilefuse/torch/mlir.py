@@ -24,6 +24,7 @@ from torch_mlir.dialects import torch as torch_dialect
 from torch_mlir.extras.fx_importer import FxImporter
 
 from tilefuse.ir.diagnostics import CompileError
+from tilefuse.ir.dynamic import DimRange
 from tilefuse.runtime import CompiledProgram, cache_dir
 from tilefuse.runtime import compile as compile_program
 from tilefuse.torch.buffers import with_arg_attrs
@@ -228,14 +229,19 @@ def mlir_file(text: str, name: str) -> Path:
 
 def compile_mlir(module: Any, name: str, target: str, dump_dir: str | Path | None = None,
                  graph: Any = None, allow_tf32: bool = False,
-                 arg_attrs: dict[int, str] | None = None) -> CompiledProgram:  # fmt: skip
-    """Compile a torch-mlir module; a refusal raises `CompileError` located in the
-    MLIR file and naming the Python line and torch ops it came from. `arg_attrs`:
-    an attribute (`name = value`) for some arguments of the function `name`."""
+                 arg_attrs: dict[int, str] | None = None,
+                 dim_ranges: dict[str, DimRange] | None = None) -> CompiledProgram:  # fmt: skip
+    """Compile a torch-mlir module (or a program's text: a dynamic one, with
+    `dim_ranges`); a refusal raises `CompileError` located in the MLIR file and
+    naming the Python line and torch ops it came from (a torch-mlir module's).
+    `arg_attrs`: an attribute (`name = value`) for some arguments of `name`."""
     text = with_arg_attrs(str(module), name, arg_attrs or {})
     path = mlir_file(text, name)
     try:
-        return compile_program(path, target=target, dump_dir=dump_dir, allow_tf32=allow_tf32)
+        return compile_program(path, target=target, dump_dir=dump_dir, allow_tf32=allow_tf32,
+                               dim_ranges=dim_ranges)  # fmt: skip
     except CompileError as e:
+        if isinstance(module, str):
+            raise Refused(refusal(e, text, "", graph)) from e
         debug_text = module.operation.get_asm(enable_debug_info=True)
         raise Refused(refusal(e, text, debug_text, graph)) from e

@@ -18,11 +18,18 @@ def main(x, *, constants, dot_dtype=None):
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 from xdsl.dialects import arith, func, tensor
-from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, IntegerType, TensorType
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    ArrayAttr,
+    DenseArrayBase,
+    IntegerType,
+    TensorType,
+)
 from xdsl.ir import Operation, SSAValue
 
 from tilefuse.analysis.dataflow import pad_value, reshape_root
@@ -266,10 +273,16 @@ def _host_splat(op: arith.ConstantOp) -> str:
 
 
 def _slice_spans(op: tensor.ExtractSliceOp | tensor.InsertSliceOp) -> str:
-    """`o:o+n` (or `o:end:st`) per dim of a static slice."""
-    return ", ".join(f"{o}:{o + (n - 1) * st + 1}:{st}" if st != 1 else f"{o}:{o + n}"
-                     for o, n, st in zip(op.static_offsets.get_values(), op.static_sizes.get_values(),
-                                         op.static_strides.get_values(), strict=True))  # fmt: skip
+    """`o:o+n` (or `o:end:st`) per dim of a static slice; `:` for a dynamic dim
+    it keeps whole (`slice_whole_dims`)."""
+    spans = []
+    for o, n, st in zip(op.static_offsets.get_values(), op.static_sizes.get_values(),
+                        op.static_strides.get_values(), strict=True):  # fmt: skip
+        if n == DYNAMIC_INDEX:
+            spans.append(":")
+        else:
+            spans.append(f"{o}:{o + (n - 1) * st + 1}:{st}" if st != 1 else f"{o}:{o + n}")
+    return ", ".join(spans)
 
 
 def _host_slice(op: tensor.ExtractSliceOp, names) -> str:
@@ -278,6 +291,8 @@ def _host_slice(op: tensor.ExtractSliceOp, names) -> str:
     view = f"{names(op.source)}[{_slice_spans(op)}]"
     shape = tuple(op.result.type.get_shape())
     if len(shape) != len(op.static_sizes.get_values()):
+        if DYNAMIC_INDEX in shape:
+            raise CompileError.at(op, "drops unit dims of a dynamic slice (not built)")
         view += f".reshape({shape})"
     return view
 
@@ -329,6 +344,30 @@ def _host_empties(op: Operation, names) -> list[str]:
     return lines
 
 
+def _reshape_sizes(op: tensor.ExpandShapeOp | tensor.CollapseShapeOp, names) -> str:
+    """The result shape of a reshape on the host: static sizes as numbers, a
+    dynamic one from the source's sizes in its reassociation group (-1 where one
+    dynamic size is all the shape leaves open)."""
+    shape = list(op.result.type.get_shape())  # pyright: ignore[reportAttributeAccessIssue]
+    if sum(n < 0 for n in shape) <= 1:
+        return repr(tuple(n if n >= 0 else -1 for n in shape))
+    src = names(op.src)
+    parts = [str(n) for n in shape]
+    for g, group in enumerate(op.reassociation.data):
+        dims = [d.value.data for d in group.data]  # pyright: ignore[reportAttributeAccessIssue]
+        if isinstance(op, tensor.CollapseShapeOp):
+            if shape[g] < 0:
+                parts[g] = " * ".join(f"{src}.shape[{d}]" for d in dims)
+            continue
+        dynamic = [d for d in dims if shape[d] < 0]
+        if len(dynamic) > 1:
+            raise CompileError.at(op, "expands a dim into two dynamic sizes on the host (not built)")
+        if dynamic:
+            static = math.prod(shape[d] for d in dims if shape[d] >= 0)
+            parts[dynamic[0]] = f"{src}.shape[{g}]" + (f" // {static}" if static != 1 else "")
+    return f"({', '.join(parts)},)"
+
+
 def _host_op(op: Operation, names) -> list[str]:
     """The host function's line(s) for a function-level op other than a kernel."""
     if isinstance(op, func.ReturnOp):
@@ -336,10 +375,7 @@ def _host_op(op: Operation, names) -> list[str]:
     if isinstance(op, arith.ConstantOp) and isinstance(op.result.type, TensorType):
         return [] if _is_table_constant(op) else [f"    {names(op.result)} = {_host_splat(op)}"]
     if isinstance(op, tensor.ExpandShapeOp | tensor.CollapseShapeOp):
-        shape = tuple(n if n >= 0 else -1 for n in op.result.type.get_shape())
-        if shape.count(-1) > 1:
-            raise CompileError.at(op, "reshapes to two dynamic sizes on the host (not built)")
-        return [f"    {names(op.result)} = {names(op.src)}.reshape({shape})"]  # -1: the one dynamic size
+        return [f"    {names(op.result)} = {names(op.src)}.reshape({_reshape_sizes(op, names)})"]
     if isinstance(op, tensor.DimOp):
         return [f"    {names(op.result)} = {_host_size(op.result, {}, names, op)}"]
     if isinstance(op, tensor.ExtractSliceOp):

@@ -1,0 +1,99 @@
+"""`frontend/generalise.py`: one dynamic program from static instances of it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tilefuse.frontend.generalise import Instance, SizeExpr, fit, generalise
+from tilefuse.frontend.parse import parse_module
+from tilefuse.ir.context import make_context
+from tilefuse.ir.diagnostics import CompileError
+from tilefuse.ir.dynamic import DimRange, set_ranges
+from tilefuse.ir.module import entry_function
+from tilefuse.ir.resources import module_text
+from tilefuse.oracle.reference import evaluate
+
+
+def test_fit_finds_integer_polynomials_and_checks_the_extra_points():
+    one = [{"T": 37}, {"T": 53}, {"T": 41}]
+    assert str(fit(one, [74, 106, 82])) == "2*T"
+    assert str(fit(one, [38, 54, 42])) == "1 + T"
+    assert fit(one, [5, 5, 5]) == SizeExpr(((frozenset(), 5),))
+    assert fit(one, [18, 26, 20]) is None  # T // 2: not an integer polynomial
+    assert fit(one, [37, 53, 40]) is None  # the third point disagrees
+    assert fit(one[:2], [37, 53]) is not None and fit([{"T": 37}], [37]) is None
+    two = [{"B": 2, "T": 37}, {"B": 3, "T": 37}, {"B": 2, "T": 53}, {"B": 3, "T": 53},
+           {"B": 5, "T": 41}]  # fmt: skip
+    assert str(fit(two, [p["B"] * p["T"] * 4 + 1 for p in two])) == "1 + 4*B*T"
+
+
+PROGRAM = """
+func.func @f(%x: tensor<2x{T}x8xf32>) -> tensor<2x{T}x4xf32> {{
+  %s = tensor.extract_slice %x[0, 0, 4] [2, {T}, 4] [1, 1, 1] : tensor<2x{T}x8xf32> to tensor<2x{T}x4xf32>
+  %c = tensor.collapse_shape %s [[0, 1], [2]] : tensor<2x{T}x4xf32> into tensor<{T2}x4xf32>
+  %e = tensor.empty() : tensor<{T2}x4xf32>
+  %y = linalg.generic {{indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+      iterator_types = ["parallel", "parallel"]}} ins(%c : tensor<{T2}x4xf32>) outs(%e : tensor<{T2}x4xf32>) {{
+  ^bb0(%a: f32, %o: f32):
+    %i = linalg.index 0 : index
+    %n = arith.constant {T} : index
+    %r = arith.remui %i, %n : index
+    %ri = arith.index_cast %r : index to i64
+    %rf = arith.sitofp %ri : i64 to f32
+    %v = arith.addf %a, %rf : f32
+    linalg.yield %v : f32
+  }} -> tensor<{T2}x4xf32>
+  %z = tensor.expand_shape %y [[0, 1], [2]] output_shape [2, {T}, 4] : tensor<{T2}x4xf32> into tensor<2x{T}x4xf32>
+  return %z : tensor<2x{T}x4xf32>
+}}
+"""
+
+
+def _instances(text: str, sizes=(37, 53, 41)) -> list[Instance]:
+    return [Instance({"T": t}, parse_module(make_context(), text.format(T=t, T2=2 * t), "f.mlir"))
+            for t in sizes]  # fmt: skip
+
+
+def test_sizes_become_dynamic_and_are_computed_from_the_symbols():
+    module = generalise(_instances(PROGRAM), {"T": (0, 1)})
+    text = module_text(module)
+    assert "func.func @f(%x: tensor<2x?x8xf32>) -> tensor<2x?x4xf32>" in text
+    assert "%T = tensor.dim %x, %" in text
+    assert "tensor.empty(%" in text and ": tensor<?x4xf32>" in text  # 2*T, computed
+    # the slice keeps the whole dim: its size is its source's (the form fusion reads)
+    assert "tensor.extract_slice %x[0, 0, 4] [2, %" in text
+    assert "output_shape [2, %T, 4]" in text
+    assert "arith.remui %i, %T" in text  # the index constant is the size
+    # the same program as each instance: evaluate it at sizes none was traced at
+    f = entry_function(module)
+    set_ranges(f, {"x.1": DimRange(1, 100)})
+    reparsed = parse_module(make_context(), module_text(module), "g.mlir",
+                            dim_ranges={"x.1": DimRange(1, 100)})  # fmt: skip
+    for t in (1, 5, 64):
+        x = np.random.default_rng(t).standard_normal((2, t, 8)).astype(np.float32)
+        (got,) = evaluate(reparsed, [x])
+        want = x[:, :, 4:] + (np.arange(2 * t) % t).reshape(2, t, 1)
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_what_varies_otherwise_is_a_located_refusal():
+    scaled = PROGRAM.replace("%rf = arith.sitofp %ri : i64 to f32",
+                             "%rf = arith.constant {T}.0 : f32")  # fmt: skip
+    with pytest.raises(CompileError, match=r"f.mlir:\d+:\d+: .*'arith.constant' op has value "
+                       r"= 3.700000e\+01 : f32 in one instance"):  # fmt: skip
+        generalise(_instances(scaled), {"T": (0, 1)})
+    halved = PROGRAM.replace("%n = arith.constant {T} : index", "%n = arith.constant {H} : index")
+    texts = [halved.format(T=t, T2=2 * t, H=t // 2) for t in (37, 53, 41)]
+    instances = [Instance({"T": t}, parse_module(make_context(), s, "f.mlir"))
+                 for t, s in zip((37, 53, 41), texts, strict=True)]  # fmt: skip
+    with pytest.raises(CompileError, match=r"has the value 18 at \{'T': 37\}, 26 at \{'T': 53\}, "
+                       r"20 at \{'T': 41\}, not an integer polynomial of the sizes"):  # fmt: skip
+        generalise(instances, {"T": (0, 1)})
+    other = PROGRAM.replace("arith.addf %a, %rf", "arith.mulf %a, %rf")
+    mixed = _instances(PROGRAM, (37, 53)) + _instances(other, (41,))
+    with pytest.raises(CompileError, match=r"'arith\.addf' op stands where another instance has "
+                       r"'arith\.mulf'"):  # fmt: skip
+        generalise(mixed, {"T": (0, 1)})
+    with pytest.raises(ValueError, match="1 symbols need 3 instances"):
+        generalise(_instances(PROGRAM, (37, 53)), {"T": (0, 1)})

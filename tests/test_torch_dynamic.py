@@ -1,0 +1,78 @@
+"""Dynamic dims from torch (issue 18): `torch._dynamo.mark_dynamic` on an example
+input makes `tilefuse.torch.compile` compile one program for the marked range
+(torch/dynamic.py), checked through the kernels against float64 eager at sizes it
+was not traced at."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("torch_mlir")
+
+import torch
+
+import tilefuse.torch as tt
+from tests.eager import build, eager64, rel_error
+from tilefuse.ir.diagnostics import ArgumentError
+from tilefuse.torch.dynamic import DEFAULT_MAX, SizeSymbol, instance_points, marked_dims
+from tilefuse.torch.export import ExportError
+
+TOKENS = (1, 2, 3, 7, 16, 17, 31, 32, 33, 64, 65)
+"""1, 2, primes, 2^k - 1, 2^k, 2^k + 1; none is a size the program was traced at."""
+
+
+def _at(inputs: tuple[torch.Tensor, ...], t: int, seed: int) -> tuple[torch.Tensor, ...]:
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for x in inputs:
+        shape = (x.shape[0], t, *x.shape[2:])
+        if x.is_floating_point():
+            out.append(torch.randn(shape, generator=g).to(x.device))
+        else:  # a padding mask: the last quarter of each row padded
+            keep = torch.arange(t)[None, :].expand(shape) < max(1, t - t // 4)
+            out.append(keep.to(x.dtype).to(x.device))
+    return tuple(out)
+
+
+@pytest.mark.parametrize("name", ["gpt2_block_sdpa", "bert_layer"])
+def test_one_compile_serves_every_token_count(name):
+    model, inputs = build(name)
+    for x in inputs:  # BERT's padding mask has the tokens too: one size with x's
+        torch._dynamo.mark_dynamic(x, 1, min=1, max=2048)
+    compiled = tt.compile(model, *inputs)
+    ranges = compiled.exported.dim_ranges
+    assert ranges is not None and set(map(str, ranges.values())) == {"1:2048"}
+    assert "tensor<2x?x64xf32>" in compiled.mlir
+    kernels = compiled.kernels
+    for t in TOKENS:
+        xs = _at(inputs, t, t)
+        out = compiled(*xs)
+        assert out.shape == (2, t, 64)
+        assert rel_error(out, eager64(model, xs)) < 1e-4, t
+    assert compiled.kernels == kernels  # one program
+    with pytest.raises(ArgumentError, match="outside its declared range 1:2048"):
+        compiled(*_at(inputs, 2049, 0))
+
+
+def test_a_module_that_specialises_the_size_is_an_export_error():
+    model, inputs = build("gpt2_block")  # nanoGPT: `bias[:, :, :t, :t]` of a 16x16 buffer
+    torch._dynamo.mark_dynamic(inputs[0], 1, min=1, max=2048)
+    with pytest.raises(ExportError, match=r"over the marked dynamic dims: .*specialized it to be "
+                       "a constant"):  # fmt: skip
+        tt.compile(model, *inputs)
+
+
+def test_marks_and_instance_sizes():
+    x = torch.zeros(2, 16, 8)
+    torch._dynamo.mark_dynamic(x, 1, min=4, max=100)
+    torch._dynamo.mark_dynamic(x, 0)
+    assert marked_dims([x]) == {(0, 0): (1, DEFAULT_MAX), (0, 1): (4, 100)}
+    points = instance_points([SizeSymbol("s0", 1, DEFAULT_MAX, ((0, 0),)),
+                              SizeSymbol("s1", 4, 100, ((0, 1),))])  # fmt: skip
+    assert len(points) == 5 and len({tuple(p.values()) for p in points}) == 5
+    assert instance_points([SizeSymbol("s0", 1, 3, ((0, 0),))]) == [
+        {"s0": 2}, {"s0": 3}, {"s0": 1}]  # fmt: skip
+    y = torch.zeros(2, 3)
+    torch._dynamo.mark_dynamic(y, 1, min=8, max=16)
+    with pytest.raises(Exception, match="marked dynamic in 8:16 but has size 3"):
+        marked_dims([y])

@@ -1,0 +1,452 @@
+"""
+One dynamic program from static instances of it: sizes as functions of symbols.
+
+A front end that can trace a program at any size, but whose lowering to linalg is
+only well-behaved at static sizes (torch-mlir's: its dynamic-size lowering writes
+shape arithmetic, run-time asserts and broadcast gathers where the static one writes
+plain linalg), traces it at a few sizes of its symbols (a sequence length `T`, a
+batch `B`) and hands the static modules here:
+
+```python
+instances = [Instance({"T": 37}, m37), Instance({"T": 53}, m53), Instance({"T": 41}, m41)]
+dynamic = generalise(instances, {"T": (0, 1)})   # T is dim 1 of argument 0
+```
+
+The modules must be the same program: the same ops in the same order with the same
+attributes, except integers that depend on the symbols (sizes in types, slice and
+expand sizes, index constants). Each such integer is fitted as a multilinear
+polynomial with integer coefficients in the symbols (`2*T`, `B*T`, `T + 1`), exactly
+over every instance (more instances than monomials: the extra ones check the fit).
+The result is the first instance with every varying size `?` in its types, the
+symbols read once with `tensor.dim` from their source arguments, and each size an
+op needs (`tensor.empty`, `expand_shape`, `extract_slice`, an index constant)
+computed from them. What does not fit (a float constant that depends on a size,
+`T // 2`, ops that differ between sizes) is a `CompileError` naming the op.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+from xdsl.dialects import arith, func, tensor
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    FunctionType,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    TensorType,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from tilefuse.ir.constants import constant_array, is_splat
+from tilefuse.ir.diagnostics import CompileError, op_location
+from tilefuse.ir.linalg_named import FillOp
+from tilefuse.ir.structured import constant_of, dim_of
+
+Monomial = frozenset[str]
+
+
+@dataclass(frozen=True)
+class Instance:
+    """A static module and the symbol values it was traced at."""
+
+    sizes: Mapping[str, int]
+    module: ModuleOp
+
+
+@dataclass(frozen=True)
+class SizeExpr:
+    """A multilinear polynomial in the symbols with integer coefficients."""
+
+    terms: tuple[tuple[Monomial, int], ...]
+
+    @property
+    def constant(self) -> int | None:
+        if all(not m for m, _ in self.terms):
+            return sum(c for _, c in self.terms)
+        return None
+
+    def __str__(self) -> str:
+        parts = ["*".join([*([str(c)] if c != 1 or not m else []), *sorted(m)])
+                 for m, c in self.terms]  # fmt: skip
+        return " + ".join(parts) or "0"
+
+
+def _monomials(symbols: Sequence[str]) -> list[Monomial]:
+    return [frozenset(s) for r in range(len(symbols) + 1)
+            for s in itertools.combinations(symbols, r)]  # fmt: skip
+
+
+def fit(points: Sequence[Mapping[str, int]], values: Sequence[int]) -> SizeExpr | None:
+    """The multilinear polynomial with integer coefficients through every
+    (point, value), or None (no such polynomial, or the points do not fix it)."""
+    symbols = sorted(points[0])
+    basis = _monomials(symbols)
+    rows = [[Fraction(_product(p, m)) for m in basis] + [Fraction(v)]
+            for p, v in zip(points, values, strict=True)]  # fmt: skip
+    pivots: list[int] = []
+    r = 0
+    for c in range(len(basis)):
+        pivot = next((i for i in range(r, len(rows)) if rows[i][c] != 0), None)
+        if pivot is None:
+            return None  # the points do not determine this monomial's coefficient
+        rows[r], rows[pivot] = rows[pivot], rows[r]
+        rows[r] = [x / rows[r][c] for x in rows[r]]
+        for i in range(len(rows)):
+            if i != r and rows[i][c] != 0:
+                rows[i] = [a - rows[i][c] * b for a, b in zip(rows[i], rows[r], strict=True)]
+        pivots.append(c)
+        r += 1
+    if any(row[-1] != 0 for row in rows[r:]):
+        return None  # the extra points disagree: not multilinear
+    coefficients = [rows[i][-1] for i in range(len(basis))]
+    if any(c.denominator != 1 for c in coefficients):
+        return None
+    return SizeExpr(tuple((m, int(c)) for m, c in zip(basis, coefficients, strict=True) if c))
+
+
+def _product(point: Mapping[str, int], m: Monomial) -> int:
+    out = 1
+    for s in m:
+        out *= point[s]
+    return out
+
+
+class _Sizes:
+    """The size values of the dynamic function, made once each at its entry."""
+
+    def __init__(self, f: func.FuncOp, sources: Mapping[str, tuple[int, int]]):
+        self.block = f.body.block
+        self.sources = sources
+        self.made: dict[object, SSAValue] = {}
+        self.ops: list[Operation] = []
+        self.shapes: dict[SSAValue, list[SizeExpr]] = {}
+        """Each value made dynamic: its dims' sizes."""
+
+    def _add(self, op: Operation) -> SSAValue:
+        self.ops.append(op)
+        return op.results[0]
+
+    def index(self, n: int) -> SSAValue:
+        key = ("const", n)
+        if key not in self.made:
+            self.made[key] = self._add(arith.ConstantOp(IntegerAttr(n, IndexType())))
+        return self.made[key]
+
+    def symbol(self, s: str) -> SSAValue:
+        if s not in self.made:
+            arg, axis = self.sources[s]
+            dim = tensor.DimOp(self.block.args[arg], self.index(axis))
+            dim.result.name_hint = s
+            self.made[s] = self._add(dim)
+        return self.made[s]
+
+    def value(self, e: SizeExpr) -> SSAValue:
+        if e in self.made:
+            return self.made[e]
+        total: SSAValue | None = None
+        for m, c in e.terms:
+            term: SSAValue | None = None
+            for s in sorted(m):
+                v = self.symbol(s)
+                term = v if term is None else self._add(arith.MuliOp(term, v))
+            if term is None:
+                term = self.index(c)
+            elif c != 1:
+                term = self._add(arith.MuliOp(term, self.index(c)))
+            total = term if total is None else self._add(arith.AddiOp(total, term))
+        assert total is not None
+        self.made[e] = total
+        return total
+
+    def insert(self) -> None:
+        Rewriter.insert_op(self.ops, InsertPoint.at_start(self.block))
+
+
+_SIZE_ATTRS = {
+    ("tensor.extract_slice", "static_offsets"),
+    ("tensor.extract_slice", "static_sizes"),
+    ("tensor.extract_slice", "static_strides"),
+    ("tensor.expand_shape", "static_output_shape"),
+    ("arith.constant", "value"),
+}
+
+
+class _Generaliser:
+    """Compare the instances op by op and record what varies, fitted."""
+
+    def __init__(self, instances: Sequence[Instance]):
+        self.points = [i.sizes for i in instances]
+        self.walks = [list(i.module.walk()) for i in instances]
+
+    def error(self, op: Operation, why: str) -> CompileError:
+        return CompileError(f"'{op.name}' op {why}: the program is not the same at every "
+                            "size, so it cannot compile once for a range of sizes",
+                            op_location(op))  # fmt: skip
+
+    def fitted(self, op: Operation, values: Sequence[int], what: str) -> SizeExpr:
+        e = fit(self.points, values)
+        if e is None:
+            sizes = ", ".join(f"{v} at {dict(p)}" for v, p in zip(values, self.points, strict=True))
+            raise self.error(op, f"has {what} {sizes}, not an integer polynomial of the sizes")
+        return e
+
+    def shape(self, op: Operation, types: Sequence[Attribute]) -> list[SizeExpr] | None:
+        """Each dim of a tensor type across the instances, fitted; None when static."""
+        first = types[0]
+        if not isinstance(first, TensorType):
+            return None
+        shapes = [t.get_shape() for t in types]  # pyright: ignore[reportAttributeAccessIssue]
+        if all(s == shapes[0] for s in shapes) and all(t == first for t in types):
+            return None
+        if any(not isinstance(t, TensorType) or t.element_type != first.element_type
+               or len(t.get_shape()) != len(shapes[0]) for t in types):  # fmt: skip
+            raise self.error(op, f"has type {first} in one instance, {types[1]} in another")
+        return [self.fitted(op, [s[d] for s in shapes], "a size")
+                for d in range(len(shapes[0]))]  # fmt: skip
+
+    def compare(self) -> dict[Operation, dict[str, list[SizeExpr]]]:
+        """Per op of the first instance, what varies: `results`/`args` shapes
+        (one list per value, by index) and the varying size attributes."""
+        if len({len(w) for w in self.walks}) != 1:
+            raise CompileError("the instances have different numbers of ops: the program "
+                               "is not the same at every size")  # fmt: skip
+        varying: dict[Operation, dict[str, list[SizeExpr]]] = {}
+        for ops in zip(*self.walks, strict=True):
+            found = self.compare_op(ops)
+            if found:
+                varying[ops[0]] = found
+        return varying
+
+    def compare_op(self, ops: Sequence[Operation]) -> dict[str, list[SizeExpr]]:
+        op = ops[0]
+        if any(o.name != op.name or len(o.results) != len(op.results)
+               or len(o.operands) != len(op.operands) for o in ops):  # fmt: skip
+            other = next(o for o in ops if o.name != op.name or len(o.results) != len(op.results))
+            raise self.error(op, f"stands where another instance has '{other.name}'")
+        found = self.value_shapes(ops)
+        for key in sorted(set(op.properties) | set(op.attributes)):
+            values = [o.properties.get(key, o.attributes.get(key)) for o in ops]
+            if all(v == values[0] for v in values):
+                continue
+            if key == "function_type":
+                continue  # follows from the entry block's argument and result types
+            if (op.name, key) not in _SIZE_ATTRS:
+                raise self.error(op, f"has attribute {key} = {values[0]} in one instance, "
+                                     f"{values[1]} in another")  # fmt: skip
+            found[key] = self.attribute(ops, key, values)
+        return found
+
+    def value_shapes(self, ops: Sequence[Operation]) -> dict[str, list[SizeExpr]]:
+        """The varying shapes of the op's results (`result<i>`) and of its regions'
+        block arguments (`arg<region>.<block>.<i>`)."""
+        op = ops[0]
+        found: dict[str, list[SizeExpr]] = {}
+        for i in range(len(op.results)):
+            shape = self.shape(op, [o.results[i].type for o in ops])
+            if shape is not None:
+                found[f"result{i}"] = shape
+        for r, region in enumerate(op.regions):
+            for b, block in enumerate(region.blocks):
+                for a in range(len(block.args)):
+                    shape = self.shape(op, [o.regions[r].blocks[b].args[a].type for o in ops])
+                    if shape is not None:
+                        found[f"arg{r}.{b}.{a}"] = shape
+        return found
+
+    def attribute(self, ops: Sequence[Operation], key: str,
+                  values: Sequence[Attribute]) -> list[SizeExpr]:  # fmt: skip
+        op = ops[0]
+        if isinstance(values[0], IntegerAttr):
+            if not all(isinstance(v, IntegerAttr) for v in values):
+                raise self.error(op, f"has {key} of different kinds")
+            return [self.fitted(op, [v.value.data for v in values], "the value")]  # pyright: ignore
+        if isinstance(values[0], DenseIntOrFPElementsAttr):
+            types = [v.type for v in values]  # pyright: ignore[reportAttributeAccessIssue]
+            if not all(is_splat(o) for o in ops) or len({_splat_bits(o) for o in ops}) != 1:
+                raise self.error(op, f"has a {key} whose elements vary with the sizes")
+            return self.shape(op, types) or []
+        if isinstance(values[0], DenseArrayBase):
+            lists = [v.get_values() for v in values]  # pyright: ignore[reportAttributeAccessIssue]
+            if len({len(x) for x in lists}) != 1:
+                raise self.error(op, f"has {key} of different lengths")
+            return [self.fitted(op, [x[d] for x in lists], key) for d in range(len(lists[0]))]
+        raise self.error(op, f"has {key} = {values[0]} in one instance, {values[1]} in another, "
+                             "and it is not an integer size")  # fmt: skip
+
+
+def generalise(instances: Sequence[Instance],
+               sources: Mapping[str, tuple[int, int]]) -> ModuleOp:  # fmt: skip
+    """The first instance's module made dynamic in the symbols of `sources`
+    (symbol -> (argument, dim) of the entry function where it is read); the
+    instances must fix the fits (at least one point more than the monomials in
+    the symbols, which are 2 ** len(sources)). A `CompileError` when they do not
+    agree as one program."""
+    if len(instances) < 2 ** len(sources) + 1:
+        raise ValueError(f"{len(sources)} symbols need {2 ** len(sources) + 1} instances")
+    varying = _Generaliser(instances).compare()
+    module = instances[0].module
+    (f,) = [op for op in module.ops if isinstance(op, func.FuncOp)]
+    sizes = _Sizes(f, sources)
+    for op, found in varying.items():
+        _rewrite(op, found, sizes)
+    f.function_type = FunctionType.from_lists(
+        [a.type for a in f.body.block.args],
+        [v.type for v in f.body.block.last_op.operands],  # pyright: ignore[reportOptionalMemberAccess]
+    )
+    sizes.insert()
+    return module
+
+
+def _dynamic_type(t: Attribute, shape: Sequence[SizeExpr]) -> TensorType:
+    assert isinstance(t, TensorType)
+    dims = [DYNAMIC_INDEX if e.constant is None else e.constant for e in shape]
+    return TensorType(t.element_type, dims)
+
+
+def _entry_argument_source(op: Operation, found: dict[str, list[SizeExpr]],
+                           sources: Mapping[str, tuple[int, int]]) -> None:  # fmt: skip
+    """An entry argument's varying dims must each be one symbol read from it, or
+    the same as such a one (another argument with the symbol's size)."""
+    for key, shape in found.items():
+        for d, e in enumerate(shape):
+            if e.constant is None and not (len(e.terms) == 1 and e.terms[0][1] == 1
+                                           and len(e.terms[0][0]) == 1):  # fmt: skip
+                raise CompileError(f"argument {key.rsplit('.', 1)[-1]} dim {d} has size {e}: "
+                                   "a dynamic argument dim must be one symbol",
+                                   op_location(op))  # fmt: skip
+
+
+def _rewrite(op: Operation, found: dict[str, list[SizeExpr]], sizes: _Sizes) -> None:
+    if isinstance(op, func.FuncOp):
+        _entry_argument_source(op, found, sizes.sources)
+    for key, shape in found.items():
+        if key.startswith("arg"):
+            r, b, a = (int(x) for x in key[3:].split("."))
+            arg = op.regions[r].blocks[b].args[a]
+            new = Rewriter.replace_value_with_new_type(arg, _dynamic_type(arg.type, shape))
+            sizes.shapes[new] = shape
+    rewrite = _REWRITES.get(type(op))
+    if rewrite is not None:
+        rewrite(op, found, sizes)
+        return
+    for key, shape in found.items():
+        if key.startswith("result"):
+            result = op.results[int(key.removeprefix("result"))]
+            new = Rewriter.replace_value_with_new_type(result, _dynamic_type(result.type, shape))
+            sizes.shapes[new] = shape
+
+
+def _replace_empty(op: tensor.EmptyOp, found: dict[str, list[SizeExpr]], sizes: _Sizes) -> None:
+    (shape,) = found.values()
+    t = _dynamic_type(op.tensor.type, shape)
+    empty = tensor.EmptyOp([sizes.value(e) for e in shape if e.constant is None], t)
+    Rewriter.replace_op(op, empty)
+    sizes.shapes[empty.tensor] = shape
+
+
+def _replace_constant(op: arith.ConstantOp, found: dict[str, list[SizeExpr]],
+                      sizes: _Sizes) -> None:  # fmt: skip
+    """A size constant as the size's value; a splat of a varying shape filled."""
+    if isinstance(op.result.type, TensorType):
+        _replace_splat(op, found["value"], sizes)
+        return
+    value = sizes.value(found["value"][0])
+    t = op.result.type
+    if isinstance(t, IntegerType):
+        cast = arith.IndexCastOp(value, t)
+        Rewriter.replace_op(op, cast)
+    elif isinstance(t, IndexType):
+        op.result.replace_all_uses_with(value)
+        Rewriter.erase_op(op)
+    else:
+        raise CompileError(f"'arith.constant' op of type {t} depends on the sizes", op_location(op))
+
+
+def _replace_splat(op: arith.ConstantOp, shape: list[SizeExpr], sizes: _Sizes) -> None:
+    """A splat constant whose shape varies: its value filled into an empty."""
+    t = _dynamic_type(op.result.type, shape)
+    et = t.get_element_type()
+    first = constant_array(op).flat[0]
+    if isinstance(et, IntegerType):
+        scalar = arith.ConstantOp(IntegerAttr(int(first) & ((1 << et.width.data) - 1)
+                                              if et.width.data == 1 else int(first), et))  # fmt: skip
+    else:
+        scalar = constant_of(float(first), et)
+    empty = tensor.EmptyOp([sizes.value(e) for e in shape if e.constant is None], t)
+    fill = FillOp([scalar.result], [empty.tensor], [t])
+    Rewriter.replace_op(op, [scalar, empty, fill])
+
+
+def _splat_bits(op: Operation) -> bytes:
+    assert isinstance(op, arith.ConstantOp)
+    return constant_array(op).flat[0].tobytes()
+
+
+def _static_or_value(shape: list[SizeExpr] | None, static: Sequence[int],
+                     sizes: _Sizes) -> list[SSAValue | int]:  # fmt: skip
+    if shape is None:
+        return list(static)
+    return [e.constant if e.constant is not None else sizes.value(e) for e in shape]
+
+
+def _result_type(op: Operation, found: dict[str, list[SizeExpr]]) -> Attribute:
+    shape = found.get("result0")
+    t = op.results[0].type
+    return t if shape is None else _dynamic_type(t, shape)
+
+
+def _replace_slice(op: tensor.ExtractSliceOp, found: dict[str, list[SizeExpr]],
+                   sizes: _Sizes) -> None:  # fmt: skip
+    """Sizes as values; a size that is its source's whole dim (offset 0, stride 1)
+    as `tensor.dim` of the source, the form the compiler reads as a whole dim."""
+    if op.offsets or op.sizes or op.strides:
+        raise CompileError("'tensor.extract_slice' op with dynamic operands is not generalised",
+                           op_location(op))  # fmt: skip
+    offsets = _static_or_value(found.get("static_offsets"), op.static_offsets.get_values(), sizes)
+    strides = _static_or_value(found.get("static_strides"), op.static_strides.get_values(), sizes)
+    extents = sizes.shapes.get(op.source)
+    shape = found.get("static_sizes")
+    ops: list[Operation] = []
+    lengths: list[SSAValue | int] = list(op.static_sizes.get_values())
+    for d, e in enumerate(shape or []):
+        if e.constant is not None:
+            continue
+        if extents is not None and extents[d] == e and offsets[d] == 0 and strides[d] == 1:
+            made, lengths[d] = dim_of(op.source, d)
+            ops += made
+        else:
+            lengths[d] = sizes.value(e)
+    new = tensor.ExtractSliceOp(op.source, offsets, lengths, strides, _result_type(op, found))
+    Rewriter.replace_op(op, [*ops, new])
+    sizes.shapes[new.result] = found.get("result0") or []
+
+
+def _replace_expand(op: tensor.ExpandShapeOp, found: dict[str, list[SizeExpr]],
+                    sizes: _Sizes) -> None:  # fmt: skip
+    t = _result_type(op, found)
+    assert isinstance(t, TensorType)
+    shape = found.get("static_output_shape") or found.get("result0")
+    values = [sizes.value(e) for e in shape or [] if e.constant is None]
+    new = tensor.ExpandShapeOp(op.src, values, op.reassociation, t.get_shape(), t)
+    Rewriter.replace_op(op, new)
+    if shape:
+        sizes.shapes[new.result] = shape
+
+
+
+_REWRITES = {
+    tensor.EmptyOp: _replace_empty,
+    arith.ConstantOp: _replace_constant,
+    tensor.ExtractSliceOp: _replace_slice,
+    tensor.ExpandShapeOp: _replace_expand,
+}
+"""The ops whose sizes are operands or attributes: rebuilt with the sizes' values."""

@@ -1,0 +1,136 @@
+"""
+Dynamic dims from torch: the sizes `torch._dynamo.mark_dynamic` marks on the inputs.
+
+```python
+torch._dynamo.mark_dynamic(x, 1, min=1, max=2048)   # tokens
+fast = tilefuse.torch.compile(model, x)             # one program for T = 1..2048
+```
+
+Each marked dim is a symbol; dims torch finds equal (the tokens of `x` and of its
+padding mask) are one symbol. `torch.export` checks that the module computes one
+program over the whole range (`Dim(min, max)`: an error if its code specialises a
+size), and then the module is exported at a few static sizes of the symbols
+(`instance_points`) and lowered by torch-mlir at each: its static lowering is plain
+linalg, its dynamic one is shape arithmetic, asserts and gathers. `generalise`
+(frontend/generalise.py) makes one dynamic program of them, each varying size a
+polynomial of the symbols, checked on one instance more than the fit needs. A marked
+dim without `max` ranges up to `DEFAULT_MAX`; without `min`, from 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from tilefuse.ir.diagnostics import CompileError
+
+DEFAULT_MAX = 65536
+"""The largest size of a marked dim without `max` (what its tiles are planned for)."""
+
+_VALUES = (37, 53, 41, 29, 47, 59, 43, 31, 61, 23, 67, 19)
+"""Sizes the instances are traced at: primes, unlike the model's own sizes."""
+
+
+@dataclass(frozen=True)
+class SizeSymbol:
+    """One dynamic size: its range and the (input, dim) pairs that have it."""
+
+    name: str
+    lo: int
+    hi: int
+    dims: tuple[tuple[int, int], ...]
+
+
+def marked_dims(tensors: Sequence[torch.Tensor]) -> dict[tuple[int, int], tuple[int, int]]:
+    """(input, dim) -> (lo, hi) of each dim `mark_dynamic` marked on `tensors`."""
+    marked = {}
+    for i, x in enumerate(tensors):
+        ranges = {r.dim: r for r in getattr(x, "_dynamo_dynamic_range", ())}
+        for d in sorted(getattr(x, "_dynamo_dynamic_indices", ())):
+            r = ranges.get(d)
+            lo = r.min if r is not None and r.min is not None else 1
+            hi = r.max if r is not None and r.max is not None else DEFAULT_MAX
+            if not 1 <= lo <= x.shape[d] <= hi:
+                raise CompileError(f"input {i} dim {d} is marked dynamic in {lo}:{hi} but "
+                                   f"has size {x.shape[d]}")  # fmt: skip
+            marked[(i, d)] = (lo, hi)
+    return marked
+
+
+def _dynamic_shapes(n_state: int, tensors: Sequence[torch.Tensor],
+                    dims: Callable[[int, int], Any]) -> tuple[Any, ...]:  # fmt: skip
+    specs: list[Any] = [None] * n_state
+    for i, x in enumerate(tensors):
+        spec = {d: dim for d in range(x.dim()) if (dim := dims(i, d)) is not None}
+        specs.append(spec or None)
+    return tuple(specs)
+
+
+def _export(wrapper: torch.nn.Module, args: tuple[Any, ...], shapes: tuple[Any, ...]) -> Any:
+    # (the wrapper's `forward(*flat)`: one varargs argument, its shapes one tuple)
+    return torch.export.export(wrapper, args, dynamic_shapes=(shapes,), strict=False)
+
+
+def symbols(wrapper: torch.nn.Module, args: tuple[Any, ...], n_state: int,
+            marked: dict[tuple[int, int], tuple[int, int]]) -> list[SizeSymbol]:  # fmt: skip
+    """The symbols of the marked dims, each checked by `torch.export` over its range
+    (torch's errors propagate). Dims torch unifies are one symbol, with the
+    intersection of their ranges."""
+    tensors = args[n_state:]
+    classes: list[list[tuple[int, int]]] = [[k] for k in marked]
+    if len(marked) > 1:  # which marked dims are one size: ask torch
+        program = _export(wrapper, args, _dynamic_shapes(
+            n_state, tensors, lambda i, d: torch.export.Dim.DYNAMIC if (i, d) in marked else None))
+        placeholders = [n for n in program.graph.nodes if n.op == "placeholder"]
+        user = placeholders[len(placeholders) - len(tensors):]
+        by_expr: dict[str, list[tuple[int, int]]] = {}
+        for i, d in marked:
+            size = user[i].meta["val"].shape[d]
+            if isinstance(size, int):
+                raise CompileError(f"input {i} dim {d} is marked dynamic, but the module "
+                                   f"needs it to be {size}")  # fmt: skip
+            by_expr.setdefault(str(size.node.expr), []).append((i, d))
+        classes = list(by_expr.values())
+    found = []
+    for k, dims in enumerate(classes):
+        lo = max(marked[d][0] for d in dims)
+        hi = min(marked[d][1] for d in dims)
+        if lo > hi:
+            raise CompileError(f"dims {dims} are one size with empty range {lo}:{hi}")
+        found.append(SizeSymbol(f"s{k}", lo, hi, tuple(dims)))
+    named = {d: torch.export.Dim(s.name, min=s.lo, max=s.hi) for s in found for d in s.dims}
+    _export(wrapper, args, _dynamic_shapes(n_state, tensors, lambda i, d: named.get((i, d))))
+    return found
+
+
+def instance_points(found: Sequence[SizeSymbol]) -> list[dict[str, int]]:
+    """The sizes to trace at: the corners of two sizes per symbol, then a third
+    size of each (the fit's check). Three distinct sizes in each range."""
+    triples = []
+    for k, s in enumerate(found):
+        pool = [*_VALUES[3 * k:], *_VALUES[:3 * k], *range(max(s.lo, 2), min(s.hi, s.lo + 4) + 1),
+                s.lo]  # fmt: skip
+        values = list(dict.fromkeys(v for v in pool if s.lo <= v <= s.hi))[:3]
+        if len(values) < 3:
+            raise CompileError(f"{s.name} ranges over {s.lo}:{s.hi}, fewer than three sizes: "
+                               "compile each size (static)")  # fmt: skip
+        triples.append(values)
+    points = []
+    for corner in range(2 ** len(found)):
+        points.append({s.name: triples[k][(corner >> k) & 1] for k, s in enumerate(found)})
+    points.append({s.name: triples[k][2] for k, s in enumerate(found)})
+    return points
+
+
+def resized(tensors: Sequence[torch.Tensor], found: Sequence[SizeSymbol],
+            point: dict[str, int]) -> list[torch.Tensor]:  # fmt: skip
+    """Zero stand-ins of `tensors` with each symbol's dims at its size in `point`
+    (export never reads the values)."""
+    shapes = [list(x.shape) for x in tensors]
+    for s in found:
+        for i, d in s.dims:
+            shapes[i][d] = point[s.name]
+    return [torch.zeros(shape, dtype=x.dtype) for x, shape in zip(tensors, shapes, strict=True)]
