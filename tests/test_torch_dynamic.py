@@ -5,6 +5,8 @@ was not traced at."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 pytest.importorskip("torch_mlir")
@@ -12,10 +14,20 @@ pytest.importorskip("torch_mlir")
 import torch
 
 import tilefuse.torch as tt
+from tests.device import DEVICE
 from tests.eager import build, eager64, rel_error
+from tilefuse.ir import log
 from tilefuse.ir.diagnostics import ArgumentError
+from tilefuse.torch import backend
 from tilefuse.torch.dynamic import DEFAULT_MAX, SizeSymbol, instance_points, marked_dims
 from tilefuse.torch.export import ExportError
+
+
+@pytest.fixture
+def channels():
+    yield log.configure
+    log.configure("")
+
 
 TOKENS = (1, 2, 3, 7, 16, 17, 31, 32, 33, 64, 65)
 """1, 2, primes, 2^k - 1, 2^k, 2^k + 1; none is a size the program was traced at."""
@@ -76,3 +88,35 @@ def test_marks_and_instance_sizes():
     torch._dynamo.mark_dynamic(y, 1, min=8, max=16)
     with pytest.raises(Exception, match="marked dynamic in 8:16 but has size 3"):
         marked_dims([y])
+
+
+def test_torch_compile_dynamic_compiles_once_for_batch_and_tokens():
+    """`torch.compile(dynamic=True)`: dynamo's symbolic batch and tokens (B, T >= 2;
+    dynamo specialises sizes 0 and 1 itself) through one tilefuse program."""
+    model, inputs = build("gpt2_block_sdpa")
+    torch._dynamo.reset()
+    backend._CACHE.clear()
+    compiled = torch.compile(model, backend=backend.tilefuse, dynamic=True)
+    start = backend.STATS.compiles, backend.STATS.compiled, backend.STATS.fallbacks
+    for b, t in [(2, 5), (3, 17), (2, 32), (1 + 4, 33), (2, 2)]:
+        (x,) = _at((torch.zeros(b, 1, 64, device=inputs[0].device),), t, b * t)
+        with torch.no_grad():
+            out = compiled(x)
+        assert rel_error(out, eager64(model, (x,))) < 1e-4, (b, t)
+    stats = backend.STATS
+    assert (stats.compiles, stats.compiled, stats.fallbacks) == (start[0] + 1, start[1] + 1, start[2])
+
+
+def test_torch_compile_dynamic_outside_the_range_runs_in_eager(channels, capsys):
+    channels("fallback")
+    torch._dynamo.reset()
+    backend._CACHE.clear()
+    fn = torch.compile(torch.tanh, backend=backend.tilefuse, dynamic=True)
+    x = torch.randn(4, 6, device=DEVICE)
+    with torch.no_grad():
+        torch.testing.assert_close(fn(x), torch.tanh(x))
+        big = torch.randn(DEFAULT_MAX + 1, 2, device=DEVICE)
+        torch.testing.assert_close(fn(big), torch.tanh(big))
+    err = capsys.readouterr().err
+    assert re.search(r"a call runs in eager: @graph_\d+: argument 0 has arg0.0 = 65537, outside "
+                     r"its declared range 2:65536", err), err

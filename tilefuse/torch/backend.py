@@ -37,15 +37,24 @@ from typing import Any
 import torch
 from torch._dynamo.backends.common import aot_autograd
 from torch._functorch.aot_autograd import make_boxed_func
+from torch.fx.experimental.proxy_tensor import make_fx
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils import _pytree as pytree
 from torch_mlir import fx
 from torch_mlir.extras.fx_decomp_util import get_decomposition_table
+from xdsl.dialects.builtin import ModuleOp
 
+from tilefuse.frontend.generalise import Instance, generalise
+from tilefuse.frontend.parse import parse_module
+from tilefuse.ir.context import make_context
+from tilefuse.ir.diagnostics import ArgumentError, CompileError
+from tilefuse.ir.dynamic import DimRange
 from tilefuse.ir.log import channel
+from tilefuse.ir.resources import module_text
 from tilefuse.runtime import CompiledProgram, gpu_available
 from tilefuse.torch.aten_graph import for_import
 from tilefuse.torch.attention import rewrite_graph
+from tilefuse.torch.dynamic import concrete, graph_symbols, instance_points
 from tilefuse.torch.export import torch_deprecations_quiet
 from tilefuse.torch.mlir import (
     Refusal,
@@ -70,7 +79,8 @@ class Stats:
 
 
 STATS = Stats()
-_CACHE: dict[str, CompiledProgram | Refusal] = {}
+_CACHE: dict[str, Any] = {}
+"""Graph key -> its `CompiledProgram`, `Dynamic` program or `Refusal`."""
 _NAMES = itertools.count()
 
 
@@ -99,22 +109,25 @@ def _is_static(v: Any) -> bool:
     return isinstance(v, torch.Tensor) and all(isinstance(d, int) for d in v.shape)
 
 
+def _is_symbolic(v: Any) -> bool:
+    return isinstance(v, torch.SymInt) or (isinstance(v, torch.Tensor) and not _is_static(v))
+
+
 def unsupported(gm: torch.fx.GraphModule, inputs: list[Any]) -> Refusal | None:
     """Why a graph cannot be compiled before trying: what tilefuse does not take."""
     for i, x in enumerate(inputs):
-        if not _is_static(x):
-            kind = "a symbolic shape" if isinstance(x, torch.Tensor) else type(x).__name__
-            return Refusal(f"input {i} is {kind}: the torch front end compiles static shapes "
-                           "of tensors (dynamic dims compile from MLIR with declared ranges; "
-                           "dynamo's symbolic shapes are not read yet)")  # fmt: skip
+        if isinstance(x, torch.SymInt):
+            continue  # a size, read from the tensors that have it (`_compile_dynamic`)
+        if not isinstance(x, torch.Tensor):
+            return Refusal(f"input {i} is {type(x).__name__}: the torch front end compiles "
+                           "functions of tensors")  # fmt: skip
         if gpu_available() and x.device.type != "cuda":
             return Refusal(f"input {i} is on {x.device}: tilefuse's kernels run on the GPU")
     (output,) = [n for n in gm.graph.nodes if n.op == "output"]
     for i, arg in enumerate(pytree.tree_leaves(output.args[0])):
         value = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else arg
-        if not _is_static(value):
-            return Refusal(f"output {i} is {type(value).__name__}, not a tensor of a "
-                           "static shape")  # fmt: skip
+        if not isinstance(value, torch.Tensor):
+            return Refusal(f"output {i} is {type(value).__name__}, not a tensor")
     if not any(n.op == "call_function" for n in gm.graph.nodes):
         return Refusal("the graph computes nothing")
     return None
@@ -139,7 +152,76 @@ def _compile(gm: torch.fx.GraphModule, name: str, target: str) -> CompiledProgra
     return program
 
 
-def _launcher(program: CompiledProgram) -> Callable[..., Any]:
+@dataclass(frozen=True)
+class Dynamic:
+    """A program compiled for a graph's symbolic sizes: it takes the graph's tensor
+    inputs (`tensors`, their indices); a call outside its ranges runs in eager."""
+
+    program: CompiledProgram
+    tensors: tuple[int, ...]
+
+
+def _instance(graph: torch.fx.GraphModule, args: list[Any], name: str,
+              diagnostics: TorchMlirDiagnostics) -> ModuleOp:  # fmt: skip
+    """`graph` traced at the static `args` (its `SymInt` inputs as constants, their
+    placeholders dropped) and lowered by torch-mlir: one instance to generalise."""
+    traced = make_fx(graph, tracing_mode="fake")(*args)
+    for node, arg in zip([n for n in traced.graph.nodes if n.op == "placeholder"], args,
+                         strict=True):  # fmt: skip
+        if not isinstance(arg, torch.Tensor):
+            traced.graph.erase_node(node)
+    traced.recompile()
+    with torch_deprecations_quiet():
+        mlir = fx.stateless_fx_import(traced, output_type="linalg-on-tensors", model_name=name,
+                                      fx_importer=diagnostics.importer())  # fmt: skip
+    return parse_module(make_context(), str(mlir), name)
+
+
+def _compile_dynamic(gm: torch.fx.GraphModule, inputs: list[Any], name: str,
+                     target: str) -> Dynamic | Refusal:  # fmt: skip
+    """A graph of dynamo's symbolic sizes: traced at static instances of its
+    symbols, generalised (torch/dynamic.py), compiled once for their ranges."""
+    STATS.compiles += 1
+    diagnostics = TorchMlirDiagnostics()
+    graph = gm
+    try:
+        found, tensors = graph_symbols(inputs)
+        graph = for_import(gm)
+        instances = []
+        with diagnostics:
+            for point in instance_points(found):
+                made = _instance(graph, concrete(inputs, point), name, diagnostics)
+                instances.append(Instance(point, made))
+        module = generalise(instances, {s.name: s.dims[0] for s in found})
+    except CompileError as e:
+        return Refusal(str(e).splitlines()[0].removeprefix("error: "))
+    except Exception as e:  # torch-mlir's errors: any exception of its import
+        return import_refusal(e, graph.graph, diagnostics.errors)
+    ranges = {f"arg{k}.{d}": DimRange(s.lo, s.hi) for s in found for k, d in s.dims}
+    try:
+        program = compile_mlir(module_text(module), name, target, graph=graph.graph,
+                               dim_ranges=ranges)  # fmt: skip
+    except Refused as e:
+        return e.refusal
+    STATS.compiled += 1
+    return Dynamic(program, tuple(tensors))
+
+
+def _launcher(program: CompiledProgram | Dynamic, gm: torch.fx.GraphModule) -> Callable[..., Any]:
+    if isinstance(program, Dynamic):
+        dynamic = program
+
+        def run_dynamic(*args: Any) -> list[torch.Tensor]:
+            with torch.no_grad():
+                try:
+                    return list(dynamic.program(*[args[i] for i in dynamic.tensors]))
+                except ArgumentError as e:  # (sizes past the compiled ranges)
+                    log.info("a call runs in eager: %s", e)
+                    return list(gm(*args))
+
+        run_dynamic.program = dynamic.program  # type: ignore[attr-defined]
+        return run_dynamic
+
     def run(*args: Any) -> list[torch.Tensor]:
         with torch.no_grad():
             return list(program(*args))
@@ -158,14 +240,16 @@ def forward_compiler(target: str) -> Callable[..., Any]:
             STATS.cache_hits += 1
         else:
             name = f"graph_{next(_NAMES)}"
-            cached = unsupported(gm, inputs) or _compile(gm, name, target)
+            cached = unsupported(gm, inputs) or (
+                _compile_dynamic(gm, inputs, name, target) if any(map(_is_symbolic, inputs))
+                else _compile(gm, name, target))  # fmt: skip
             _CACHE[key] = cached
             if isinstance(cached, Refusal):
                 log.info("%s runs in eager: %s", name, cached.format())
         if isinstance(cached, Refusal):
             STATS.fallbacks += 1
             return make_boxed_func(gm)
-        return make_boxed_func(_launcher(cached))
+        return make_boxed_func(_launcher(cached, gm))
 
     return compile_forward
 

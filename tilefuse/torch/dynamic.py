@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import sympy
 import torch
 
 from tilefuse.ir.diagnostics import CompileError
@@ -134,3 +135,59 @@ def resized(tensors: Sequence[torch.Tensor], found: Sequence[SizeSymbol],
         for i, d in s.dims:
             shapes[i][d] = point[s.name]
     return [torch.zeros(shape, dtype=x.dtype) for x, shape in zip(tensors, shapes, strict=True)]
+
+
+def _symbol_of(size: Any) -> str | None:
+    """The symbol a dynamo size is (`s27`), or None (an int, an expression)."""
+    if isinstance(size, torch.SymInt) and size.node.expr.is_Symbol:
+        return str(size.node.expr)
+    return None
+
+
+def graph_symbols(inputs: Sequence[Any]) -> tuple[list[SizeSymbol], list[int]]:
+    """The symbols of dynamo's symbolic sizes among a graph's `inputs` (fake tensors
+    and `SymInt`s), each with its range from the shape environment (an unbounded one
+    up to `DEFAULT_MAX`) and the dims carrying it, counted over the tensor inputs;
+    and the indices of those tensor inputs (the compiled program's arguments: the
+    `SymInt`s are sizes it reads from the tensors)."""
+    tensors = [i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor)]
+    dims: dict[str, list[tuple[int, int]]] = {}
+    ranges: dict[str, tuple[int, int]] = {}
+    for k, i in enumerate(tensors):
+        for d, size in enumerate(inputs[i].shape):
+            name = _symbol_of(size)
+            if name is None:
+                continue
+            dims.setdefault(name, []).append((k, d))
+            bounds = size.node.shape_env.var_to_range[size.node.expr]
+            lo, hi = (int(b) if isinstance(b, sympy.Integer) else None  # (torch's int_oo is not)
+                      for b in (bounds.lower, bounds.upper))  # fmt: skip
+            ranges[name] = (max(1, lo or 1), min(hi or DEFAULT_MAX, DEFAULT_MAX))
+    for i, x in enumerate(inputs):
+        free = x.node.expr.free_symbols if isinstance(x, torch.SymInt) else set()
+        free |= {s for n in (x.shape if isinstance(x, torch.Tensor) else ())
+                 if isinstance(n, torch.SymInt) for s in n.node.expr.free_symbols}  # fmt: skip
+        for s in free:
+            if str(s) not in dims:
+                raise CompileError(f"input {i} has a size of {s}, which no input tensor has "
+                                   "as a dim")  # fmt: skip
+    found = [SizeSymbol(n, *ranges[n], tuple(ds)) for n, ds in dims.items()]
+    return found, tensors
+
+
+def concrete(inputs: Sequence[Any], point: dict[str, int]) -> list[Any]:
+    """`inputs` at the sizes of `point`: zeros for tensors, ints for `SymInt`s."""
+
+    def value(n: Any) -> int:
+        if not isinstance(n, torch.SymInt):
+            return int(n)
+        expr = n.node.expr
+        return int(expr.subs({s: point[str(s)] for s in expr.free_symbols}))
+
+    out: list[Any] = []
+    for x in inputs:
+        if isinstance(x, torch.Tensor):
+            out.append(torch.zeros([value(n) for n in x.shape], dtype=x.dtype))
+        else:
+            out.append(value(x) if isinstance(x, torch.SymInt) else x)
+    return out

@@ -18,7 +18,6 @@ def main(x, *, constants, dot_dtype=None):
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,6 +26,7 @@ from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     ArrayAttr,
     DenseArrayBase,
+    IndexType,
     IntegerType,
     TensorType,
 )
@@ -344,27 +344,35 @@ def _host_empties(op: Operation, names) -> list[str]:
     return lines
 
 
+_SIZE_ARITH = {arith.AddiOp: "+", arith.SubiOp: "-", arith.MuliOp: "*", arith.DivUIOp: "//"}
+"""Size arithmetic the host computes on Python ints (a dynamic program's sizes)."""
+
+
+def _host_index(op: Operation, names) -> str:
+    """A function-level index value on the host: a size, a constant, arithmetic."""
+    if isinstance(op, tensor.DimOp):
+        return _host_size(op.result, {}, names, op)
+    if isinstance(op, arith.ConstantOp):
+        return str(op.value.value.data)  # pyright: ignore[reportAttributeAccessIssue]
+    a, b = (names(v) for v in op.operands)
+    return f"{a} {_SIZE_ARITH[type(op)]} {b}"
+
+
 def _reshape_sizes(op: tensor.ExpandShapeOp | tensor.CollapseShapeOp, names) -> str:
-    """The result shape of a reshape on the host: static sizes as numbers, a
-    dynamic one from the source's sizes in its reassociation group (-1 where one
-    dynamic size is all the shape leaves open)."""
+    """The result shape of a reshape on the host: static sizes as numbers; with
+    one dynamic size, -1; with more, an expand's `output_shape` (sizes the host
+    computes: `tensor.dim`s and their arithmetic) and a collapse's products of
+    its source's sizes."""
     shape = list(op.result.type.get_shape())  # pyright: ignore[reportAttributeAccessIssue]
     if sum(n < 0 for n in shape) <= 1:
         return repr(tuple(n if n >= 0 else -1 for n in shape))
-    src = names(op.src)
-    parts = [str(n) for n in shape]
-    for g, group in enumerate(op.reassociation.data):
-        dims = [d.value.data for d in group.data]  # pyright: ignore[reportAttributeAccessIssue]
-        if isinstance(op, tensor.CollapseShapeOp):
-            if shape[g] < 0:
-                parts[g] = " * ".join(f"{src}.shape[{d}]" for d in dims)
-            continue
-        dynamic = [d for d in dims if shape[d] < 0]
-        if len(dynamic) > 1:
-            raise CompileError.at(op, "expands a dim into two dynamic sizes on the host (not built)")
-        if dynamic:
-            static = math.prod(shape[d] for d in dims if shape[d] >= 0)
-            parts[dynamic[0]] = f"{src}.shape[{g}]" + (f" // {static}" if static != 1 else "")
+    if isinstance(op, tensor.ExpandShapeOp):
+        given = iter(op.dynamic_output_shape)
+        parts = [str(n) if n >= 0 else names(next(given)) for n in shape]
+    else:
+        groups = [[d.value.data for d in g.data] for g in op.reassociation.data]  # pyright: ignore
+        parts = [str(n) if n >= 0 else " * ".join(f"{names(op.src)}.shape[{d}]" for d in dims)
+                 for n, dims in zip(shape, groups, strict=True)]  # fmt: skip
     return f"({', '.join(parts)},)"
 
 
@@ -376,8 +384,9 @@ def _host_op(op: Operation, names) -> list[str]:
         return [] if _is_table_constant(op) else [f"    {names(op.result)} = {_host_splat(op)}"]
     if isinstance(op, tensor.ExpandShapeOp | tensor.CollapseShapeOp):
         return [f"    {names(op.result)} = {names(op.src)}.reshape({_reshape_sizes(op, names)})"]
-    if isinstance(op, tensor.DimOp):
-        return [f"    {names(op.result)} = {_host_size(op.result, {}, names, op)}"]
+    if isinstance(op, (tensor.DimOp, arith.ConstantOp, *_SIZE_ARITH)) and \
+            isinstance(op.results[0].type, IndexType):  # fmt: skip
+        return [f"    {names(op.results[0])} = {_host_index(op, names)}"]
     if isinstance(op, tensor.ExtractSliceOp):
         return [f"    {names(op.result)} = {_host_slice(op, names)}"]
     if isinstance(op, WindowOp):
