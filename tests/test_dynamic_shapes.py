@@ -23,6 +23,7 @@ from tilefuse.frontend.specialize import (
 from tilefuse.ir.diagnostics import ArgumentError, CompileError
 from tilefuse.ir.dynamic import DimRange, declared_ranges, parse_range
 from tilefuse.ir.module import entry_function
+from tilefuse.ir.tilefuse import SERVES, VARIANT_OF, GroupOp
 from tilefuse.oracle.compare import relative_error, tolerance
 from tilefuse.oracle.reference import evaluate
 from tilefuse.runtime import compile as compile_program
@@ -145,11 +146,26 @@ def test_declaring_ranges_names_what_is_missing_or_unknown():
         random_inputs(load_program(UPSTREAM, dim_ranges={"x.0": DimRange(1, 4)}))
 
 
-KERNELS = {  # kernels of each compiled dynamic form (the static sample's, less bundling)
+KERNELS = {  # launches of each compiled dynamic form (the static sample's, less bundling)
     "softmax-M": 1, "softmax-N": 1, "layernorm-M": 1, "rmsnorm-M": 1,
     "linear_bias_relu-M": 1, "mlp-M": 2, "attention-S": 1,
     "transformer_block-S": 9, "conv_bias_relu-N": 1,
 }  # fmt: skip
+VARIANTS = {  # kernels planned for the sizes up to 64 (tile-and-fuse's VARIANT_SIZES)
+    "softmax-N": {"fused_kernel_0_v0": (1, 64), "fused_kernel_0": (65, 512)},  # a row whole
+    "linear_bias_relu-M": {"fused_kernel_0_v0": (1, 64), "fused_kernel_0": (65, 1024)},
+    "mlp-M": {"fused_kernel_0_v0": (1, 64), "fused_kernel_0": (65, 256)},  # the first GEMM
+}  # fmt: skip
+
+
+def _launches(program) -> list[GroupOp]:
+    """The groups a call launches one of: a variant stands in for its group."""
+    return [g for g in program.module.walk() if isinstance(g, GroupOp) and VARIANT_OF not in g.attributes]
+
+
+def _served(program) -> dict[str, tuple[int, ...]]:
+    return {g.sym_name.data: tuple(g.attributes[SERVES].get_values())  # type: ignore[attr-defined]
+            for g in program.module.walk() if isinstance(g, GroupOp) and SERVES in g.attributes}
 
 
 def _sizes(hi: int) -> list[int]:
@@ -164,7 +180,10 @@ def test_a_dynamic_sample_compiles_once_and_its_kernels_run_at_each_size(sample,
     text, module, names = _dynamic(sample, dim, hi)
     storage = read_header(text).dtype or "f32"
     program = compile_program(module)
-    assert len(program.kernels) == KERNELS[f"{sample}-{dim}"]
+    assert len(_launches(program)) == KERNELS[f"{sample}-{dim}"]
+    assert _served(program) == VARIANTS.get(f"{sample}-{dim}", {})
+    variants = [k for k in _served(program) if k not in {g.sym_name.data for g in _launches(program)}]
+    assert len(program.kernels) == KERNELS[f"{sample}-{dim}"] + len(variants)
     assert "tile_grid [-1" in str(program.module) or "sizes(" in str(program.module)
     for n in _sizes(hi):
         inputs = random_inputs(module, seed=n, sizes=dict.fromkeys(names, n))
@@ -520,3 +539,28 @@ def test_a_tensor_made_without_its_dynamic_sizes_is_a_located_error():
     with pytest.raises(CompileError, match=r"<input>:2:3: error: 'tensor.empty' op makes a "
                                            r"tensor<\?x4xf32> with 0 of its 1 dynamic size"):
         load_program(text, dim_ranges={"x.0": DimRange(1, 4)})
+
+
+def test_the_report_shows_each_variant_and_the_sizes_it_serves():
+    from tilefuse.report import analyze_program, format_report
+
+    _, module, _ = _dynamic("linear_bias_relu", "M", 1024)
+    report = analyze_program(module, "h200")
+    tiles = dict(report.tiles)
+    assert tiles["fused_kernel_0_v0"].endswith("; serves sizes 1..64 (a variant of fused_kernel_0)")
+    assert tiles["fused_kernel_0"].endswith("; serves sizes 65..1024")
+    assert tiles["fused_kernel_0_v0"].split(";")[0] != tiles["fused_kernel_0"].split(";")[0]
+    text = format_report(report)
+    assert "1 kernel variant(s) tiled for smaller sizes" in text
+    assert "serves sizes 1..64" in text
+
+
+def test_a_variant_is_launched_for_the_sizes_it_serves():
+    """The host picks the kernel from the launch's largest dynamic size (the
+    numerics of both sides of 64: test_a_dynamic_sample_compiles_once...)."""
+    _, module, _ = _dynamic("linear_bias_relu", "M", 1024)
+    program = compile_program(module)
+    lines = program.source.splitlines()
+    at = next(i for i, s in enumerate(lines) if "if size <= 64:" in s)
+    assert "fused_kernel_0_v0[" in lines[at + 1] and lines[at + 2].strip() == "else:"
+    assert "fused_kernel_0[" in lines[at + 3]

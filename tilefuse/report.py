@@ -34,7 +34,7 @@ from tilefuse.analysis.horizontal_plan import (
 from tilefuse.ir.diagnostics import CompileError
 from tilefuse.ir.dynamic import declared_ranges, planning_size
 from tilefuse.ir.module import entry_function
-from tilefuse.ir.tilefuse import GroupOp, describe_tiles
+from tilefuse.ir.tilefuse import SERVES, VARIANT_OF, GroupOp, describe_tiles
 from tilefuse.pipeline import run_pipeline
 
 TIMELINE_WIDTH = 72
@@ -117,17 +117,31 @@ def analyze_program(
     tiled = run_pipeline(front.clone(), target, start="fusion-groups", until="tile-and-fuse",
                          after_each=after_each)  # fmt: skip
     tiles = tuple(
-        (g.sym_name.data, describe_tiles(g) or "untiled")
+        (g.sym_name.data, (describe_tiles(g) or "untiled") + _serves(g))
         for g in tiled.walk()
         if isinstance(g, GroupOp)
     )
     groups = [op for op in entry_function(tiled).body.block.ops if isinstance(op, GroupOp)]
     horizontal = plan_horizontal(kernel_infos(groups, gpu), gpu)
     ranges = declared_ranges(f)
+    variants = sum(VARIANT_OF in g.attributes for g in groups)
     dynamic = (f"dynamic dims {', '.join(f'{n} in {r}' for n, r in ranges.items())}: priced "
-               f"and tiled at {planning_size(f)} (one plan serves the range; grids '?' are "
-               "counted at launch)") if ranges else ""  # fmt: skip
+               f"and tiled at {planning_size(f)}" + (
+                   f"; {variants} kernel variant(s) tiled for smaller sizes, each launched for "
+                   "the largest dynamic sizes it serves" if variants else
+                   " (one plan serves the range)") + "; grids '?' are counted at launch"
+               ) if ranges else ""  # fmt: skip
     return ProgramReport(f.sym_name.data, gpu, plan, unfused, fused, tiles, horizontal, dynamic)
+
+
+def _serves(g: GroupOp) -> str:
+    """A kernel with variants: the largest dynamic sizes it is launched for."""
+    served = g.attributes.get(SERVES)
+    if served is None:
+        return ""
+    lo, hi = served.get_values()  # type: ignore[attr-defined]
+    of = g.attributes.get(VARIANT_OF)
+    return f"; serves sizes {lo}..{hi}" + (f" (a variant of {of.data})" if of else "")  # type: ignore[attr-defined]
 
 
 def _op_point(node: Node, target: Target) -> RooflinePoint:

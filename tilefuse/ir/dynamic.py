@@ -37,6 +37,8 @@ from xdsl.ir import Operation
 from tilefuse.ir.diagnostics import CompileError, op_location
 
 RANGES_ATTR = "tilefuse.dim_ranges"
+PLANNING_SIZE_ATTR = "tilefuse.planning_size"
+"""On an op (a kernel variant's group): the planning size of the dynamic dims inside it."""
 
 
 @dataclass(frozen=True)
@@ -118,11 +120,14 @@ def is_dynamic_size(size: int) -> bool:
 def planning_size(op: Operation) -> int:
     """The size the cost model and the tile planner price a dynamic dim at, in
     the function holding `op`: the largest declared range end (an upper bound for
-    one dim; a product of dynamic dims is priced at it too). Only prices: no
+    one dim; a product of dynamic dims is priced at it too), or the size an
+    enclosing op says (`PLANNING_SIZE_ATTR`: a kernel variant for smaller sizes). Only prices: no
     decision a kernel's correctness rests on reads it (a dynamic loop is never
     tiled whole, its masks stay on)."""
     f: Operation | None = op
     while f is not None and not isinstance(f, func.FuncOp):
+        if isinstance(size := f.attributes.get(PLANNING_SIZE_ATTR), IntAttr):
+            return size.data  # (a variant planned for the smaller sizes of the range)
         f = f.parent_op()
     ranges = declared_ranges(f) if isinstance(f, func.FuncOp) else {}
     return max((r.hi for r in ranges.values()), default=1)

@@ -409,6 +409,20 @@ STATIC_SIZES = "tilefuse.static_sizes"
 """On a group: `array<i64: input, axis, size>` for each dynamic axis its kernel reads
 along a loop of static size: the host checks the argument has that size."""
 
+VARIANTS = "tilefuse.variants"
+"""On a group with dynamic sizes planned for several parts of their range
+(`tile-and-fuse`): the names of its variants, the groups before it with the same
+inputs and body tiled for smaller sizes, in order of the sizes they serve. The
+host launches the first whose `SERVES` holds the launch's largest dynamic size."""
+
+VARIANT_OF = "tilefuse.variant_of"
+"""On a variant: the name of the group it stands in for (its results are unused:
+the host's launch of it writes the group's)."""
+
+SERVES = "tilefuse.serves"
+"""On a group with variants and on each variant: `array<i64: lo, hi>`, the largest
+dynamic sizes of a launch it serves."""
+
 LAYOUT_ATTR = "tilefuse.layout"
 """On a host-made tensor (a `tensor.pad`): the order of its dims in memory,
 outermost first (`choose-layouts`; a group's results carry theirs in `layouts`)."""

@@ -49,7 +49,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects import arith, cf, scf, tensor
+from xdsl.dialects import arith, cf, func, scf, tensor
 from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import (
     AffineMapAttr,
@@ -57,6 +57,7 @@ from xdsl.dialects.builtin import (
     DenseArrayBase,
     FloatAttr,
     IndexType,
+    IntAttr,
     IntegerAttr,
     IntegerType,
     ModuleOp,
@@ -70,6 +71,7 @@ from xdsl.dialects.linalg.attrs import IteratorType, IteratorTypeAttr
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineMap
 from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import is_side_effect_free
 
 from tilefuse.analysis.causal import STATIC, below_diagonal, key_bound
@@ -97,6 +99,7 @@ from tilefuse.analysis.tile_plan import (
 )
 from tilefuse.analysis.value_range import value_range
 from tilefuse.ir.diagnostics import CompileError, op_location, warn
+from tilefuse.ir.dynamic import PLANNING_SIZE_ATTR, declared_ranges, planning_size
 from tilefuse.ir.structured import (
     IDENTITY,
     arg_reduction,
@@ -108,7 +111,10 @@ from tilefuse.ir.structured import (
 from tilefuse.ir.tilefuse import (
     IN_BOUNDS,
     SAME_SIZES,
+    SERVES,
     STATIC_SIZES,
+    VARIANT_OF,
+    VARIANTS,
     GroupOp,
     LoadOp,
     StoreOp,
@@ -136,9 +142,10 @@ class TileAndFusePass(ModulePass):
             if any(isinstance(o, TileGridOp) for o in group.entry.ops):
                 continue
             try:
-                tile_group(group, target, budget)
-                for grid in group.grids if self.allow_tf32 else ():
-                    grid.plan = allowing_tf32(grid.plan) if grid.plan is not None else None
+                for g in [*plan_variants(group, target, budget), group]:
+                    tile_group(g, target, budget)
+                    for grid in g.grids if self.allow_tf32 else ():
+                        grid.plan = allowing_tf32(grid.plan) if grid.plan is not None else None
             except TilingRefused as e:
                 # The group stays as it was: correct, but not a kernel yet; the
                 # reason stays with it for whoever needs a kernel (the emitter).
@@ -146,8 +153,62 @@ class TileAndFusePass(ModulePass):
                 group.untiled = StringAttr(e.message)
 
 
-def tile_group(group: GroupOp, target, budget: int | None) -> TilePlan:
-    """Replace `group`'s body by its tile program; returns the plan used."""
+VARIANT_SIZES = (64, 1024)
+"""Besides the range end, the planning sizes a kernel with dynamic sizes is planned
+at; where the plan differs, a variant serves the sizes up to that one. At most
+three variants a kernel (issue 18): a GEMM's M of 8 is not tiled as one of 8192."""
+
+
+def _plan_key(plan: TilePlan) -> tuple:
+    return (tuple((d.block, d.mode) for d in plan.dims), plan.num_warps, plan.num_stages,
+            plan.group_m)  # fmt: skip
+
+
+def plan_variants(group: GroupOp, target, budget: int | None) -> list[GroupOp]:
+    """For a group with dynamic sizes whose plan differs at the smaller planning
+    sizes of `VARIANT_SIZES`: a copy of the group before it for each (named
+    `<name>_v<k>`, planned at that size); the group serves the sizes above the
+    last. Each carries the sizes it serves (`SERVES`)."""
+    plan = plan_group(group, target, budget)[2]
+    if not any(d.dynamic for d in plan.dims) or group.tile_candidate is not None:
+        return []
+    hi = planning_size(group)
+    lo = min((r.lo for r in declared_ranges(_function_of(group)).values()), default=1)
+    plans: list[tuple[int, tuple]] = [(hi, _plan_key(plan))]  # (planned at, the plan)
+    for size in sorted((n for n in VARIANT_SIZES if lo <= n < hi), reverse=True):
+        group.attributes[PLANNING_SIZE_ATTR] = IntAttr(size)
+        key = _plan_key(plan_group(group, target, budget)[2])
+        del group.attributes[PLANNING_SIZE_ATTR]
+        if key != plans[-1][1]:
+            plans.append((size, key))
+    tops = [n for n, _ in reversed(plans)]  # ascending: each variant serves up to its size
+    name = group.sym_name.data
+    variants = []
+    for k, top in enumerate(tops[:-1]):
+        v = group.clone()
+        v.sym_name = StringAttr(f"{name}_v{k}")
+        v.attributes[PLANNING_SIZE_ATTR] = IntAttr(top)
+        v.attributes[VARIANT_OF] = StringAttr(name)
+        v.attributes[SERVES] = DenseArrayBase.from_list(i64, [tops[k - 1] + 1 if k else lo, top])
+        Rewriter.insert_op(v, InsertPoint.before(group))
+        variants.append(v)
+    if variants:
+        group.attributes[VARIANTS] = ArrayAttr([v.sym_name for v in variants])
+        group.attributes[SERVES] = DenseArrayBase.from_list(i64, [tops[-2] + 1, hi])
+    return variants
+
+
+def _function_of(op: Operation) -> func.FuncOp:
+    f = op.parent_op()
+    while not isinstance(f, func.FuncOp):
+        assert f is not None
+        f = f.parent_op()
+    return f
+
+
+def plan_group(group: GroupOp, target, budget: int | None) -> tuple[Graph, SharedDims, TilePlan]:
+    """The group's graph, shared dims and tile plan (the model's, or the autotuner's
+    pick among its candidates), checked as tile programs need."""
     graph, dims = _copy_split_reads(group)
     if not graph.nodes:
         raise CompileError.at(group, "has no linalg op to tile")
@@ -164,6 +225,12 @@ def tile_group(group: GroupOp, target, budget: int | None) -> TilePlan:
                                   f"{len(candidates)} candidates")  # fmt: skip
         plan = candidates[index]
     _check_loops(graph, dims, plan, group)
+    return graph, dims, plan
+
+
+def tile_group(group: GroupOp, target, budget: int | None) -> TilePlan:
+    """Replace `group`'s body by its tile program; returns the plan used."""
+    graph, dims, plan = plan_group(group, target, budget)
     new_block = TileProgramBuilder(group, graph, dims, plan).build()
     old = group.body.block
     group.body.insert_block_before(new_block, old)

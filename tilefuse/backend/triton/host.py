@@ -18,6 +18,7 @@ def main(x, *, constants, dot_dtype=None):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,7 +49,10 @@ from tilefuse.ir.diagnostics import CompileError
 from tilefuse.ir.tilefuse import (
     LAYOUT_ATTR,
     SAME_SIZES,
+    SERVES,
     STATIC_SIZES,
+    VARIANT_OF,
+    VARIANTS,
     GroupOp,
     TileGridOp,
     WindowOp,
@@ -77,6 +81,7 @@ class HostPrinter:
         self.checks = {n: key for key, n in (checks or {}).items()}
         """The kernels' runtime checks by number: (message, location)."""
         self.launches = {g: (grids, stacked, sig) for g, grids, stacked, sig in launches}
+        self.by_name = {g.sym_name.data: g for g in self.launches}
         self.padded_in_place: set[tensor.PadOp] = set()
         """Pads whose source kernel writes their interior (`_pad_in_place`)."""
         kernels = [sig.name for _, _, _, sig in launches]
@@ -112,8 +117,8 @@ class HostPrinter:
         if self.checks:  # one flag per call, read once after the kernels ran
             lines.append("    checks = torch.zeros((1,), dtype=torch.int32, device=device)")
         for op in f.body.block.ops:
-            if op in self.padded_in_place:
-                continue
+            if op in self.padded_in_place or VARIANT_OF in op.attributes:
+                continue  # (a variant launches where the group it stands in for does)
             lines += _host_empties(op, names)
             if isinstance(op, GroupOp):
                 lines += self.launch(op)
@@ -126,15 +131,12 @@ class HostPrinter:
         return "\n".join(lines) + "\n"
 
     def launch(self, g: GroupOp) -> list[str]:
-        _, stacked, sig = self.launches[g]
+        _, stacked, _ = self.launches[g]
         names = self.names
         lines = self._equal_strides(g, stacked)
         for i, v in enumerate(g.inputs):
             if (order := g.input_layout(i)) is not None:  # (a no-op once it is so)
                 lines.append(f"    {names(v)} = _in_order({names(v)}, {order})")
-        call, size_of = self._tensor_arguments(g, sig, lines)
-        if sig.has_checks:
-            call.append("checks")
         for i, r in enumerate(g.results):
             shape = _result_shape(g, i, names)
             dtype = torch_dtype(r.type, g)
@@ -145,6 +147,32 @@ class HostPrinter:
                           f"    {names(r)} = {names(pad.result)}[{_pad_spans(pad)}]"]  # fmt: skip
                 continue
             lines.append(f"    {names(r)} = {_empty(shape, g.layout(i), dtype, 'device')}")
+        variants = [self.by_name[n.data] for n in g.attributes.get(VARIANTS, ArrayAttr([])).data]  # pyright: ignore
+        if not variants:
+            return lines + self._call(g, g)
+        # the variant serving the launch's largest dynamic size (`tile-and-fuse`)
+        key = self._call(g, g, sizes_only=True)
+        lines.append(f"    size = max({', '.join(key)})" if len(key) > 1 else f"    size = {key[0]}")
+        for k, v in enumerate([*variants, g]):
+            if v is g:
+                lines.append("    else:")
+            else:
+                hi = v.attributes[SERVES].get_values()[1]  # pyright: ignore[reportAttributeAccessIssue]
+                lines.append(f"    {'if' if k == 0 else 'elif'} size <= {hi}:")
+            lines += ["    " + s for s in self._call(v, g)]
+        return lines
+
+    def _call(self, g: GroupOp, owner: GroupOp, sizes_only: bool = False) -> list[str]:
+        """The launch of `g`'s kernel writing `owner`'s results (a variant writes the
+        results of the group it stands in for); `sizes_only`: the host expressions of
+        its dynamic sizes."""
+        sig = self.launches[g][2]
+        lines: list[str] = []
+        call, size_of = self._tensor_arguments(g, sig, lines, owner.results)
+        if sizes_only:
+            return list(dict.fromkeys(size_of.values()))
+        if sig.has_checks:
+            call.append("checks")
         consts = {p.name: p.value for p in sig.params if p.kind is CONSTEXPR}
         if consts:
             dtype, precision = f"tl.{consts['DOT_DTYPE']}", consts["DOT_PRECISION"]
@@ -158,12 +186,13 @@ class HostPrinter:
                      f"num_warps={sig.num_warps}, num_stages={sig.num_stages})")  # fmt: skip
         return lines
 
-    def _tensor_arguments(self, g: GroupOp, sig: KernelSignature,
-                          lines: list[str]) -> tuple[list[str], dict[str, str]]:  # fmt: skip
+    def _tensor_arguments(self, g: GroupOp, sig: KernelSignature, lines: list[str],
+                          results: Sequence[SSAValue]) -> tuple[list[str], dict[str, str]]:  # fmt: skip
         """The launch's tensor arguments in parameter order (pointer, strides, the
-        sizes of its dynamic dims), and each size parameter's host expression."""
+        sizes of its dynamic dims; writing `results`), and each size parameter's
+        host expression."""
         names = self.names
-        values = iter([*g.inputs, *g.results])
+        values = iter([*g.inputs, *results])
         call: list[str] = []
         size_of: dict[str, str] = {}
         v = None
