@@ -32,11 +32,15 @@ from tilefuse.ir.module import entry_function
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 
-CASES = [  # sample, fixed dims, dynamic dim, its argument dims, range end, bench sizes
-    ("softmax", {"N": 4096}, "M", ["x.0"], 32768, [8192, 16384]),
-    ("layernorm", {"N": 4096}, "M", ["x.0"], 32768, [8192, 16384]),
-    ("rmsnorm", {"N": 4096}, "M", ["x.0"], 32768, [8192, 16384]),
-    ("linear_bias_relu", {"K": 4096, "N": 3072}, "M", ["x.0"], 16384, [2048, 8192]),
+CASES = [  # sample, fixed dims, storage dtype, dynamic dim, its argument dims, range end, bench sizes
+    ("softmax", {"N": 4096}, None, "M", ["x.0"], 32768, [8192, 16384]),
+    ("layernorm", {"N": 4096}, None, "M", ["x.0"], 32768, [8192, 16384]),
+    ("rmsnorm", {"N": 4096}, None, "M", ["x.0"], 32768, [8192, 16384]),
+    # a GEMM's M: the variants for M <= 64 and <= 1024 against static builds
+    ("linear_bias_relu", {"K": 4096, "N": 11008}, "bf16", "M", ["x.0"], 16384,
+     [16, 64, 256, 2048, 8192]),
+    ("attention", {"B": 4, "H": 32, "D": 128}, "bf16", "S", ["q.2", "k.2", "v.2"], 4096,
+     [1024, 4096]),
 ]
 
 
@@ -71,8 +75,8 @@ def inputs(module, sizes, dtype) -> list[torch.Tensor]:
     return [torch.from_numpy(x.astype("float32")).to("cuda", dtype) for x in xs]
 
 
-def run_case(sample, fixed, dim, names, hi, bench, quick) -> dict:
-    text = specialize((SAMPLES / f"{sample}.mlir").read_text(), fixed, None)
+def run_case(sample, fixed, storage, dim, names, hi, bench, quick) -> dict:
+    text = specialize((SAMPLES / f"{sample}.mlir").read_text(), fixed, storage)
     dyn = dynamic_form(text, dim)
     ranges = {n: DimRange(1, hi) for n in names}
     start = time.perf_counter()

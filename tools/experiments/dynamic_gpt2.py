@@ -1,0 +1,158 @@
+"""
+A GPT-2 block from the torch front end with a dynamic sequence length (issue 18):
+one compiled program for T = 1..2048, timed against the static build at a few T,
+torch.compile and eager, on the GPU.
+
+    python tools/experiments/dynamic_gpt2.py --export DIR   # here: torch-mlir needed
+    python tools/experiments/dynamic_gpt2.py --run DIR [--json OUT.json]   # on the GPU
+
+`--export` builds the block (width 1024, 16 heads, SDPA causal attention, bf16,
+batch 8; weights from seed 0), marks x's tokens dynamic in 1:2048
+(`torch._dynamo.mark_dynamic`) and writes the dynamic program tilefuse compiles
+(`tilefuse.torch.compile`'s MLIR, weights as arguments) and the static exports at
+the bench lengths. `--run` rebuilds the same weights, compiles each file with
+`tilefuse.runtime.compile`, runs the dynamic program at 64 distinct lengths (Triton
+compiles counted), checks it against eager, and times each bench length: dynamic,
+static, `torch.compile` (default mode; `dynamic=False`: it recompiles per length)
+and eager, alternating rounds, median of CUDA-event timings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import time
+from pathlib import Path
+
+import torch
+
+WIDTH, HEADS, BATCH, T_MAX = 1024, 16, 8, 2048
+BENCH = (128, 1024, 2048)
+
+
+def block() -> torch.nn.Module:
+    from tilefuse.testing.zoo import GPT2Block
+
+    torch.manual_seed(0)
+    return GPT2Block(WIDTH, HEADS, T_MAX, sdpa=True).to(torch.bfloat16).eval()
+
+
+def export(out: Path) -> None:
+    import tilefuse.torch as tt
+    from tilefuse.ir.dynamic import DimRange
+
+    out.mkdir(parents=True, exist_ok=True)
+    model = block()
+    x = torch.randn(BATCH, 64, WIDTH, dtype=torch.bfloat16)
+    torch._dynamo.mark_dynamic(x, 1, min=1, max=T_MAX)
+    exported = tt.export.export(model, (x,), "gpt2_block")
+    (out / "dynamic.mlir").write_text(str(exported.mlir))
+    ranges = {n: [r.lo, r.hi] for n, r in (exported.dim_ranges or {}).items()}
+    (out / "ranges.json").write_text(json.dumps(ranges))
+    for t in BENCH:
+        static = tt.export.export(model, (torch.zeros(BATCH, t, WIDTH, dtype=torch.bfloat16),),
+                                  "gpt2_block")  # fmt: skip
+        (out / f"static_{t}.mlir").write_text(str(static.mlir))
+    assert all(isinstance(DimRange(*r), DimRange) for r in ranges.values())
+
+
+def compiles(program) -> int:
+    total = 0
+    for name in program.python.KERNELS:
+        k = getattr(program.python, name)
+        k = getattr(k, "kernel", k)
+        for caches in getattr(k, "device_caches", {}).values():
+            total += len(caches[0])
+    return total
+
+
+def time_call(fn, args, rounds: int = 20) -> float:
+    flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
+    times = []
+    for _ in range(rounds):
+        flush.zero_()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn(*args)
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def run(folder: Path, json_out: str | None) -> None:
+    import tilefuse.runtime as tf
+    from tilefuse.ir.dynamic import DimRange
+    from tilefuse.torch.export import state_names, state_tensor
+
+    model = block().cuda()
+    state = [state_tensor(model, n, p).detach() for n, p in state_names(model)]
+    ranges = {n: DimRange(*r) for n, r in json.loads((folder / "ranges.json").read_text()).items()}
+    start = time.perf_counter()
+    program = tf.compile(folder / "dynamic.mlir", dim_ranges=ranges)
+    result = {"compile_s": round(time.perf_counter() - start, 2), "kernels": len(program.kernels)}
+    gen = torch.Generator(device="cuda").manual_seed(0)
+
+    def tokens(t: int) -> torch.Tensor:
+        return torch.randn(BATCH, t, WIDTH, device="cuda", generator=gen, dtype=torch.bfloat16)
+
+    rng = random.Random(0)
+    lengths = {1, 2, 3, 15, 16, 17, 127, 128, 129, 1023, 1024, 1025, T_MAX, *BENCH}
+    while len(lengths) < 64:
+        lengths.add(rng.randint(1, T_MAX))
+    start = time.perf_counter()
+    program(*state, tokens(1))
+    torch.cuda.synchronize()
+    result["first_call_s"] = round(time.perf_counter() - start, 2)
+    worst = 0.0
+    with torch.no_grad():
+        for t in sorted(lengths):
+            x = tokens(t)
+            (y,) = program(*state, x)
+            ref = model(x)
+            worst = max(worst, float((y.float() - ref.float()).abs().max() / ref.float().abs().max()))
+    torch.cuda.synchronize()
+    result.update(lengths=len(lengths), triton_compiles=compiles(program),
+                  max_rel_error_vs_eager=round(worst, 5), bench=[])  # fmt: skip
+    print(json.dumps(result), flush=True)
+    for t in BENCH:
+        static = tf.compile(folder / f"static_{t}.mlir")
+        compiled = torch.compile(model)
+        x = tokens(t)
+        with torch.no_grad():
+            fns = {"dynamic": lambda x: program(*state, x),
+                   "static": lambda x, s=static: s(*state, x),
+                   "torch_compile": compiled, "eager": model}  # fmt: skip
+            for fn in fns.values():
+                fn(x)
+            times: dict[str, list[float]] = {k: [] for k in fns}
+            for _ in range(3):
+                for k, fn in fns.items():
+                    times[k].append(time_call(fn, (x,)))
+        best = {k: round(min(v), 4) for k, v in times.items()}
+        best["static_over_dynamic"] = round(best["static"] / best["dynamic"], 3)
+        best["compile_over_dynamic"] = round(best["torch_compile"] / best["dynamic"], 3)
+        result["bench"].append({"T": t, **best})
+        print(json.dumps(result["bench"][-1]), flush=True)
+        if json_out:
+            Path(json_out).write_text(json.dumps(result, indent=1))
+    if json_out:
+        Path(json_out).write_text(json.dumps(result, indent=1))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[1])
+    ap.add_argument("--export", metavar="DIR")
+    ap.add_argument("--run", metavar="DIR")
+    ap.add_argument("--json", metavar="OUT.json")
+    args = ap.parse_args()
+    if args.export:
+        export(Path(args.export))
+    if args.run:
+        run(Path(args.run), args.json)
+
+
+if __name__ == "__main__":
+    main()
