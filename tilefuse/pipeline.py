@@ -6,7 +6,7 @@ inline-calls -> drop-unused-results -> fold-host-scalars -> fold-asserts -> fold
     -> decompose-softmax -> linalg-generalize -> fold-unit-dims -> scalar-operands -> fold-transposes
     -> propagate-reshapes -> fold-concats -> fold-operand-extf -> fold-windows
     -> split-reduction{target}
-    -> flash-attention -> fusion-groups{target} -> tile-and-fuse{target} -> horizontal-fusion{target}
+    -> flash-attention -> resolve-dims -> fusion-groups{target} -> tile-and-fuse{target} -> horizontal-fusion{target}
     -> choose-layouts
     -> (emit triton)
 ```
@@ -52,6 +52,7 @@ from tilefuse.passes.horizontal_fusion import HorizontalFusionPass
 from tilefuse.passes.inline_calls import InlineCallsPass
 from tilefuse.passes.linalg_generalize import LinalgGeneralizePass
 from tilefuse.passes.propagate_reshapes import PropagateReshapesPass
+from tilefuse.passes.resolve_dims import ResolveDimsPass
 from tilefuse.passes.scalar_operands import ScalarOperandsPass
 from tilefuse.passes.split_reduction import SplitReductionPass
 from tilefuse.passes.tile_and_fuse import TileAndFusePass
@@ -113,6 +114,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("fold-windows", FoldWindowsPass),
     Stage("split-reduction", SplitReductionPass, targeted=True),
     Stage("flash-attention", FlashAttentionPass),
+    Stage("resolve-dims", ResolveDimsPass),
     Stage("fusion-groups", FusionGroupsPass, targeted=True, done=_grouped),
     Stage("tile-and-fuse", TileAndFusePass, targeted=True, done=_tiled),
     Stage("horizontal-fusion", HorizontalFusionPass, targeted=True),

@@ -439,10 +439,71 @@ def like(t: TensorType, value: SSAValue) -> list[tuple[SSAValue, int]]:
     return [(value, d) for d, n in enumerate(t.get_shape()) if n < 0]
 
 
+def _dynamic_position(t: TensorType, axis: int) -> int:
+    """Among `t`'s dynamic dims, the place of `axis` (a dynamic one)."""
+    return sum(1 for n in t.get_shape()[:axis] if n == DYNAMIC_INDEX)
+
+
+def made_size(value: SSAValue, axis: int) -> SSAValue | tuple[SSAValue, int] | None:
+    """The size of dynamic dim `axis` of `value` as it was made: a size value, or
+    (a tensor, its axis) to read it from instead; None where nothing says more."""
+    op = value.owner
+    if not isinstance(op, Operation):
+        return None
+    if isinstance(op, tensor.EmptyOp):
+        return op.dynamic_sizes[_dynamic_position(op.tensor.type, axis)]  # pyright: ignore
+    if op.name.startswith("linalg.") and hasattr(op, "outputs"):  # a result has its init's shape
+        return op.outputs[list(op.results).index(value)], axis  # pyright: ignore[reportAttributeAccessIssue]
+    if isinstance(op, tensor.ExpandShapeOp):
+        return op.dynamic_output_shape[_dynamic_position(op.result.type, axis)]  # pyright: ignore
+    if isinstance(op, tensor.CollapseShapeOp):
+        group = [d.value.data for d in op.reassociation.data[axis].data]  # pyright: ignore
+        source = op.src.type.get_shape()  # pyright: ignore[reportAttributeAccessIssue]
+        dynamic = [d for d in group if source[d] == DYNAMIC_INDEX]
+        if len(dynamic) == 1 and all(source[d] == 1 for d in group if d != dynamic[0]):
+            return op.src, dynamic[0]
+        return None
+    if isinstance(op, tensor.ExtractSliceOp) and axis in (slice_whole_dims(op) or ()):
+        rank_kept = len(op.result.type.get_shape()) == len(op.source.type.get_shape())  # pyright: ignore
+        return (op.source, axis) if rank_kept else None
+    return None
+
+
+def resolved_size(value: SSAValue, axis: int) -> SSAValue | tuple[SSAValue, int]:
+    """`made_size` followed to its end: the earliest size or (tensor, axis) known."""
+    at: SSAValue | tuple[SSAValue, int] = (value, axis)
+    for _ in range(256):  # (a chain of views and ops; never a cycle in SSA)
+        if not isinstance(at, tuple):
+            read = at.owner
+            index = read.index.owner if isinstance(read, tensor.DimOp) else None
+            if not isinstance(index, arith.ConstantOp):
+                return at
+            at = (read.source, index.value.value.data)  # pyright: ignore  # a read size: whose?
+        step = made_size(*at)
+        if step is None:
+            return at
+        at = step
+    return at
+
+
+def made_value(value: SSAValue, axis: int) -> SSAValue | None:
+    """The first size value on `resolved_size`'s chain from (`value`, `axis`): the
+    operand a `tensor.empty` or `expand_shape` was given; None if it meets none."""
+    at: SSAValue | tuple[SSAValue, int] = (value, axis)
+    for _ in range(256):
+        if not isinstance(at, tuple):
+            return at
+        step = made_size(*at)
+        if step is None:
+            return None
+        at = step
+    return None
+
+
 def slice_whole_dims(op: tensor.ExtractSliceOp) -> set[int] | None:
     """The dims a slice with dynamic sizes keeps whole: static offset 0 and stride
-    1, and the size `tensor.dim` of its source along the same dim (as a dynamic
-    program reads a whole `?` dim); None if it has another dynamic offset, stride
+    1, and the size its source's along the same dim (`tensor.dim` of it, or the
+    value both were made with: `resolved_size`); None if it has another dynamic offset, stride
     or size. A static slice keeps no dim whole this way: the empty set."""
     if op.offsets or op.strides:
         return None
@@ -450,15 +511,25 @@ def slice_whole_dims(op: tensor.ExtractSliceOp) -> set[int] | None:
     dims = [d for d, n in enumerate(static) if n == DYNAMIC_INDEX]
     whole = set()
     for d, size in zip(dims, op.sizes, strict=True):
-        owner = size.owner
-        axis = owner.index.owner if isinstance(owner, tensor.DimOp) else None
-        if not (isinstance(axis, arith.ConstantOp) and owner.source == op.source  # pyright: ignore
-                and axis.value.value.data == d  # pyright: ignore
-                and op.static_offsets.get_values()[d] == 0
-                and op.static_strides.get_values()[d] == 1):  # fmt: skip
+        if not (op.static_offsets.get_values()[d] == 0 and op.static_strides.get_values()[d] == 1
+                and _same_size(size, op.source, d)):  # fmt: skip
             return None
         whole.add(d)
     return whole
+
+
+def _same_size(size: SSAValue, value: SSAValue, axis: int) -> bool:
+    """Is `size` the size of `value` along `axis` (read, or as both were made)?"""
+    return _size_of(size) == resolved_size(value, axis)
+
+
+def _size_of(size: SSAValue) -> SSAValue | tuple[SSAValue, int]:
+    """A size value as `resolved_size` names it (a `tensor.dim` read: whose it is)."""
+    owner = size.owner
+    index = owner.index.owner if isinstance(owner, tensor.DimOp) else None
+    if isinstance(index, arith.ConstantOp):
+        return resolved_size(owner.source, index.value.value.data)  # pyright: ignore
+    return size
 
 
 def dim_of(value: SSAValue, axis: int) -> tuple[list[Operation], SSAValue]:

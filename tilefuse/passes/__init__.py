@@ -33,6 +33,7 @@ PASSES = {
     "fold-windows": "tilefuse.passes.fold_windows:FoldWindowsPass",
     "split-reduction": "tilefuse.passes.split_reduction:SplitReductionPass",
     "flash-attention": "tilefuse.passes.flash_attention:FlashAttentionPass",
+    "resolve-dims": "tilefuse.passes.resolve_dims:ResolveDimsPass",
     "fusion-groups": "tilefuse.passes.fusion_groups:FusionGroupsPass",
     "tile-and-fuse": "tilefuse.passes.tile_and_fuse:TileAndFusePass",
     "fold-softmax-scale": "tilefuse.passes.fold_softmax_scale:FoldSoftmaxScalePass",

@@ -1,0 +1,73 @@
+"""
+`resolve-dims`: a `tensor.dim` of a computed tensor becomes the size it was made with.
+
+A dynamic program reads sizes with `tensor.dim`, and passes that rewrite it read
+them of whatever tensor is at hand (decompose-softmax sizes its exponentials' empty
+from the scores it divides, fold-unit-dims from the reduction it expands). A
+`tensor.dim` of a tensor a kernel computes would make the kernel write that tensor
+out for the host to read its shape: the unnormalised accumulator of an attention,
+written to HBM for nothing. The size is already known where the tensor was made
+(as upstream's `reifyResultShapes` knows): a linalg op's result has its init's
+shape, an empty its size operands, an `expand_shape` its `output_shape`, a slice
+keeping a whole dim its source's; a collapse of one dynamic dim with static ones is
+that dim. Each `tensor.dim` is followed back so, to the function's arguments or
+the sizes computed from them.
+
+```mlir
+%e = tensor.empty(%n) : tensor<?x8xf32>
+%y = linalg.generic ... outs(%e : tensor<?x8xf32>) -> tensor<?x8xf32>
+%m = tensor.dim %y, %c0 : tensor<?x8xf32>
+// %m is %n
+```
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, tensor
+from xdsl.dialects.builtin import (
+    IndexType,
+    IntegerAttr,
+    ModuleOp,
+)
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+
+from tilefuse.ir.structured import made_value, resolved_size
+
+
+class ResolveDim(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tensor.DimOp, rewriter: PatternRewriter) -> None:
+        index = op.index.owner
+        if not isinstance(index, arith.ConstantOp):
+            return
+        axis = index.value.value.data  # pyright: ignore[reportAttributeAccessIssue]
+        if (made := made_value(op.source, axis)) is not None:
+            rewriter.replace_matched_op([], [made])  # the size it was made with
+            return
+        at = resolved_size(op.source, axis)
+        if isinstance(at, tuple):
+            if at == (op.source, axis):
+                return
+            c = arith.ConstantOp(IntegerAttr(at[1], IndexType()))
+            rewriter.replace_matched_op([c, tensor.DimOp(at[0], c.result)])
+        else:
+            rewriter.replace_matched_op([], [at])
+
+
+@dataclass(frozen=True)
+class ResolveDimsPass(ModulePass):
+    """Read each `tensor.dim` of a computed tensor from the size it was made with."""
+
+    name = "resolve-dims"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        PatternRewriteWalker(ResolveDim()).rewrite_module(op)
