@@ -194,6 +194,22 @@ def test_a_dynamic_sample_compiles_once_and_its_kernels_run_at_each_size(sample,
             assert err <= tolerance(storage), (sample, n, err)
 
 
+def test_strides_over_a_dynamic_dim_are_specialised_only_when_aligned_at_every_size():
+    """q's head and batch strides are S * 128 and 32 * S * 128: multiples of 16 at
+    every S, which Triton's specialisation needs for vector loads (left to it: it
+    never tells two sizes apart); with D = 24 (S * 24) they are not, and stay
+    unspecialised."""
+    text = specialize((SAMPLES / "attention.mlir").read_text(), {"H": 32, "D": 128})
+    ranges = {n: DimRange(1, 512) for n in ("q.2", "k.2", "v.2")}
+    aligned = compile_program(load_program(dynamic_form(text, "S"), dim_ranges=ranges)).source
+    jit = next(s for s in aligned.splitlines() if "do_not_specialize" in s)
+    assert "q_n2" in jit and "q_s0" not in jit and "q_s1" not in jit
+    small = (SAMPLES / "attention.mlir").read_text()  # D = 24
+    odd = compile_program(load_program(dynamic_form(small, "S"), dim_ranges=ranges)).source
+    jit = next(s for s in odd.splitlines() if "do_not_specialize" in s)
+    assert "q_s0" in jit and "q_s1" in jit and "q_s2" not in jit
+
+
 def test_a_dynamic_kernel_takes_its_sizes_as_unspecialised_arguments():
     """The rows of a softmax: a size parameter Triton must not specialise (1 or a
     multiple of 16 would each be a compile of their own), masks against it, a grid

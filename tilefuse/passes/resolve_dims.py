@@ -51,16 +51,17 @@ class ResolveDim(RewritePattern):
             return
         axis = index.value.value.data  # pyright: ignore[reportAttributeAccessIssue]
         if (made := made_value(op.source, axis)) is not None:
-            rewriter.replace_matched_op([], [made])  # the size it was made with
+            rewriter.replace(op, [], [made])  # the size it was made with
             return
         at = resolved_size(op.source, axis)
         if isinstance(at, tuple):
             if at == (op.source, axis):
                 return
             c = arith.ConstantOp(IntegerAttr(at[1], IndexType()))
-            rewriter.replace_matched_op([c, tensor.DimOp(at[0], c.result)])
+            dim = tensor.DimOp(at[0], c.result)
+            rewriter.replace(op, [c, dim], [dim.result])
         else:
-            rewriter.replace_matched_op([], [at])
+            rewriter.replace(op, [], [at])
 
 
 @dataclass(frozen=True)

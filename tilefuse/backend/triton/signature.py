@@ -17,6 +17,7 @@ rather than the generated source.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from enum import Enum
 
@@ -84,11 +85,17 @@ class KernelSignature:
     @property
     def unspecialized(self) -> tuple[str, ...]:
         """Parameters Triton must not specialise on their value (1, divisible by 16):
-        run-time sizes, and strides of tensors with a dynamic dim after theirs."""
+        run-time sizes, and strides of tensors with a dynamic dim after theirs,
+        unless the static dims after theirs multiply to a multiple of 16: such a
+        stride of a contiguous tensor is a multiple of 16 at every size, so
+        Triton's specialisation (which its vector loads and async copies need: an
+        attention's K and V rows) never tells two sizes apart."""
         names = []
         for p in self.params:
-            dynamic = p.dim is not None and any(n < 0 for n in p.shape[p.dim + 1 :])
-            if p.kind is SIZE or (p.kind is STRIDE and dynamic):
+            inner = p.shape[p.dim + 1 :] if p.dim is not None else ()
+            dynamic = any(n < 0 for n in inner)
+            aligned = math.prod(n for n in inner if n >= 0) % 16 == 0
+            if p.kind is SIZE or (p.kind is STRIDE and dynamic and not aligned):
                 names.append(p.name)
         return tuple(names)
 
