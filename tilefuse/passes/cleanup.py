@@ -46,29 +46,31 @@ class FoldReshapeOfCreation(RewritePattern):
         if not isinstance(op, tensor.ExpandShapeOp | tensor.CollapseShapeOp):
             return
         source = op.src.owner
+        if not isinstance(source, tensor.EmptyOp | linalg.FillOp | linalg.GenericOp):
+            return
+        if isinstance(source, linalg.GenericOp) and not is_generic_fill(source):
+            return
         sizing: list[Operation] = []
         if isinstance(op, tensor.CollapseShapeOp):
+            # (sized only now: an op made and dropped would hold uses of its operands)
             found = collapsed_sizes(op, _creation_sizes(source))
             if found is None:
                 return  # (two dynamic sizes merged: left as a view, refused where placed)
             sizing, sizes = found
         else:  # an expand says its dynamic sizes
             sizes = list(op.dynamic_output_shape)
-        if not isinstance(source, tensor.EmptyOp | linalg.FillOp | linalg.GenericOp):
-            return
-        if isinstance(source, linalg.GenericOp) and not is_generic_fill(source):
-            return
         for o in sizing:
-            rewriter.insert_op(o, InsertPoint.before(op))
+            rewriter.insert(o, InsertPoint.before(op))
+        if isinstance(source, linalg.GenericOp):  # a generic fill (checked above)
+            new = generic_fill(source, op.result.type, sizes)  # pyright: ignore
+            rewriter.replace(op, new, [new[-1].results[0]])
+            return
         empty = tensor.EmptyOp(sizes, op.result.type)
         if isinstance(source, tensor.EmptyOp):
             rewriter.replace(op, [empty], [empty.tensor])
-        elif isinstance(source, linalg.FillOp):
+        else:
             fill = type(source)(list(source.inputs), [empty.tensor], [op.result.type])
             rewriter.replace(op, [empty, fill], [fill.results[0]])
-        elif isinstance(source, linalg.GenericOp) and is_generic_fill(source):
-            new = generic_fill(source, op.result.type, list(empty.dynamic_sizes))  # pyright: ignore
-            rewriter.replace(op, new, [new[-1].results[0]])
 
 
 def _creation_sizes(source) -> list[SSAValue] | None:
@@ -85,13 +87,13 @@ def collapsed_sizes(op: tensor.CollapseShapeOp, known: Sequence[SSAValue] | None
     sizes; None where a group merges two dynamic sizes."""
     shape = op.src.type.get_shape()  # pyright: ignore
     dynamic_dims = [d for d, n in enumerate(shape) if n < 0]
+    groups = [[d.value.data for d in group.data] for group in op.reassociation.data]  # pyright: ignore
+    if any(sum(shape[d] < 0 for d in dims) > 1 for dims in groups):
+        return None  # (before any op is made: a dropped op would hold uses)
     ops: list[Operation] = []
     sizes = []
-    for group in op.reassociation.data:
-        dims = [d.value.data for d in group.data]  # pyright: ignore
+    for dims in groups:
         dynamic = [d for d in dims if shape[d] < 0]
-        if len(dynamic) > 1:
-            return None
         if not dynamic:
             continue
         if known is not None:

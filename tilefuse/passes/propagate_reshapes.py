@@ -57,6 +57,7 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import func, tensor
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     AffineMapAttr,
     ArrayAttr,
     IntegerAttr,
@@ -78,8 +79,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from tilefuse.analysis.dataflow import is_contraction
 from tilefuse.ir import log
-from tilefuse.ir.dynamic import is_dynamic
-from tilefuse.ir.structured import as_structured, map_dims, reassociation
+from tilefuse.ir.structured import as_structured, expand_sizes, map_dims, reassociation
 from tilefuse.passes.cleanup import (
     erase_dead_views,
     fold_reshapes_of_creations,
@@ -104,12 +104,9 @@ class PropagateReshapesPass(ModulePass):
     name = "propagate-reshapes"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if is_dynamic(op):
-            # Its size arithmetic (products of reshape groups, equal views by type)
-            # reads static sizes: a dynamic program keeps its views at kernel
-            # boundaries (correct, fused less) until it reads `tensor.dim`s.
-            LOG.info("a dynamic program: its views stay where they are")
-            return
+        # A dynamic program: each merge and split holds at most one dynamic size per
+        # group (`_two_dynamic`), which its static sizes then determine; a view of
+        # two dynamic sizes stays where it is.
         _collapse_contraction_sides(op)
         kept: dict[Operation, str] = {}
         changed, rounds = True, 0
@@ -202,7 +199,8 @@ def _merge_equal_views(module: ModuleOp) -> None:
     for f in [o for o in module.walk() if isinstance(o, func.FuncOp)]:
         seen: dict[tuple, SSAValue] = {}
         for view in [o for o in f.body.ops if isinstance(o, _Reshape)]:
-            key = (view.src, type(view), str(view.reassociation), view.result.type)
+            sizes = tuple(getattr(view, "dynamic_output_shape", ()))
+            key = (view.src, type(view), str(view.reassociation), view.result.type, sizes)
             if key in seen:
                 view.result.replace_all_uses_with(seen[key])
             else:
@@ -228,10 +226,14 @@ class FoldInverseReshapes(RewritePattern):
         if inverse is None:
             return
         inner = op.src.owner
-        if isinstance(inner, inverse) and _same_groups(op, inner) \
-                and inner.src.type == op.result.type:  # fmt: skip
-            rewriter.replace_all_uses_with(op.result, inner.src)
-            rewriter.erase(op)
+        if not (isinstance(inner, inverse) and _same_groups(op, inner)
+                and inner.src.type == op.result.type):  # fmt: skip
+            return
+        if isinstance(op, tensor.ExpandShapeOp) and \
+                _two_dynamic(op.result.type.get_shape(), groups_of(op)):  # pyright: ignore  # fmt: skip
+            return  # (its sizes say which split: maybe not the one collapsed)
+        rewriter.replace_all_uses_with(op.result, inner.src)
+        rewriter.erase(op)
 
 
 class ComposeReshapes(RewritePattern):
@@ -252,7 +254,8 @@ class ComposeReshapes(RewritePattern):
         else:
             groups = [[d for g in group for d in outer_groups[g]] for group in inner_groups]
             shape = list(op.result.type.get_shape())  # pyright: ignore
-            new = tensor.ExpandShapeOp(inner.src, [], reassociation(groups), shape, op.result.type)
+            new = tensor.ExpandShapeOp(inner.src, list(op.dynamic_output_shape),  # pyright: ignore
+                                       reassociation(groups), shape, op.result.type)  # fmt: skip
         rewriter.replace(op, new)
 
 
@@ -329,8 +332,12 @@ def _not_collapsible(op: linalg.GenericOp, runs: set[Run]) -> str | None:
     covered = [d for run in runs for d in run]
     if len(covered) != len(set(covered)):
         return "would merge overlapping runs"
-    if any(_dim_runs(m, runs) is None for m in _maps(op)):
+    dims = [_dim_runs(m, runs) for m in _maps(op)]
+    if any(d is None for d in dims):
         return "reads a run split or out of order through one of its maps"
+    if any(_two_dynamic(v.type.get_shape(), d) for v, d in zip(op.operands, dims, strict=True)  # pyright: ignore
+           if isinstance(v.type, TensorType)):  # fmt: skip
+        return "would merge two dynamic sizes"
     return None
 
 
@@ -546,10 +553,31 @@ def _reshaped(value: SSAValue, dims: set[Run], before: Operation, rewriter: Rewr
 
 
 def _product(shape: Sequence[int], group: Sequence[int]) -> int:
+    """The size of `group` merged: dynamic if one of its sizes is."""
+    if any(shape[d] == DYNAMIC_INDEX for d in group):
+        return DYNAMIC_INDEX
     n = 1
     for d in group:
         n *= shape[d]
     return n
+
+
+def _two_dynamic(shape: Sequence[int], groups: Iterable[Sequence[int]]) -> bool:
+    """Does a group of `shape`'s dims hold two dynamic sizes (which no static size
+    relates: their merge cannot be split again from the sizes alone)?"""
+    return any(sum(shape[d] == DYNAMIC_INDEX for d in g) > 1 for g in groups)
+
+
+def _expand_to(value: SSAValue, groups: list[list[int]], t: TensorType, before: Operation,
+               rewriter: Rewriter) -> tensor.ExpandShapeOp:  # fmt: skip
+    """An expansion of `value` to `t`, its dynamic sizes computed from `value`'s
+    (one dynamic size a group, `structured.expand_sizes`)."""
+    made, sizes = expand_sizes(value, groups, list(t.get_shape()))
+    for o in made:
+        rewriter.insert_op(o, InsertPoint.before(before))
+    view = tensor.ExpandShapeOp(value, sizes, reassociation(groups), list(t.get_shape()), t)
+    rewriter.insert_op(view, InsertPoint.before(before))
+    return view
 
 
 def _collapse_generic(op: linalg.GenericOp, runs: set[Run], rewriter: Rewriter) -> None:
@@ -581,10 +609,7 @@ def _collapse_generic(op: linalg.GenericOp, runs: set[Run], rewriter: Rewriter) 
         if dims:
             t = old.type
             assert isinstance(t, TensorType)
-            groups = reassociation(_partition(len(t.get_shape()), dims))
-            expand = tensor.ExpandShapeOp(res, [], groups, list(t.get_shape()), t)
-            rewriter.insert_op(expand, InsertPoint.before(op))
-            value = expand.result
+            value = _expand_to(res, _partition(len(t.get_shape()), dims), t, op, rewriter).result
         old.replace_all_uses_with(value)
     rewriter.erase_op(op)
 
@@ -662,6 +687,8 @@ def _splits(op: linalg.GenericOp, index: int, collapse: tensor.CollapseShapeOp) 
             if not isinstance(e, AffineDimExpr) or e.position in splits:
                 return None
             splits[e.position] = [shape[i] for i in group]
+            if _two_dynamic(shape, [group]):
+                return None  # (which sizes? the collapse's source knows, not the loop)
     return splits
 
 
@@ -876,13 +903,11 @@ def _expanded_operand(value: SSAValue, amap: AffineMap, splits: Splits, before: 
     if isinstance(value.owner, tensor.CollapseShapeOp) and _inverts(value.owner, amap, splits):
         return value.owner.src
     new_t = TensorType(t.get_element_type(), shape)
-    if is_generic_fill(value.owner):
+    if is_generic_fill(value.owner) and DYNAMIC_INDEX not in shape:
         new_fill = generic_fill(value.owner, new_t)  # pyright: ignore
         rewriter.insert_op(new_fill, InsertPoint.before(before))
         return new_fill[-1].results[0]
-    view = tensor.ExpandShapeOp(value, [], reassociation(groups), shape, new_t)
-    rewriter.insert_op(view, InsertPoint.before(before))
-    return view.result
+    return _expand_to(value, groups, new_t, before, rewriter).result  # (a fill's: refilled later)
 
 
 def _expand_generic(op: linalg.GenericOp, splits: Splits) -> None:
