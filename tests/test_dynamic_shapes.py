@@ -580,3 +580,32 @@ def test_a_variant_is_launched_for_the_sizes_it_serves():
     at = next(i for i, s in enumerate(lines) if "if size <= 64:" in s)
     assert "fused_kernel_0_v0[" in lines[at + 1] and lines[at + 2].strip() == "else:"
     assert "fused_kernel_0[" in lines[at + 3]
+
+
+CAUSAL = """    %r0 = arith.mulf %sv, %scale : f32
+    %i = linalg.index 2 : index
+    %j = linalg.index 3 : index
+    %keep = arith.cmpi ule, %j, %i : index
+    %r = arith.select %keep, %r0, %neg_inf : f32
+    linalg.yield %r : f32"""
+
+
+def test_a_dynamic_causal_attention_stops_its_key_loop_at_the_run_time_size():
+    """The flash kernel's key loop runs to the keys there are (`k_n2`, not the
+    planning size: a 4x longer loop at a quarter of the range, masked), and under a
+    causal mask to the tile's diagonal; through the kernels at each size."""
+    text = (SAMPLES / "attention.mlir").read_text()
+    text = text.replace("    %r = arith.mulf %sv, %scale : f32\n    linalg.yield %r : f32", CAUSAL)
+    ranges = {n: DimRange(1, 200) for n in ("q.2", "k.2", "v.2")}
+    module = load_program(dynamic_form(text, "S"), dim_ranges=ranges)
+    program = compile_program(module)
+    assert len(_launches(program)) == 1
+    source = program.source
+    assert "for k in range(0, 200" not in source and "k_n2" in source
+    loops = [s.strip() for s in source.splitlines() if s.strip().startswith("for k in range(")]
+    assert loops and all("200" not in s for s in loops), loops
+    for n in (1, 2, 17, 64, 65, 130, 200):
+        inputs = random_inputs(module, seed=n, sizes=dict.fromkeys(ranges, n))
+        (got,) = program(*[on_device(np.asarray(x, np.float32)) for x in inputs])
+        (want,) = evaluate(module, inputs)
+        assert relative_error(got.cpu().numpy(), want) <= tolerance("f32"), n

@@ -700,8 +700,17 @@ class TileProgramBuilder:
             elif self.tiles[q].mode == WHOLE:
                 end = min(end, max(0, self.tiles[q].block + c))
         ub = self._index(outer, end)
+        if t.dynamic:  # the keys there are, at most the static bound (a dynamic extent is
+            # only the planning size)
+            extent = self._extent(t.dim, outer)
+            if end < t.extent:
+                least = arith.MinSIOp(extent, ub)
+                outer.block.add_op(least)
+                extent = least.result
+            ub = extent
         for q, c in bounds.items():
-            if q == STATIC or self.tiles[q].mode == WHOLE or self.tiles[q].block + c >= t.extent:
+            if q == STATIC or self.tiles[q].mode == WHOLE or \
+                    (self.tiles[q].block + c >= t.extent and not t.dynamic):  # fmt: skip
                 continue
             last = arith.AddiOp(self.outer_offsets[q], self._index(outer, self.tiles[q].block + c))
             limit = arith.MinSIOp(ub, last.result)

@@ -58,6 +58,18 @@ def export(out: Path) -> None:
     assert all(isinstance(DimRange(*r), DimRange) for r in ranges.values())
 
 
+def state_of(model: torch.nn.Module) -> list[torch.Tensor]:
+    """The program's leading arguments: parameters then buffers, each tensor once, as
+    `tilefuse.torch.export.state_names` orders them (not imported: no torch-mlir there)."""
+    seen: set[int] = set()
+    state = []
+    for _, t in [*model.named_parameters(), *model.named_buffers()]:
+        if id(t) not in seen:
+            seen.add(id(t))
+            state.append(t.detach())
+    return state
+
+
 def compiles(program) -> int:
     total = 0
     for name in program.python.KERNELS:
@@ -85,10 +97,9 @@ def time_call(fn, args, rounds: int = 20) -> float:
 def run(folder: Path, json_out: str | None) -> None:
     import tilefuse.runtime as tf
     from tilefuse.ir.dynamic import DimRange
-    from tilefuse.torch.export import state_names, state_tensor
 
     model = block().cuda()
-    state = [state_tensor(model, n, p).detach() for n, p in state_names(model)]
+    state = state_of(model)
     ranges = {n: DimRange(*r) for n, r in json.loads((folder / "ranges.json").read_text()).items()}
     start = time.perf_counter()
     program = tf.compile(folder / "dynamic.mlir", dim_ranges=ranges)
