@@ -43,6 +43,7 @@ Before matching, two spellings real programs write are brought to that form
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -71,9 +72,9 @@ from tilefuse.analysis.dataflow import (
     shared_dims,
 )
 from tilefuse.analysis.patterns import Attention, find_attention
-from tilefuse.ir.dynamic import declared_ranges
 from tilefuse.ir.structured import (
     element_type,
+    expand_sizes,
     like,
     reassociation,
     shape_of,
@@ -258,8 +259,6 @@ def _normalised(f: func.FuncOp) -> func.FuncOp:
     normalisations are exact, but a batch matmul expanded for nothing loses the
     epilogue fusion it had). A dynamic function stays as it is (the normalisations'
     views are sized statically)."""
-    if declared_ranges(f):
-        return f
     trial = f.clone()
     normalise(trial)
     before, after = len(find_attention(build_graph(f))), len(find_attention(build_graph(trial)))
@@ -365,8 +364,8 @@ def _expanded_operands(g: linalg.GenericOp, all_dims, new_dims, split):
     for k, (value, dims) in enumerate(zip(g.inputs, all_dims, strict=False)):
         src, made = _undone_collapse(value, [split.get(d) for d in dims])
         if made and _is_probabilities(value):
-            for view in made:
-                view.erase()  # (never inserted: drops its use of the value)
+            for view in reversed(made):
+                view.erase()  # (never inserted: drops its use of the value; users first)
             made = []
             src = _expanded_softmax(value, [split.get(d) for d in dims], views, {})
             if src is None:
@@ -415,11 +414,14 @@ def _expanded_generic(value, sizes, made: list[Operation], memo: dict, depth: in
     inputs = _expanded_inputs(op, all_dims, new_dims, split, made, memo, depth)
     shape = [x for r, n in enumerate(shape_of(value)) for x in (sizes[r] or [n])]
     t = TensorType(element_type(value.type), shape)
-    fill = _expanded_fill(op.outputs[0], t)
+    groups = _split_groups(sizes, shape_of(value))
+    fill = _expanded_fill(op.outputs[0], t, groups)
     if fill is None and isinstance(op.outputs[0].owner, tensor.EmptyOp):
-        empty = tensor.EmptyOp([], t)
-        fill = empty.tensor, [empty]
+        empty = _sized_empty(op.outputs[0], groups, t)
+        fill = empty[-1].results[0], empty
     if inputs is None or fill is None:
+        for o in reversed(fill[1] if fill is not None else []):
+            o.erase()  # (never inserted: an op made and dropped would hold uses)
         return None
     made += fill[1]
     new = _split_generic(op, inputs, fill[0], t, rank, new_dims, new_index)
@@ -445,17 +447,17 @@ def _expanded_inputs(op, all_dims, new_dims, split, made, memo, depth):
         vsizes = [split.get(d) for d in dims]
         src, views = _undone_collapse(v, vsizes)
         if views and not contraction and isinstance(v.owner, linalg.GenericOp):
-            for view in views:
-                view.erase()
+            for view in reversed(views):
+                view.erase()  # (never inserted; users first)
             views, src = [], _expanded_softmax(v, vsizes, made, memo, depth - 1)
             if src is None:
                 return None
         if src is not v and (perm := _pure_permutation(src)) is not None:
             src, new_dims[k] = src.owner.inputs[0], [new_dims[k][p] for p in perm]
         elif contraction and (through := _through_expanded_copy(src)) is not None:
-            view, perm = through  # nanoGPT's K^T copy, split into heads by a view
-            src, new_dims[k] = view.result, [new_dims[k][p] for p in perm]
-            views.append(view)
+            ops, perm = through  # nanoGPT's K^T copy, split into heads by a view
+            src, new_dims[k] = ops[-1].results[0], [new_dims[k][p] for p in perm]
+            views += ops
         made += views
         inputs.append(src)
     return inputs
@@ -478,7 +480,32 @@ def _through_expanded_copy(value):
         shape += [out_shape[n] for n in groups[r]]
         expanded_perm += groups[r]
     t = TensorType(element_type(x.type), shape)
-    return tensor.ExpandShapeOp(x, [], reassociation(new_groups), shape, t), expanded_perm
+    return _sized_expansion(x, new_groups, shape, t), expanded_perm
+
+
+def _sized_expansion(value: SSAValue, groups: list[list[int]], shape: list[int],
+                     t: TensorType) -> list[Operation]:  # fmt: skip
+    """An expand_shape of `value` into `t`, the dynamic sizes (one a group: the
+    splits here are of static sizes) computed from `value`'s: the ops, the view last."""
+    made, sizes = expand_sizes(value, groups, shape)
+    return [*made, tensor.ExpandShapeOp(value, sizes, reassociation(groups), shape, t)]
+
+
+def _sized_empty(like_value: SSAValue, groups: list[list[int]], t: TensorType) -> list[Operation]:
+    """A `tensor.empty` of `t`, the expansion by `groups` of `like_value`'s shape, its
+    dynamic sizes read from `like_value`: the ops, the empty last."""
+    made, sizes = expand_sizes(like_value, groups, list(t.get_shape()))
+    return [*made, tensor.EmptyOp(sizes, t)]
+
+
+def _split_groups(sizes: list[list[int] | None], shape: Sequence[int]) -> list[list[int]]:
+    """The reassociation of each dim `r` of `shape` split into `sizes[r]` (None: kept)."""
+    groups, at = [], 0
+    for r, n in enumerate(shape):
+        k = len(sizes[r] or [n])
+        groups.append(list(range(at, at + k)))
+        at += k
+    return groups
 
 
 def _unary_chain(value) -> list[linalg.GenericOp]:
@@ -544,8 +571,8 @@ def _undone_collapse(value, sizes: list[list[int] | None]):
         groups.append(list(range(len(out_shape), len(out_shape) + len(part))))
         out_shape += part
     t = TensorType(element_type(value.type), out_shape)
-    view = tensor.ExpandShapeOp(value, [], reassociation(groups), out_shape, t)
-    return view.result, [view]
+    made = _sized_expansion(value, groups, out_shape, t)
+    return made[-1].results[0], made
 
 
 def _pure_permutation(value) -> list[int] | None:
@@ -608,28 +635,30 @@ def _is_probabilities(value) -> bool:
 def _expanded_init(init, e: tensor.ExpandShapeOp, t: TensorType):
     """The output's init in the expanded shape (`t`): a fill of it, or an
     expand_shape view."""
-    fill = _expanded_fill(init, t)
+    groups = [[d.value.data for d in g.data] for g in e.reassociation.data]  # pyright: ignore
+    fill = _expanded_fill(init, t, groups)
     if fill is not None:
         return fill
-    view = tensor.ExpandShapeOp(init, [], e.reassociation, list(t.get_shape()), t)
-    return view.result, [view]
+    made = _sized_expansion(init, groups, list(t.get_shape()), t)
+    return made[-1].results[0], made
 
 
-def _expanded_fill(init, t: TensorType):
-    """A fill generic (`init`'s producer) made again in the shape `t`, or None."""
+def _expanded_fill(init, t: TensorType, groups: list[list[int]]):
+    """A fill generic (`init`'s producer) made again in the shape `t` (`init`'s
+    expanded by `groups`), or None."""
     fill = init.owner
     if isinstance(fill, linalg.GenericOp) and len(fill.inputs) == 1 and \
             not isinstance(fill.inputs[0].type, TensorType) and \
             isinstance(y := fill.body.block.last_op, linalg.YieldOp) and \
             y.operands[0] is fill.body.block.args[0]:  # fmt: skip
-        empty = tensor.EmptyOp([], t)
+        *sizing, empty = _sized_empty(init, groups, t)
         rank = len(t.get_shape())
         new = linalg.GenericOp(
-            [fill.inputs[0]], [empty.tensor], fill.body.clone(),
+            [fill.inputs[0]], [empty.results[0]], fill.body.clone(),
             [AffineMapAttr(AffineMap(rank, 0, ())), AffineMapAttr(AffineMap.identity(rank))],
             [IteratorTypeAttr(IteratorType.PARALLEL)] * rank, [t],
         )  # fmt: skip
-        return new.results[0], [empty, new]
+        return new.results[0], [*sizing, empty, new]
     return None
 
 
