@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import statistics
 import time
 from pathlib import Path
 
@@ -70,31 +69,9 @@ def state_of(model: torch.nn.Module) -> list[torch.Tensor]:
     return state
 
 
-def compiles(program) -> int:
-    total = 0
-    for name in program.python.KERNELS:
-        k = getattr(program.python, name)
-        k = getattr(k, "kernel", k)
-        for caches in getattr(k, "device_caches", {}).values():
-            total += len(caches[0])
-    return total
-
-
-def time_call(fn, args, rounds: int = 20) -> float:
-    flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
-    times = []
-    for _ in range(rounds):
-        flush.zero_()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn(*args)
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
-
-
 def run(folder: Path, json_out: str | None) -> None:
+    from dynamic_lengths import compiles, time_call  # (this folder: run as a script)
+
     import tilefuse.runtime as tf
     from tilefuse.ir.dynamic import DimRange
 
