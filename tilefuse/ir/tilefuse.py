@@ -400,6 +400,10 @@ IN_BOUNDS = "tilefuse.in_bounds"
 """On a tile program's `tensor.extract`: every index is proven inside its dim (the
 printer loads without clamping, so contiguous indices stay vector loads)."""
 
+IN_BOUNDS_AXES = "tilefuse.in_bounds_axes"
+"""On a `tilefuse.load`: `array<i64: ...>`, the axes of its tile proven inside the
+tensor (a loop over the whole chunks of a dynamic dim): the printer masks none of them."""
+
 SAME_SIZES = "tilefuse.same_sizes"
 """On a group: lists of `array<i64: input, axis>` whose dynamic sizes its kernel
 reads as one (a loop of its tile program): the host checks they agree before the

@@ -110,6 +110,7 @@ from tilefuse.ir.structured import (
 )
 from tilefuse.ir.tilefuse import (
     IN_BOUNDS,
+    IN_BOUNDS_AXES,
     SAME_SIZES,
     SERVES,
     STATIC_SIZES,
@@ -368,6 +369,9 @@ class TileProgramBuilder:
         self.scalars: dict[SSAValue, SSAValue] = {}
         self.decided: dict[tuple[int, SSAValue], bool] = {}
         """Conditions known in the loop being built (`_below_diagonal`)."""
+        self.whole_chunks: set[int] = set()
+        """Dynamic dims whose chunks lie inside the tensor in the loop being built
+        (`_emit_online`'s loop before the last chunk): no masks along them."""
 
     def _zero_padding(self) -> dict[Node, set[int]]:
         """Per node, the shared dims past whose end its outputs must be 0: those a
@@ -547,6 +551,9 @@ class TileProgramBuilder:
                 shape = [self._block_of(d, home) for d in dims]
                 tile = TensorType(value.type.get_element_type(), shape)
                 load = LoadOp(self.args[value], offsets, tile)
+                inside = [i for i, d in enumerate(dims) if d in self.whole_chunks]
+                if inside:
+                    load.attributes[IN_BOUNDS_AXES] = DenseArrayBase.from_list(i64, inside)
                 home.block.add_op(load)
                 home.memo[key] = load.result
             return home.memo[key]
@@ -620,10 +627,21 @@ class TileProgramBuilder:
         carried += [self.materialize(r.s.outputs[0], outer, outer) for r in linear]
         lb, ub = self._index(outer, 0), self._key_end(sm, outer)
         split = self._below_diagonal(sm, outer, ub)
+        (t,) = self.loops
         if split is not None:
             end, self.decided = split
             carried = self._online_loop(a, linear, lb, end, carried, outer)
             self.decided, lb = {}, end
+        elif t.dynamic:
+            # The whole chunks of a dynamic key dim first, without masks (the keys
+            # there are: a mask per element of every chunk costs a third of the
+            # kernel), then the last, partial one masked.
+            chunks = arith.DivSIOp(ub, self._index(outer, t.block))
+            end = arith.MuliOp(chunks.result, self._index(outer, t.block))
+            outer.block.add_ops([chunks, end])
+            self.whole_chunks = {t.dim}
+            carried = self._online_loop(a, linear, lb, end.result, carried, outer)
+            self.whole_chunks, lb = set(), end.result
         results = self._online_loop(a, linear, lb, ub, carried, outer)
         for node, res in zip([a, *linear], results, strict=True):
             outer.memo[node.op.results[0]] = res
@@ -988,7 +1006,8 @@ class TileProgramBuilder:
         return ops, sel.result
 
     def _is_partial(self, node: Node, loop: int) -> bool:
-        return self.tiles[self.dims.of[(node.index, loop)]].partial
+        dim = self.dims.of[(node.index, loop)]
+        return self.tiles[dim].partial and dim not in self.whole_chunks
 
     def _store(self, value: SSAValue, dest: SSAValue, outer: _Scope) -> None:
         if not self._varies_in_loop(value):

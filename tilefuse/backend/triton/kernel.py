@@ -54,6 +54,7 @@ from tilefuse.ir.dtypes import dtype_bytes
 from tilefuse.ir.structured import as_structured, element_type
 from tilefuse.ir.tilefuse import (
     GRID,
+    IN_BOUNDS_AXES,
     WHOLE,
     GroupOp,
     LoadOp,
@@ -515,7 +516,9 @@ class KernelPrinter(Emitter):
             self.bind(op.result, f"{desc}.load([{at}])", kept_shape(op.result.type),
                       hint=self.base.get(op.source))  # fmt: skip
             return
-        ptr, mask = self._addressing(op.source, op.offsets, tile)
+        inside = op.attributes.get(IN_BOUNDS_AXES)
+        ptr, mask = self._addressing(op.source, op.offsets, tile,
+                                     inside.get_values() if inside is not None else ())  # pyright: ignore
         masked = f", mask={mask}, other=0.0" if mask else ""
         # Tiles only multiplied by tl.dot stay in their storage type.
         dot = _only_dot_operand(op.result)
@@ -643,8 +646,10 @@ class KernelPrinter(Emitter):
                 f"strides=[{', '.join(strides)}], block_shape={list(tile)})")  # fmt: skip
         return self.descriptors[key]
 
-    def _addressing(self, tensor_value: SSAValue, offsets, tile: Sequence[int]) -> tuple[str, str]:
-        """Pointer and mask expressions for a tile of `tensor_value` at `offsets`.
+    def _addressing(self, tensor_value: SSAValue, offsets, tile: Sequence[int],
+                    inside: Sequence[int] = ()) -> tuple[str, str]:  # fmt: skip
+        """Pointer and mask expressions for a tile of `tensor_value` at `offsets`
+        (no mask along the axes `inside`: proven inside the tensor).
 
         Unit axes of the tile add a scalar offset; the others get an arange,
         expanded over the tile's non-unit axes only.
@@ -664,6 +669,8 @@ class KernelPrinter(Emitter):
             index = ", ".join(":" if j == i else "None" for j in kept)
             term = f"{o}[{index}]" if len(kept) > 1 else o
             ptr.append(f"{term} * {strides[i]}")
+            if i in inside:
+                continue
             if extent < 0:  # a dynamic dim: its size parameter
                 masks.append(f"({term} < {self.sizes[(tensor_value, i)]})")
             elif extent % size != 0:
