@@ -602,8 +602,13 @@ def test_a_dynamic_causal_attention_stops_its_key_loop_at_the_run_time_size():
     assert len(_launches(program)) == 1
     source = program.source
     assert "for k in range(0, 200" not in source and "k_n2" in source
-    loops = [s.strip() for s in source.splitlines() if s.strip().startswith("for k in range(")]
-    assert loops and all("200" not in s for s in loops), loops
+    lines = source[source.index("def fused_kernel_0("):].splitlines()
+    loops = [i for i, s in enumerate(lines) if s.strip().startswith("for k")]
+    assert len(loops) == 2 and all("200" not in lines[i] for i in loops), loops
+    # below the diagonal and inside the keys there are: neither mask in the first loop
+    first = lines[loops[0] + 1 : loops[1]]
+    assert not any("k_n2" in s or ', float("-inf"))' in s for s in first), first  # (no select)
+    assert any("< k_n2)" in s for s in lines[loops[1] + 1 :])
     for n in (1, 2, 17, 64, 65, 130, 200):
         inputs = random_inputs(module, seed=n, sizes=dict.fromkeys(ranges, n))
         (got,) = program(*[on_device(np.asarray(x, np.float32)) for x in inputs])

@@ -630,8 +630,14 @@ class TileProgramBuilder:
         (t,) = self.loops
         if split is not None:
             end, self.decided = split
+            if t.dynamic:  # below the diagonal and inside the keys there are: no mask at all
+                chunks = arith.DivSIOp(ub, self._index(outer, t.block))
+                whole = arith.MuliOp(chunks.result, self._index(outer, t.block))
+                inside = arith.MinSIOp(end, whole.result)
+                outer.block.add_ops([chunks, whole, inside])
+                end, self.whole_chunks = inside.result, {t.dim}
             carried = self._online_loop(a, linear, lb, end, carried, outer)
-            self.decided, lb = {}, end
+            self.decided, self.whole_chunks, lb = {}, set(), end
         elif t.dynamic:
             # The whole chunks of a dynamic key dim first, without masks (the keys
             # there are: a mask per element of every chunk costs a third of the
