@@ -129,8 +129,19 @@ def planning_size(op: Operation) -> int:
         if isinstance(size := f.attributes.get(PLANNING_SIZE_ATTR), IntAttr):
             return size.data  # (a variant planned for the smaller sizes of the range)
         f = f.parent_op()
-    ranges = declared_ranges(f) if isinstance(f, func.FuncOp) else {}
-    return max((r.hi for r in ranges.values()), default=1)
+    return max((r.hi for r in _ranges_around(op).values()), default=1)
+
+
+def smallest_size(op: Operation) -> int:
+    """The smallest size a dynamic dim of the function holding `op` declares (1 if none)."""
+    return min((r.lo for r in _ranges_around(op).values()), default=1)
+
+
+def _ranges_around(op: Operation) -> dict[str, DimRange]:
+    f: Operation | None = op
+    while f is not None and not isinstance(f, func.FuncOp):
+        f = f.parent_op()
+    return declared_ranges(f) if isinstance(f, func.FuncOp) else {}
 
 
 def planned(sizes: Sequence[int], op: Operation) -> tuple[int, ...]:

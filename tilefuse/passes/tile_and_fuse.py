@@ -49,7 +49,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects import arith, cf, func, scf, tensor
+from xdsl.dialects import arith, cf, scf, tensor
 from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import (
     AffineMapAttr,
@@ -99,7 +99,7 @@ from tilefuse.analysis.tile_plan import (
 )
 from tilefuse.analysis.value_range import value_range
 from tilefuse.ir.diagnostics import CompileError, op_location, warn
-from tilefuse.ir.dynamic import PLANNING_SIZE_ATTR, declared_ranges, planning_size
+from tilefuse.ir.dynamic import PLANNING_SIZE_ATTR, planning_size, smallest_size
 from tilefuse.ir.structured import (
     IDENTITY,
     arg_reduction,
@@ -174,7 +174,7 @@ def plan_variants(group: GroupOp, target, budget: int | None) -> list[GroupOp]:
     if not any(d.dynamic for d in plan.dims) or group.tile_candidate is not None:
         return []
     hi = planning_size(group)
-    lo = min((r.lo for r in declared_ranges(_function_of(group)).values()), default=1)
+    lo = smallest_size(group)
     plans: list[tuple[int, tuple]] = [(hi, _plan_key(plan))]  # (planned at, the plan)
     for size in sorted((n for n in VARIANT_SIZES if lo <= n < hi), reverse=True):
         group.attributes[PLANNING_SIZE_ATTR] = IntAttr(size)
@@ -197,14 +197,6 @@ def plan_variants(group: GroupOp, target, budget: int | None) -> list[GroupOp]:
         group.attributes[VARIANTS] = ArrayAttr([v.sym_name for v in variants])
         group.attributes[SERVES] = DenseArrayBase.from_list(i64, [tops[-2] + 1, hi])
     return variants
-
-
-def _function_of(op: Operation) -> func.FuncOp:
-    f = op.parent_op()
-    while not isinstance(f, func.FuncOp):
-        assert f is not None
-        f = f.parent_op()
-    return f
 
 
 def plan_group(group: GroupOp, target, budget: int | None) -> tuple[Graph, SharedDims, TilePlan]:
@@ -631,10 +623,8 @@ class TileProgramBuilder:
         if split is not None:
             end, self.decided = split
             if t.dynamic:  # below the diagonal and inside the keys there are: no mask at all
-                chunks = arith.DivSIOp(ub, self._index(outer, t.block))
-                whole = arith.MuliOp(chunks.result, self._index(outer, t.block))
-                inside = arith.MinSIOp(end, whole.result)
-                outer.block.add_ops([chunks, whole, inside])
+                inside = arith.MinSIOp(end, self._whole_chunks_end(ub, outer))
+                outer.block.add_op(inside)
                 end, self.whole_chunks = inside.result, {t.dim}
             carried = self._online_loop(a, linear, lb, end, carried, outer)
             self.decided, self.whole_chunks, lb = {}, set(), end
@@ -642,16 +632,22 @@ class TileProgramBuilder:
             # The whole chunks of a dynamic key dim first, without masks (the keys
             # there are: a mask per element of every chunk costs a third of the
             # kernel), then the last, partial one masked.
-            chunks = arith.DivSIOp(ub, self._index(outer, t.block))
-            end = arith.MuliOp(chunks.result, self._index(outer, t.block))
-            outer.block.add_ops([chunks, end])
+            end = self._whole_chunks_end(ub, outer)
             self.whole_chunks = {t.dim}
-            carried = self._online_loop(a, linear, lb, end.result, carried, outer)
-            self.whole_chunks, lb = set(), end.result
+            carried = self._online_loop(a, linear, lb, end, carried, outer)
+            self.whole_chunks, lb = set(), end
         results = self._online_loop(a, linear, lb, ub, carried, outer)
         for node, res in zip([a, *linear], results, strict=True):
             outer.memo[node.op.results[0]] = res
             self.done.add(node)
+
+    def _whole_chunks_end(self, ub: SSAValue, outer: _Scope) -> SSAValue:
+        """The end of the whole chunks of the looped dim before `ub`: `(ub // B) * B`."""
+        (t,) = self.loops
+        chunks = arith.DivSIOp(ub, self._index(outer, t.block))
+        end = arith.MuliOp(chunks.result, self._index(outer, t.block))
+        outer.block.add_ops([chunks, end])
+        return end.result
 
     def _online_loop(self, a: Node, linear: list[Node], lb: SSAValue, ub: SSAValue,
                      carried: list[SSAValue], outer: _Scope) -> list[SSAValue]:  # fmt: skip
