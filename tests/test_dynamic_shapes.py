@@ -31,7 +31,7 @@ from tilefuse.runtime import compile as compile_program
 TORCH = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 
-SIZES = (1, 2, 3, 7, 13, 15, 16, 17, 31, 32, 33, 63, 64, 65)
+SIZES = (1, 2, 3, 7, 13, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129)
 """1, 2, primes, 2^k - 1, 2^k, 2^k + 1 (the range ends are added per case)."""
 
 CASES = [  # sample, its dynamic dim, the range declared
@@ -151,10 +151,10 @@ KERNELS = {  # launches of each compiled dynamic form (the static sample's, less
     "linear_bias_relu-M": 1, "mlp-M": 2, "attention-S": 1,
     "transformer_block-S": 9, "conv_bias_relu-N": 1,
 }  # fmt: skip
-VARIANTS = {  # kernels planned for the sizes up to 64 (tile-and-fuse's VARIANT_SIZES)
-    "softmax-N": {"fused_kernel_0_v0": (1, 64), "fused_kernel_0": (65, 512)},  # a row whole
-    "linear_bias_relu-M": {"fused_kernel_0_v0": (1, 64), "fused_kernel_0": (65, 1024)},
-    "mlp-M": {"fused_kernel_0_v0": (1, 64), "fused_kernel_0": (65, 256)},  # the first GEMM
+VARIANTS = {  # kernels planned for the sizes up to 128 (tile-and-fuse's VARIANT_SIZES)
+    "softmax-N": {"fused_kernel_0_v0": (1, 128), "fused_kernel_0": (129, 512)},  # a row whole
+    "linear_bias_relu-M": {"fused_kernel_0_v0": (1, 128), "fused_kernel_0": (129, 1024)},
+    "mlp-M": {"fused_kernel_0_v0": (1, 128), "fused_kernel_0": (129, 256)},  # the first GEMM
 }  # fmt: skip
 
 
@@ -563,21 +563,21 @@ def test_the_report_shows_each_variant_and_the_sizes_it_serves():
     _, module, _ = _dynamic("linear_bias_relu", "M", 1024)
     report = analyze_program(module, "h200")
     tiles = dict(report.tiles)
-    assert tiles["fused_kernel_0_v0"].endswith("; serves sizes 1..64 (a variant of fused_kernel_0)")
-    assert tiles["fused_kernel_0"].endswith("; serves sizes 65..1024")
+    assert tiles["fused_kernel_0_v0"].endswith("; serves sizes 1..128 (a variant of fused_kernel_0)")
+    assert tiles["fused_kernel_0"].endswith("; serves sizes 129..1024")
     assert tiles["fused_kernel_0_v0"].split(";")[0] != tiles["fused_kernel_0"].split(";")[0]
     text = format_report(report)
     assert "1 kernel variant(s) tiled for smaller sizes" in text
-    assert "serves sizes 1..64" in text
+    assert "serves sizes 1..128" in text
 
 
 def test_a_variant_is_launched_for_the_sizes_it_serves():
     """The host picks the kernel from the launch's largest dynamic size (the
-    numerics of both sides of 64: test_a_dynamic_sample_compiles_once...)."""
+    numerics of both sides of 128: test_a_dynamic_sample_compiles_once...)."""
     _, module, _ = _dynamic("linear_bias_relu", "M", 1024)
     program = compile_program(module)
     lines = program.source.splitlines()
-    at = next(i for i, s in enumerate(lines) if "if size <= 64:" in s)
+    at = next(i for i, s in enumerate(lines) if "if size <= 128:" in s)
     assert "fused_kernel_0_v0[" in lines[at + 1] and lines[at + 2].strip() == "else:"
     assert "fused_kernel_0[" in lines[at + 3]
 

@@ -158,15 +158,15 @@ def _with_dynamic_dims(graph: Graph, dims: SharedDims, plan: TilePlan) -> TilePl
     """The plan made at the planning sizes, its dynamic dims marked: each is split
     across programs or looped over with a run-time trip count; one held whole has
     a block of at least its planning size (the largest declared range end), and
-    the host checks the run-time size against that block at every launch. One
-    kernel launches one program per tile (the persistent lowering's tile count is
-    static)."""
+    the host checks the run-time size against that block at every launch. A
+    persistent plan keeps its programs: the host launches as many or, for fewer
+    tiles at run time, one per tile."""
     dynamic = {d.id for d in dims.dims if d.dynamic}
     if not dynamic:
         return plan
     tiles = tuple(replace(t, dynamic=t.dim in dynamic) for t in plan.dims)
     assert all(t.block >= t.extent for t in tiles if t.dynamic and t.mode == WHOLE)
-    return replace(plan, dims=tiles, persistent=0)
+    return replace(plan, dims=tiles)
 
 
 def _check_no_split_reduction(graph: Graph, dims: SharedDims, plan: TilePlan) -> None:

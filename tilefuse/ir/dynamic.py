@@ -43,26 +43,35 @@ PLANNING_SIZE_ATTR = "tilefuse.planning_size"
 
 @dataclass(frozen=True)
 class DimRange:
-    """The sizes a dynamic dim may take, `lo` to `hi` inclusive."""
+    """The sizes a dynamic dim may take, `lo` to `hi` inclusive, each a multiple of
+    `divisor` (1: any size)."""
 
     lo: int
     hi: int
+    divisor: int = 1
 
     def __post_init__(self) -> None:
         if not 1 <= self.lo <= self.hi:
             raise ValueError(f"a dim range needs 1 <= LO <= HI, got {self.lo}:{self.hi}")
+        if self.divisor < 1 or self.lo % self.divisor or self.hi % self.divisor:
+            raise ValueError(f"a dim range's LO and HI are multiples of its divisor, got {self}")
 
     def __str__(self) -> str:
-        return f"{self.lo}:{self.hi}"
+        return f"{self.lo}:{self.hi}" + (f":{self.divisor}" if self.divisor > 1 else "")
+
+    def holds(self, size: int) -> bool:
+        return self.lo <= size <= self.hi and size % self.divisor == 0
 
 
 def parse_range(text: str) -> tuple[str, DimRange]:
-    """`"x.0=1:65536"` -> ("x.0", DimRange(1, 65536)); ValueError when malformed."""
+    """`"x.0=1:65536"` -> ("x.0", DimRange(1, 65536)); `"x.0=16:4096:16"`: sizes that
+    are multiples of 16 too. ValueError when malformed."""
     name, eq, span = text.partition("=")
-    lo, colon, hi = span.partition(":")
-    if not eq or not colon or not name or not lo.isdigit() or not hi.isdigit():
-        raise ValueError(f"a dim range is NAME=LO:HI (x.0=1:4096), got {text!r}")
-    return name, DimRange(int(lo), int(hi))
+    parts = span.split(":")
+    if not eq or not name or len(parts) not in (2, 3) or not all(p.isdigit() for p in parts):
+        raise ValueError(f"a dim range is NAME=LO:HI or NAME=LO:HI:DIVISOR (x.0=1:4096, "
+                         f"x.0=16:4096:16), got {text!r}")  # fmt: skip
+    return name, DimRange(*map(int, parts))
 
 
 def argument_name(f: func.FuncOp, i: int) -> str:
@@ -102,9 +111,12 @@ def set_ranges(f: func.FuncOp, ranges: Mapping[str, DimRange]) -> None:
         raise CompileError(
             f"'func.func' op has dynamic dims {', '.join(missing)} without a range: declare "
             f"each (dim_ranges={{{missing[0]!r}: DimRange(LO, HI)}})", op_location(f))  # fmt: skip
-    f.attributes[RANGES_ATTR] = DictionaryAttr(
-        {n: ArrayAttr([IntAttr(ranges[n].lo), IntAttr(ranges[n].hi)]) for n in names}
-    )
+    f.attributes[RANGES_ATTR] = DictionaryAttr({n: _range_attr(ranges[n]) for n in names})
+
+
+def _range_attr(r: DimRange) -> ArrayAttr:
+    """`[lo, hi]`, or `[lo, hi, divisor]` with a divisor."""
+    return ArrayAttr([IntAttr(n) for n in (r.lo, r.hi, *((r.divisor,) if r.divisor > 1 else ()))])
 
 
 def is_dynamic(module: ModuleOp) -> bool:
@@ -159,8 +171,7 @@ def declared_ranges(f: func.FuncOp) -> dict[str, DimRange]:
     out = {}
     for name, value in attr.data.items():
         assert isinstance(value, ArrayAttr)
-        lo, hi = (v.data for v in value.data)  # pyright: ignore
-        out[name] = DimRange(lo, hi)
+        out[name] = DimRange(*(v.data for v in value.data))  # pyright: ignore
     return out
 
 
@@ -177,6 +188,8 @@ def check_sizes(f: func.FuncOp, shapes: Sequence[tuple[int, ...]]) -> None:
             raise CompileError(f"argument {i} has shape {tuple(shape)}, expected {want}")
         for d, (s, e) in enumerate(zip(shape, expected, strict=True)):
             name = f"{argument_name(f, i)}.{d}"
-            if e == DYNAMIC_INDEX and name in ranges and not ranges[name].lo <= s <= ranges[name].hi:
-                raise CompileError(f"argument {i} has {name} = {s}, outside its declared "
-                                   f"range {ranges[name]}")  # fmt: skip
+            if e == DYNAMIC_INDEX and name in ranges and not ranges[name].holds(s):
+                r = ranges[name]
+                what = (f"not a multiple of {r.divisor} (its declared range {r})"
+                        if r.lo <= s <= r.hi else f"outside its declared range {r}")  # fmt: skip
+                raise CompileError(f"argument {i} has {name} = {s}, {what}")

@@ -87,6 +87,7 @@ from tilefuse.analysis.dataflow import (
     recompute_refusal,
     shared_dims,
 )
+from tilefuse.analysis.dim_facts import group_facts
 from tilefuse.analysis.dot import allowing_tf32, grid_dot
 from tilefuse.analysis.patterns import OnlineSoftmax, find_online_softmax
 from tilefuse.analysis.tile_plan import (
@@ -139,11 +140,14 @@ class TileAndFusePass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target = get_target(self.target)
         budget = self.smem_budget or None
-        for group in [g for g in op.walk() if isinstance(g, GroupOp)]:
+        groups = [g for g in op.walk() if isinstance(g, GroupOp)]
+        # (before any group is tiled: facts read the groups' bodies)
+        smallest = {group: own_planning_size(group) for group in groups}
+        for group in groups:
             if any(isinstance(o, TileGridOp) for o in group.entry.ops):
                 continue
             try:
-                for g in [*plan_variants(group, target, budget), group]:
+                for g in [*plan_variants(group, target, budget, smallest[group]), group]:
                     tile_group(g, target, budget)
                     for grid in g.grids if self.allow_tf32 else ():
                         grid.plan = allowing_tf32(grid.plan) if grid.plan is not None else None
@@ -154,10 +158,28 @@ class TileAndFusePass(ModulePass):
                 group.untiled = StringAttr(e.message)
 
 
-VARIANT_SIZES = (64, 1024)
+def own_planning_size(group: GroupOp) -> int:
+    """Price a kernel with dynamic sizes at its own largest one (`dim_facts`) where
+    that is not the function's largest declared range end: the rows of B sequences
+    of up to T tokens at B x T (`PLANNING_SIZE_ATTR`). Returns the smallest size its
+    dynamic dims take (the function's smallest declared one if unknown)."""
+    facts = group_facts(group)
+    if facts is None:
+        return smallest_size(group)
+    if PLANNING_SIZE_ATTR not in group.attributes and facts.hi != planning_size(group):
+        group.attributes[PLANNING_SIZE_ATTR] = IntAttr(max(facts.hi, 1))
+    return max(facts.lo, 1)
+
+
+VARIANT_SIZES = (128, 1024)
 """Besides the range end, the planning sizes a kernel with dynamic sizes is planned
 at; where the plan differs, a variant serves the sizes up to that one. At most
-three variants a kernel (issue 18): a GEMM's M of 8 is not tiled as one of 8192."""
+three variants a kernel (issue 18): a GEMM's M of 8 is not tiled as one of 8192.
+Measured (H200, linear bf16 K 4096 N 11008, `tools/experiments/dynamic_gaps.py`,
+docs/PERF.md): the plan made at M = 128 is within 2% of each static plan for every
+M <= 128 (memory-bound: the weights' reads), the one at 1024 within 2% at 1024 and
+faster than the static one at 256; at 512 it is 13% slower (the static 128 x 128
+tiles fill more waves: a fourth kernel)."""
 
 
 def _plan_key(plan: TilePlan) -> tuple:
@@ -165,7 +187,7 @@ def _plan_key(plan: TilePlan) -> tuple:
             plan.group_m)  # fmt: skip
 
 
-def plan_variants(group: GroupOp, target, budget: int | None) -> list[GroupOp]:
+def plan_variants(group: GroupOp, target, budget: int | None, lo: int | None = None) -> list[GroupOp]:
     """For a group with dynamic sizes whose plan differs at the smaller planning
     sizes of `VARIANT_SIZES`: a copy of the group before it for each (named
     `<name>_v<k>`, planned at that size); the group serves the sizes above the
@@ -174,12 +196,15 @@ def plan_variants(group: GroupOp, target, budget: int | None) -> list[GroupOp]:
     if not any(d.dynamic for d in plan.dims) or group.tile_candidate is not None:
         return []
     hi = planning_size(group)
-    lo = smallest_size(group)
+    lo = smallest_size(group) if lo is None else lo
     plans: list[tuple[int, tuple]] = [(hi, _plan_key(plan))]  # (planned at, the plan)
+    own = group.attributes.get(PLANNING_SIZE_ATTR)  # (`own_planning_size`'s, if any)
     for size in sorted((n for n in VARIANT_SIZES if lo <= n < hi), reverse=True):
         group.attributes[PLANNING_SIZE_ATTR] = IntAttr(size)
         key = _plan_key(plan_group(group, target, budget)[2])
         del group.attributes[PLANNING_SIZE_ATTR]
+        if own is not None:
+            group.attributes[PLANNING_SIZE_ATTR] = own
         if key != plans[-1][1]:
             plans.append((size, key))
     tops = [n for n, _ in reversed(plans)]  # ascending: each variant serves up to its size

@@ -182,6 +182,8 @@ class HostPrinter:
         lines += self._size_checks(g, sig, size_of)
         programs = " * ".join([*([str(sig.programs)] if sig.programs != 1 or not sig.grid_sizes else []),
                                *(f"triton.cdiv({size_of[n]}, {b})" for n, b in sig.grid_sizes)])
+        if sig.grid_sizes and sig.persistent:  # (a persistent kernel: one program per tile at most)
+            programs = f"min({programs}, {sig.persistent})"
         lines.append(f"    {sig.name}[({programs},)]({', '.join(call)}, "
                      f"num_warps={sig.num_warps}, num_stages={sig.num_stages})")  # fmt: skip
         return lines

@@ -232,6 +232,8 @@ class KernelPrinter(Emitter):
         """(tensor, tile shape) -> the TMA descriptor loading such tiles of it."""
         self.preamble: list[str] = []
         """Lines before the tile loop (descriptors: made once per program)."""
+        self.counts: dict[TileGridOp, list[str]] = {}
+        """A dynamic grid's programs per dim (`_counts`)."""
 
     def _base_name(self, v: SSAValue) -> str:
         """A tensor parameter's stem, from the name of the value the group is
@@ -301,7 +303,10 @@ class KernelPrinter(Emitter):
     def print(self) -> tuple[str, KernelSignature]:
         self.assign("pid", "tl.program_id(0)")
         if self.persistent:
-            tiles = math.prod(self.grid.grid_shape)
+            # (a dynamic grid: its run-time tile count; the host launches at most
+            # `persistent` programs, one per tile when there are fewer tiles)
+            tiles = (self._product(self._counts(self.grid), range(len(self.grid.grid_shape))) or 1
+                     if self.grid.sizes else math.prod(self.grid.grid_shape))  # fmt: skip
             # (Triton pipelines the K loop across tiles when it is the only loop)
             loops = sum(isinstance(op, scf.ForOp) for op in self.grid.body.block.ops)
             self.emit(f"for tile_id in tl.range(pid, {tiles}, {self.persistent}, "
@@ -351,7 +356,7 @@ class KernelPrinter(Emitter):
             return KernelSignature(
                 self.name, tuple(params), grid.num_warps.value.data, grid.num_stages.value.data,
                 static, tuple((n, b) for n, b, m in dynamic if m == GRID),
-                tuple((n, b) for n, b, m in dynamic if m == WHOLE))  # fmt: skip
+                tuple((n, b) for n, b, m in dynamic if m == WHOLE), self.persistent)  # fmt: skip
         programs = self.persistent or sum(math.prod(g.grid_shape) for g in self.grids)
         return KernelSignature(self.name, tuple(params), grid.num_warps.value.data,
                                grid.num_stages.value.data, programs)  # fmt: skip
@@ -446,12 +451,10 @@ class KernelPrinter(Emitter):
     def _dynamic_program_ids(self, grid: TileGridOp, pid: str) -> None:
         """Program ids of a grid whose counts are run-time (`tl.cdiv` of a size by the
         block, named once): row-major, or M and N in grouped order."""
-        counts = [c if c.isdigit() else self.assign(self.names.fresh(f"programs_{k}"), c)
-                  for k, c in enumerate(self.grid_counts(grid))]  # fmt: skip
+        counts = self._counts(grid)
 
         def product(ks) -> str:
-            factors = [counts[k] for k in ks if counts[k] != "1"]
-            return " * ".join(factors) if len(factors) < 2 else f"({' * '.join(factors)})"
+            return self._product(counts, ks)
 
         ids, plan = grid.program_ids, grid.plan
         swizzle = plan.swizzle if plan is not None else None
@@ -469,6 +472,21 @@ class KernelPrinter(Emitter):
             whole = f"({outer} // {later})" if later else outer
             div = whole if k == rest[0] else f"{whole} % {counts[k]}"
             self.bind(ids[k], div, hint=f"pid_{k}")
+
+    def _counts(self, grid: TileGridOp) -> list[str]:
+        """`grid_counts`, each run-time one named once (before a persistent tile loop:
+        its bound)."""
+        if grid not in self.counts:
+            self.counts[grid] = [
+                c if c.isdigit() else self.assign(self.names.fresh(f"programs_{k}"), c)
+                for k, c in enumerate(self.grid_counts(grid))]  # fmt: skip
+        return self.counts[grid]
+
+    @staticmethod
+    def _product(counts: list[str], ks) -> str:
+        """The product of `counts` at `ks`, "" if all are 1."""
+        factors = [counts[k] for k in ks if counts[k] != "1"]
+        return " * ".join(factors) if len(factors) < 2 else f"({' * '.join(factors)})"
 
     def print_block(self, block: Block) -> None:
         for op in block.ops:
@@ -641,8 +659,9 @@ class KernelPrinter(Emitter):
             name = self.names.fresh(f"{self.base[source]}_desc")
             strides = [*self.strides[source][:-1], "1"]
             self.descriptors[key] = name
+            dims = [str(n) if n >= 0 else self.sizes[(source, i)] for i, n in enumerate(shape)]
             self.preamble.append(
-                f"    {name} = tl.make_tensor_descriptor({self.ptr[source]}, shape={list(shape)}, "
+                f"    {name} = tl.make_tensor_descriptor({self.ptr[source]}, shape=[{', '.join(dims)}], "
                 f"strides=[{', '.join(strides)}], block_shape={list(tile)})")  # fmt: skip
         return self.descriptors[key]
 

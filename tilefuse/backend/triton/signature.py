@@ -81,6 +81,9 @@ class KernelSignature:
     whole_sizes: tuple[tuple[str, int], ...] = ()
     """Per dynamic dim held whole in every tile, (size parameter, block): the kernel
     is right for sizes up to the block (the host checks at launch)."""
+    persistent: int = 0
+    """With `grid_sizes`: a persistent kernel's programs (each loops over the tiles
+    `pid, pid + persistent, ...`); the launch has at most that many."""
 
     @property
     def unspecialized(self) -> tuple[str, ...]:

@@ -1,0 +1,157 @@
+"""
+What is known of a dynamic size: {min, max, divisor} facts (issue 18).
+
+The declared ranges bound the arguments' dynamic dims (`tilefuse.dim_ranges`);
+every other dynamic size of the program is made from them: a collapse multiplies
+its group's sizes (GPT-2's tokens `8 x ?` are rows `?` of up to 8 x 2048), a
+`tensor.empty` or `expand_shape` takes size values (`tensor.dim` and index
+arithmetic on it), a linalg result has its init's. `dim_facts` follows a dim to
+where it was made and computes its facts on the way back:
+
+```python
+dim_facts(rows, 0)      # DimFacts(lo=8, hi=16384, divisor=8)
+group_facts(group)      # the facts every dynamic dim of a kernel's tensors obeys
+```
+
+None where a step is not understood (the facts of the whole function then stand:
+`ir.dynamic.planning_size`). The tile planner prices a kernel at its own largest
+size (`tile_and_fuse`): a GEMM over the rows of a batch of sequences is planned at
+batch x the longest sequence, not at the longest sequence.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from xdsl.dialects import arith, func, tensor
+from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType
+from xdsl.ir import BlockArgument, Operation, SSAValue
+
+from tilefuse.ir.dynamic import argument_name, declared_ranges
+from tilefuse.ir.structured import made_size
+from tilefuse.ir.tilefuse import GroupOp, YieldOp
+
+
+@dataclass(frozen=True)
+class DimFacts:
+    """A size lies in `lo`..`hi` and is a multiple of `divisor`."""
+
+    lo: int
+    hi: int
+    divisor: int = 1
+
+    @staticmethod
+    def exact(n: int) -> DimFacts:
+        return DimFacts(n, n, max(n, 1))
+
+    def __mul__(self, other: DimFacts) -> DimFacts:
+        return DimFacts(self.lo * other.lo, self.hi * other.hi, self.divisor * other.divisor)
+
+    def __add__(self, other: DimFacts) -> DimFacts:
+        return DimFacts(self.lo + other.lo, self.hi + other.hi,
+                        math.gcd(self.divisor, other.divisor))  # fmt: skip
+
+    def floordiv(self, c: int) -> DimFacts:
+        return DimFacts(self.lo // c, self.hi // c, self.divisor // c if self.divisor % c == 0 else 1)
+
+    def ceildiv(self, c: int) -> DimFacts:
+        exact = self.divisor % c == 0
+        return DimFacts(-(-self.lo // c), -(-self.hi // c), self.divisor // c if exact else 1)
+
+    def join(self, other: DimFacts) -> DimFacts:
+        """Facts both sizes obey."""
+        return DimFacts(min(self.lo, other.lo), max(self.hi, other.hi),
+                        math.gcd(self.divisor, other.divisor))  # fmt: skip
+
+
+def dim_facts(value: SSAValue, axis: int, depth: int = 0) -> DimFacts | None:
+    """The facts of dim `axis` of tensor `value` (a dynamic one); None if unknown."""
+    shape = value.type.get_shape() if isinstance(value.type, TensorType) else ()
+    if axis < len(shape) and shape[axis] != DYNAMIC_INDEX:
+        return DimFacts.exact(shape[axis])
+    for _ in range(256):  # (a chain of views and ops; never a cycle in SSA)
+        if depth > 64:
+            return None
+        if isinstance(value, BlockArgument):
+            parent = value.block.parent_op()
+            if isinstance(parent, func.FuncOp):
+                r = declared_ranges(parent).get(f"{argument_name(parent, value.index)}.{axis}")
+                return DimFacts(r.lo, r.hi, r.divisor) if r is not None else None
+            if isinstance(parent, GroupOp) and value.index < len(parent.inputs):
+                value = parent.inputs[value.index]
+                continue
+            return None
+        op = value.owner
+        if isinstance(op, GroupOp):  # a kernel's result: as its body yields it
+            last = op.body.block.last_op
+            if not isinstance(last, YieldOp):
+                return None
+            value = last.operands[list(op.results).index(value)]
+            continue
+        if isinstance(op, tensor.CollapseShapeOp):
+            src = op.src
+            facts = DimFacts.exact(1)
+            for d in (d.value.data for d in op.reassociation.data[axis].data):  # pyright: ignore
+                f = dim_facts(src, d, depth + 1)
+                if f is None:
+                    return None
+                facts = facts * f
+            return facts
+        step = made_size(value, axis)
+        if step is None:
+            return None
+        if isinstance(step, tuple):
+            value, axis = step
+            shape = value.type.get_shape()  # pyright: ignore[reportAttributeAccessIssue]
+            if shape[axis] != DYNAMIC_INDEX:
+                return DimFacts.exact(shape[axis])
+            continue
+        return size_facts(step, depth + 1)
+    return None
+
+
+def size_facts(value: SSAValue, depth: int = 0) -> DimFacts | None:
+    """The facts of an index value: a read size (`tensor.dim`), a constant, or
+    products, sums and quotients by constants of such; None if unknown."""
+    op = value.owner
+    if depth > 64 or not isinstance(op, Operation):
+        return None
+    if isinstance(op, tensor.DimOp):
+        index = op.index.owner
+        if isinstance(index, arith.ConstantOp):
+            return dim_facts(op.source, index.value.value.data, depth + 1)  # pyright: ignore
+        return None
+    if isinstance(op, arith.ConstantOp):
+        n = getattr(op.value, "value", None)
+        return DimFacts.exact(n.data) if n is not None and n.data >= 0 else None  # pyright: ignore
+    if isinstance(op, arith.IndexCastOp):
+        return size_facts(op.input, depth + 1)
+    if isinstance(op, (arith.MuliOp, arith.AddiOp)):
+        a, b = size_facts(op.lhs, depth + 1), size_facts(op.rhs, depth + 1)
+        if a is None or b is None:
+            return None
+        return a * b if isinstance(op, arith.MuliOp) else a + b
+    if isinstance(op, (arith.DivUIOp, arith.DivSIOp, arith.FloorDivSIOp, arith.CeilDivUIOp,
+                       arith.CeilDivSIOp)):  # fmt: skip
+        a, c = size_facts(op.lhs, depth + 1), size_facts(op.rhs, depth + 1)
+        if a is None or c is None or c.lo != c.hi or c.lo <= 0:
+            return None
+        ceil = isinstance(op, (arith.CeilDivUIOp, arith.CeilDivSIOp))
+        return a.ceildiv(c.lo) if ceil else a.floordiv(c.lo)
+    return None
+
+
+def group_facts(group: GroupOp) -> DimFacts | None:
+    """Facts every dynamic dim of a kernel's tensors (inputs and results) obeys; None
+    if it has none or one is unknown."""
+    facts = None
+    for v in [*group.inputs, *group.results]:
+        for d, n in enumerate(v.type.get_shape()):  # pyright: ignore[reportAttributeAccessIssue]
+            if n != DYNAMIC_INDEX:
+                continue
+            f = dim_facts(v, d)
+            if f is None:
+                return None
+            facts = f if facts is None else facts.join(f)
+    return facts

@@ -1,0 +1,249 @@
+"""
+Where a dynamic program loses to the static build (issue 18), on the GPU.
+
+    python tools/experiments/dynamic_gaps.py [--parts gemm attention gpt2 dynamo]
+                                             [--gpt2 DIR] [--json OUT.json]
+
+- `gemm`: linear + bias + ReLU bf16 (K 4096, N 11008), M dynamic: one program per
+  planning size P (variants off: the plan at P serves every M <= P), each timed at the
+  M up to P, beside the static build at each M. The matrix says which plans to keep
+  as variants.
+- `attention`: bf16 B4 H32 D128, S dynamic 1:4096, at S = 1024: the dynamic kernel
+  as emitted and with one difference from the static kernel taken away at a time
+  (edits of the emitted source, each valid at S = 1024: the masked last chunk's loop,
+  the q/out masks, the run-time key bound, the run-time grid, the size arguments'
+  specialisation).
+- `gpt2`: the GPT-2 block of `dynamic_gpt2.py` (files of its `--export`): per-kernel
+  device times (torch profiler) of the dynamic program and the static build at each
+  bench T.
+- `dynamo`: `torch.compile(model, backend="tilefuse", dynamic=True)` on the same
+  block: compiles counted over 64 T, first-call time, timed at the bench T beside
+  eager and default torch.compile (torch-mlir needed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import random
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from dynamic_lengths import SAMPLES, inputs, time_call
+
+import tilefuse.passes.tile_and_fuse as tile_and_fuse
+import tilefuse.runtime as tf
+from tilefuse.frontend.program import load_program
+from tilefuse.frontend.specialize import dynamic_form, specialize
+from tilefuse.ir.dynamic import DimRange
+
+
+def best_of(fns: dict, args, rounds: int = 3) -> dict[str, float]:
+    for fn in fns.values():
+        fn(*args)
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(rounds):  # alternating rounds
+        for k, fn in fns.items():
+            times[k].append(time_call(fn, args))
+    return {k: round(min(v), 4) for k, v in times.items()}
+
+
+def tile_line(program) -> list[str]:
+    return [ln[2:] for ln in program.source.splitlines() if ln.startswith("# tile")]
+
+
+def gemm() -> dict:
+    text = specialize((SAMPLES / "linear_bias_relu.mlir").read_text(), {"K": 4096, "N": 11008},
+                      "bf16")  # fmt: skip
+    dyn = dynamic_form(text, "M")
+    module = load_program(dyn, dim_ranges={"x.0": DimRange(1, 16384)})
+    big = inputs(module, {"x.0": 16384}, torch.bfloat16)
+    ms = (1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 8192, 16384)  # (not K = 4096: specialize)
+    saved = tile_and_fuse.VARIANT_SIZES
+    tile_and_fuse.VARIANT_SIZES = ()
+    try:
+        plans = {p: tf.compile(dyn, dim_ranges={"x.0": DimRange(1, p)})
+                 for p in (16, 32, 64, 128, 256, 512, 1024, 16384)}  # fmt: skip
+    finally:
+        tile_and_fuse.VARIANT_SIZES = saved
+    variants = tf.compile(dyn, dim_ranges={"x.0": DimRange(1, 16384)})  # as compiled: its variants
+    out = {"plans": {p: tile_line(prog) for p, prog in plans.items()},
+           "variants": tile_line(variants), "rows": []}  # fmt: skip
+    for m in ms:
+        args = [big[0].narrow(0, 0, m).contiguous(), *big[1:]]
+        static = tf.compile(specialize(text, {"M": m}, None))
+        fns = {"static": static, **{f"P{p}": prog for p, prog in plans.items() if m <= p},
+               "variants": variants}  # fmt: skip
+        (want,) = static(*args)
+        for k, fn in fns.items():
+            (got,) = fn(*args)
+            assert torch.allclose(got.float(), want.float(), atol=2e-2, rtol=2e-2), (m, k)
+        row = {"M": m, "static_tile": tile_line(static), **best_of(fns, args)}
+        out["rows"].append(row)
+        print(json.dumps(row), flush=True)
+    return out
+
+
+def _load(source: str, name: str):
+    path = Path("/tmp") / f"gap_{name}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(f"gap_{name}", path)
+    mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    return mod
+
+
+def _edit(source: str, old: str, new: str) -> str:
+    assert old in source, old
+    return source.replace(old, new)
+
+
+def _no_tail(src: str) -> str:
+    start = src.index("    for k_2 in range(")
+    end = src.index("    t_16 = ")
+    return src[:start] + src[end:]
+
+
+ATTENTION_EDITS = {
+    "no_tail_loop": _no_tail,
+    "no_q_out_masks": lambda s: _edit(_edit(s, ", mask=mask, other=0.0)", ")"), ", mask=mask_3)", ")"),
+    "static_key_bound": lambda s: _edit(s, "range(0, ((k_n2 // 128) * 128), 128)", "range(0, 1024, 128)"),
+    "static_grid": lambda s: _edit(s, "programs_2 = tl.cdiv(q_n2, 128)", "programs_2 = 8"),
+    "sizes_specialised": lambda s: _edit(
+        s, "@triton.jit(do_not_specialize=['q_n2', 'k_n2', 'v_n2', 'out_n2'])\ndef fused_kernel_0(",
+        "@triton.jit\ndef fused_kernel_0("),
+}
+
+
+def attention() -> dict:
+    text = specialize((SAMPLES / "attention.mlir").read_text(), {"B": 4, "H": 32, "D": 128}, "bf16")
+    names = ["q.2", "k.2", "v.2"]
+    dyn = dynamic_form(text, "S")
+    program = tf.compile(dyn, dim_ranges={n: DimRange(1, 4096) for n in names})
+    module = load_program(dyn, dim_ranges={n: DimRange(1, 4096) for n in names})
+    args = inputs(module, dict.fromkeys(names, 1024), torch.bfloat16)
+    static = tf.compile(specialize(text, {"S": 1024}, None))
+    fns = {"static": static, "dynamic": program}
+    edited = {}
+    for name, edit in ATTENTION_EDITS.items():
+        edited[name] = edit(program.source)
+        fns[name] = _load(edited[name], name).attention
+    edited["all"] = program.source
+    for edit in ATTENTION_EDITS.values():
+        edited["all"] = edit(edited["all"])
+    fns["all_edits"] = _load(edited["all"], "all").attention
+    ref = static(*args)
+    ref = ref[0] if isinstance(ref, (tuple, list)) else ref
+    for k, fn in fns.items():
+        y = fn(*args)
+        y = y[0] if isinstance(y, (tuple, list)) else y
+        assert torch.allclose(y.float(), ref.float(), atol=2e-2, rtol=2e-2), k
+    out = best_of(fns, args, rounds=5)
+    out = {"S": 1024, "ms": out, "static_over": {k: round(out["static"] / v, 3) for k, v in out.items()}}
+    print(json.dumps(out), flush=True)
+    return out
+
+
+def kernel_times(fn, calls: int = 20) -> dict[str, float]:
+    from torch.profiler import ProfilerActivity, profile
+
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as p:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    total: dict[str, float] = defaultdict(float)
+    for e in p.events():
+        if e.device_type.name == "CUDA":
+            total[e.name] += e.device_time_total / calls
+    return {n: round(t, 1) for n, t in sorted(total.items(), key=lambda r: -r[1])}
+
+
+def gpt2(folder: Path) -> dict:
+    from dynamic_gpt2 import BATCH, BENCH, WIDTH, block, state_of
+
+    model = block().cuda()
+    state = state_of(model)
+    ranges = {n: DimRange(*r) for n, r in json.loads((folder / "ranges.json").read_text()).items()}
+    program = tf.compile(folder / "dynamic.mlir", dim_ranges=ranges)
+    out = {"dynamic_tiles": tile_line(program), "bench": []}
+    for t in BENCH:
+        static = tf.compile(folder / f"static_{t}.mlir")
+        x = torch.randn(BATCH, t, WIDTH, device="cuda", dtype=torch.bfloat16)
+        row = {"T": t, "static_tiles": tile_line(static),
+               "dynamic_us": kernel_times(lambda x=x: program(*state, x)),
+               "static_us": kernel_times(lambda s=static, x=x: s(*state, x))}  # fmt: skip
+        out["bench"].append(row)
+        print(json.dumps(row), flush=True)
+    return out
+
+
+def dynamo() -> dict:
+    from dynamic_gpt2 import BATCH, BENCH, T_MAX, WIDTH, block
+
+    from tilefuse.torch import backend
+
+    model = block().cuda()
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend=backend.tilefuse, dynamic=True)
+    rng = random.Random(0)
+    lengths = {2, 3, 15, 16, 17, 127, 128, 129, 1023, 1024, 1025, T_MAX, *BENCH}
+    while len(lengths) < 64:
+        lengths.add(rng.randint(2, T_MAX))
+    x0 = torch.randn(BATCH, 17, WIDTH, device="cuda", dtype=torch.bfloat16)
+    start = time.perf_counter()
+    with torch.no_grad():
+        compiled(x0)
+    torch.cuda.synchronize()
+    out = {"first_call_s": round(time.perf_counter() - start, 2)}
+    worst = 0.0
+    with torch.no_grad():
+        for t in sorted(lengths):
+            x = torch.randn(BATCH, t, WIDTH, device="cuda", dtype=torch.bfloat16)
+            y, ref = compiled(x), model(x)
+            worst = max(worst, float((y.float() - ref.float()).abs().max() / ref.float().abs().max()))
+    s = backend.STATS
+    out.update(lengths=len(lengths), tilefuse_compiles=s.compiles, compiled=s.compiled,
+               fallbacks=s.fallbacks, max_rel_error_vs_eager=round(worst, 5), bench=[])  # fmt: skip
+    print(json.dumps(out), flush=True)
+    default = torch.compile(model)
+    for t in BENCH:
+        x = torch.randn(BATCH, t, WIDTH, device="cuda", dtype=torch.bfloat16)
+        with torch.no_grad():
+            row = {"T": t, **best_of({"tilefuse_dynamic": compiled, "torch_compile": default,
+                                      "eager": model}, (x,))}  # fmt: skip
+        out["bench"].append(row)
+        print(json.dumps(row), flush=True)
+    out["tilefuse_compiles_after"] = backend.STATS.compiles
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[1])
+    ap.add_argument("--parts", nargs="*", default=["gemm", "attention", "gpt2", "dynamo"])
+    ap.add_argument("--gpt2", metavar="DIR", help="dynamic_gpt2.py --export's folder")
+    ap.add_argument("--json", metavar="OUT.json")
+    args = ap.parse_args()
+    results = {}
+    parts = {"gemm": gemm, "attention": attention, "gpt2": lambda: gpt2(Path(args.gpt2)),
+             "dynamo": dynamo}  # fmt: skip
+    for part in args.parts:
+        try:
+            results[part] = parts[part]()
+        except Exception as e:  # a part that fails leaves the others' numbers
+            results[part] = {"error": f"{type(e).__name__}: {e}"}
+            print(part, "failed:", results[part]["error"], flush=True)
+        if args.json:
+            Path(args.json).write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
