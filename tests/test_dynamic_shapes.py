@@ -267,6 +267,28 @@ def test_dim_ranges_parse_from_the_command_line_form():
             parse_range(bad)
     with pytest.raises(ValueError, match="1 <= LO <= HI"):
         parse_range("x.0=9:2")
+    assert parse_range("x.0=16:4096:16") == ("x.0", DimRange(16, 4096, 16))
+    assert str(DimRange(16, 4096, 16)) == "16:4096:16" and str(DimRange(1, 8)) == "1:8"
+    with pytest.raises(ValueError, match="multiples of its divisor"):
+        parse_range("x.0=1:4096:16")
+    with pytest.raises(ValueError, match="NAME=LO:HI or NAME=LO:HI:DIVISOR"):
+        parse_range("x.0=16:32:8:2")
+
+
+def test_a_declared_divisor_is_kept_and_checked_at_every_call():
+    """`16:64:16`: the sizes 16, 32, 48, 64 only; the attribute carries the divisor
+    and a call with another size is refused (compiled program and evaluator)."""
+    module = load_program(UPSTREAM, dim_ranges={"x.0": DimRange(16, 64, 16)})
+    assert declared_ranges(entry_function(module)) == {"x.0": DimRange(16, 64, 16)}
+    assert "x.0 = [#builtin.int<16>, #builtin.int<64>, #builtin.int<16>]" in str(module)
+    program = compile_program(module)
+    b = on_device(torch.zeros(6))
+    (y,) = program(on_device(torch.ones((32, 6))), b)
+    assert tuple(y.shape) == (32, 2, 3)
+    with pytest.raises(ArgumentError, match=r"x.0 = 40, not a multiple of 16 \(its declared range 16:64:16\)"):
+        program(on_device(torch.ones((40, 6))), b)
+    with pytest.raises(CompileError, match=r"x.0 = 8, outside its declared range 16:64:16"):
+        evaluate(module, [np.zeros((8, 6), np.float32), np.zeros(6, np.float32)])
 
 
 def test_the_dynamic_form_of_a_sample_is_refused_where_a_constant_needs_the_size():
@@ -629,3 +651,73 @@ def test_a_dynamic_attention_loops_over_its_whole_key_chunks_unmasked():
     first = lines[loops[0] + 1 : loops[1]]
     assert not any("k_n2" in s for s in first), first  # (D = 24 in tiles of 32: its mask stays)
     assert any("< k_n2)" in s for s in lines[loops[1] + 1 :])
+
+
+def test_a_dynamic_gemm_keeps_the_persistent_tma_lowering():
+    """A dynamic M: the Hopper lowering's persistent loop over the run-time tile
+    count (the host launches at most the planned programs, one per tile when there
+    are fewer), TMA descriptors of the run-time shape; through the kernels at sizes
+    below and above one wave of tiles."""
+    text = specialize((SAMPLES / "linear_bias_relu.mlir").read_text(), {"K": 128, "N": 512}, "bf16")
+    module = load_program(dynamic_form(text, "M"), dim_ranges={"x.0": DimRange(1, 8192)})
+    program = compile_program(module)
+    source = program.source
+    main = source[source.index("def fused_kernel_0("):]
+    assert "x_desc = tl.make_tensor_descriptor(x_ptr, shape=[x_n0, 128]" in main
+    assert "programs_0 = tl.cdiv(x_n0, 128)" in main
+    assert "for tile_id in tl.range(pid, (programs_0 * 4), 132, flatten=True):" in main
+    assert "fused_kernel_0[(min(4 * triton.cdiv(x.shape[0], 128), 132),)](" in source
+    for m in (129, 300, 33 * 128 + 5):  # (4 x 2 and 4 x 3 tiles; 4 x 34: more tiles than programs)
+        inputs = random_inputs(module, seed=m, sizes={"x.0": m})
+        (got,) = program(*[on_device(torch.from_numpy(x)).to(torch.bfloat16) for x in inputs])
+        (want,) = evaluate(module, inputs)
+        assert relative_error(got.float().cpu().numpy(), want) <= tolerance("bf16"), m
+
+
+def test_a_kernel_is_planned_at_its_own_largest_size():
+    """GPT-2's rows are batch x tokens: a kernel over `8 x T` rows with T in 1..256
+    is planned at 2048 rows (its tiles and variants), not at 256."""
+    text = """func.func @f(%x: tensor<8x?x64xf32>, %w: tensor<64x32xf32>) -> tensor<?x32xf32> {
+  %c = tensor.collapse_shape %x [[0, 1], [2]] : tensor<8x?x64xf32> into tensor<?x64xf32>
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %c, %c0 : tensor<?x64xf32>
+  %e = tensor.empty(%n) : tensor<?x32xf32>
+  %z = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<?x32xf32>) -> tensor<?x32xf32>
+  %y = linalg.matmul ins(%c, %w : tensor<?x64xf32>, tensor<64x32xf32>) outs(%f : tensor<?x32xf32>) -> tensor<?x32xf32>
+  return %y : tensor<?x32xf32>
+}"""
+    module = load_program(text, dim_ranges={"x.1": DimRange(1, 256)})
+    program = compile_program(module)
+    groups = [g for g in program.module.walk() if isinstance(g, GroupOp)]
+    main = next(g for g in groups if VARIANT_OF not in g.attributes)
+    assert main.attributes["tilefuse.planning_size"].data == 2048  # type: ignore[attr-defined]
+    assert _served(program)[main.sym_name.data][1] == 2048
+    for t in (1, 17, 256):
+        inputs = random_inputs(module, seed=t, sizes={"x.1": t})
+        (got,) = program(*[on_device(torch.from_numpy(x)) for x in inputs])
+        (want,) = evaluate(module, inputs)
+        assert relative_error(got.cpu().numpy(), want) <= tolerance("f32"), t
+
+
+def test_a_declared_divisor_takes_the_masks_off_a_dynamic_dim():
+    """S in 64:256:64 with key and query tiles of 32: every tile lies inside, so the
+    kernel masks nothing against the run-time sizes and its key loop has no masked
+    last chunk (without the divisor it does); through the kernels at each size."""
+    text = (SAMPLES / "attention.mlir").read_text()
+    names = ("q.2", "k.2", "v.2")
+    plain = compile_program(load_program(dynamic_form(text, "S"),
+                                         dim_ranges=dict.fromkeys(names, DimRange(1, 256)))).source  # fmt: skip
+    module = load_program(dynamic_form(text, "S"), dim_ranges=dict.fromkeys(names, DimRange(64, 256, 64)))
+    program = compile_program(module)
+    kernel = program.source[program.source.index("def fused_kernel_0("):]
+    assert "(tile 1x1x32x32(loop)x32x32" in program.source or "tile 1x1x32x32(loop)x32x32" in program.source
+    assert "< q_n2" in plain and "< k_n2" in plain
+    for size in ("q_n2", "k_n2", "v_n2", "out_n2"):
+        assert f"< {size})" not in kernel, size
+    assert kernel.count("for k") == 1  # (one key loop: no masked last chunk)
+    for s in (64, 128, 192, 256):
+        inputs = random_inputs(module, seed=s, sizes=dict.fromkeys(names, s))
+        (got,) = program(*[on_device(torch.from_numpy(x)) for x in inputs])
+        (want,) = evaluate(module, inputs)
+        assert relative_error(got.cpu().numpy(), want) <= tolerance("f32"), s

@@ -67,47 +67,49 @@ class DimFacts:
 
 def dim_facts(value: SSAValue, axis: int, depth: int = 0) -> DimFacts | None:
     """The facts of dim `axis` of tensor `value` (a dynamic one); None if unknown."""
+    at: tuple[SSAValue, int] | DimFacts | None = (value, axis)
+    for _ in range(256):  # (a chain of views and ops; never a cycle in SSA)
+        if not isinstance(at, tuple) or depth > 64:
+            return at if isinstance(at, DimFacts) else None
+        at = _step(*at, depth)
+    return None
+
+
+def _step(value: SSAValue, axis: int, depth: int) -> tuple[SSAValue, int] | DimFacts | None:
+    """One step of `dim_facts`: the facts, or the (tensor, axis) the size is that of."""
     shape = value.type.get_shape() if isinstance(value.type, TensorType) else ()
     if axis < len(shape) and shape[axis] != DYNAMIC_INDEX:
         return DimFacts.exact(shape[axis])
-    for _ in range(256):  # (a chain of views and ops; never a cycle in SSA)
-        if depth > 64:
+    if isinstance(value, BlockArgument):
+        return _argument_step(value, axis)
+    op = value.owner
+    if isinstance(op, GroupOp):  # a kernel's result: as its body yields it
+        last = op.body.block.last_op
+        if not isinstance(last, YieldOp):
             return None
-        if isinstance(value, BlockArgument):
-            parent = value.block.parent_op()
-            if isinstance(parent, func.FuncOp):
-                r = declared_ranges(parent).get(f"{argument_name(parent, value.index)}.{axis}")
-                return DimFacts(r.lo, r.hi, r.divisor) if r is not None else None
-            if isinstance(parent, GroupOp) and value.index < len(parent.inputs):
-                value = parent.inputs[value.index]
-                continue
-            return None
-        op = value.owner
-        if isinstance(op, GroupOp):  # a kernel's result: as its body yields it
-            last = op.body.block.last_op
-            if not isinstance(last, YieldOp):
+        return last.operands[list(op.results).index(value)], axis
+    if isinstance(op, tensor.CollapseShapeOp):
+        facts = DimFacts.exact(1)
+        for d in (d.value.data for d in op.reassociation.data[axis].data):  # pyright: ignore
+            f = dim_facts(op.src, d, depth + 1)
+            if f is None:
                 return None
-            value = last.operands[list(op.results).index(value)]
-            continue
-        if isinstance(op, tensor.CollapseShapeOp):
-            src = op.src
-            facts = DimFacts.exact(1)
-            for d in (d.value.data for d in op.reassociation.data[axis].data):  # pyright: ignore
-                f = dim_facts(src, d, depth + 1)
-                if f is None:
-                    return None
-                facts = facts * f
-            return facts
-        step = made_size(value, axis)
-        if step is None:
-            return None
-        if isinstance(step, tuple):
-            value, axis = step
-            shape = value.type.get_shape()  # pyright: ignore[reportAttributeAccessIssue]
-            if shape[axis] != DYNAMIC_INDEX:
-                return DimFacts.exact(shape[axis])
-            continue
-        return size_facts(step, depth + 1)
+            facts = facts * f
+        return facts
+    step = made_size(value, axis)
+    if step is None or isinstance(step, tuple):
+        return step
+    return size_facts(step, depth + 1)
+
+
+def _argument_step(value: BlockArgument, axis: int) -> tuple[SSAValue, int] | DimFacts | None:
+    """A function argument's declared facts; a kernel's argument is its operand."""
+    parent = value.block.parent_op()
+    if isinstance(parent, func.FuncOp):
+        r = declared_ranges(parent).get(f"{argument_name(parent, value.index)}.{axis}")
+        return DimFacts(r.lo, r.hi, r.divisor) if r is not None else None
+    if isinstance(parent, GroupOp) and value.index < len(parent.inputs):
+        return parent.inputs[value.index], axis
     return None
 
 

@@ -25,7 +25,8 @@ import functools
 import math
 from dataclasses import dataclass, replace
 
-from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType
+from xdsl.ir.affine import AffineDimExpr
 
 from tilefuse.analysis.budget import (
     BYTES_PER_THREAD,
@@ -53,6 +54,7 @@ from tilefuse.analysis.dataflow import (
     SharedDims,
     tma_tensor,
 )
+from tilefuse.analysis.dim_facts import dim_facts
 from tilefuse.analysis.dot import MIN_DOT, operand_dtype
 from tilefuse.analysis.patterns import find_online_softmax
 from tilefuse.ir.diagnostics import CompileError, op_location
@@ -73,7 +75,10 @@ class DimTile:
     block: int
     mode: str
     dynamic: bool = False
-    """The trip count is a run-time size: never tiled whole, its masks always on."""
+    """The trip count is a run-time size: never tiled whole, masked unless `divisor`
+    is a multiple of the block."""
+    divisor: int = 1
+    """A dynamic trip count is a multiple of this (`analysis.dim_facts`)."""
 
     @property
     def programs(self) -> int:
@@ -83,7 +88,9 @@ class DimTile:
     @property
     def partial(self) -> bool:
         """Can a tile of this dim be only partly inside the tensor?"""
-        return self.dynamic or self.extent % self.block != 0
+        if self.dynamic:
+            return self.divisor % self.block != 0
+        return self.extent % self.block != 0
 
 
 @dataclass(frozen=True)
@@ -164,9 +171,29 @@ def _with_dynamic_dims(graph: Graph, dims: SharedDims, plan: TilePlan) -> TilePl
     dynamic = {d.id for d in dims.dims if d.dynamic}
     if not dynamic:
         return plan
-    tiles = tuple(replace(t, dynamic=t.dim in dynamic) for t in plan.dims)
+    tiles = tuple(replace(t, dynamic=True, divisor=dim_divisor(graph, dims, t.dim))
+                  if t.dim in dynamic else t for t in plan.dims)  # fmt: skip
     assert all(t.block >= t.extent for t in tiles if t.dynamic and t.mode == WHOLE)
     return replace(plan, dims=tiles)
+
+
+def dim_divisor(graph: Graph, dims: SharedDims, dim: int) -> int:
+    """What every run-time trip count of shared `dim` is known to be a multiple of:
+    the gcd of the divisor facts of every tensor dim its ops read it along (1 if
+    one is unknown)."""
+    nodes = {n.index: n for n in graph.nodes}
+    found = 0
+    for i, loop in dims.dims[dim].members:
+        s = nodes[i].s
+        for v, m in zip(s.operands, s.maps, strict=True):
+            shape = v.type.get_shape() if isinstance(v.type, TensorType) else ()
+            for j, e in enumerate(m.results):
+                if isinstance(e, AffineDimExpr) and e.position == loop and shape[j] == DYNAMIC_INDEX:
+                    facts = dim_facts(v, j)
+                    if facts is None:
+                        return 1
+                    found = math.gcd(found, facts.divisor)
+    return found or 1
 
 
 def _check_no_split_reduction(graph: Graph, dims: SharedDims, plan: TilePlan) -> None:

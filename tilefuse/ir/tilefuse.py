@@ -401,8 +401,9 @@ IN_BOUNDS = "tilefuse.in_bounds"
 printer loads without clamping, so contiguous indices stay vector loads)."""
 
 IN_BOUNDS_AXES = "tilefuse.in_bounds_axes"
-"""On a `tilefuse.load`: `array<i64: ...>`, the axes of its tile proven inside the
-tensor (a loop over the whole chunks of a dynamic dim): the printer masks none of them."""
+"""On a `tilefuse.load` or `tilefuse.store`: `array<i64: ...>`, the axes of its tile
+proven inside the tensor (a loop over the whole chunks of a dynamic dim, or a dynamic
+dim known to be a multiple of its block): the printer masks none of them."""
 
 SAME_SIZES = "tilefuse.same_sizes"
 """On a group: lists of `array<i64: input, axis>` whose dynamic sizes its kernel

@@ -568,7 +568,7 @@ class TileProgramBuilder:
                 shape = [self._block_of(d, home) for d in dims]
                 tile = TensorType(value.type.get_element_type(), shape)
                 load = LoadOp(self.args[value], offsets, tile)
-                inside = [i for i, d in enumerate(dims) if d in self.whole_chunks]
+                inside = [i for i, d in enumerate(dims) if self._in_bounds(d)]
                 if inside:
                     load.attributes[IN_BOUNDS_AXES] = DenseArrayBase.from_list(i64, inside)
                 home.block.add_op(load)
@@ -647,13 +647,13 @@ class TileProgramBuilder:
         (t,) = self.loops
         if split is not None:
             end, self.decided = split
-            if t.dynamic:  # below the diagonal and inside the keys there are: no mask at all
+            if t.partial and t.dynamic:  # below the diagonal and inside the keys there are: no mask at all
                 inside = arith.MinSIOp(end, self._whole_chunks_end(ub, outer))
                 outer.block.add_op(inside)
                 end, self.whole_chunks = inside.result, {t.dim}
             carried = self._online_loop(a, linear, lb, end, carried, outer)
             self.decided, self.whole_chunks, lb = {}, set(), end
-        elif t.dynamic:
+        elif t.dynamic and t.partial:
             # The whole chunks of a dynamic key dim first, without masks (the keys
             # there are: a mask per element of every chunk costs a third of the
             # kernel), then the last, partial one masked.
@@ -1036,17 +1036,29 @@ class TileProgramBuilder:
         dim = self.dims.of[(node.index, loop)]
         return self.tiles[dim].partial and dim not in self.whole_chunks
 
+    def _in_bounds(self, dim: int) -> bool:
+        """Do the tiles of dynamic `dim` lie inside the tensors here: the loop's whole
+        chunks, or every tile (the dim is a multiple of its block: `DimTile.divisor`)?"""
+        t = self.tiles[dim]
+        return t.dynamic and (dim in self.whole_chunks or not t.partial)
+
+    def _in_bounds_store(self, store: StoreOp, dims: tuple[int, ...]) -> StoreOp:
+        inside = [i for i, d in enumerate(dims) if self._in_bounds(d)]
+        if inside:
+            store.attributes[IN_BOUNDS_AXES] = DenseArrayBase.from_list(i64, inside)
+        return store
+
     def _store(self, value: SSAValue, dest: SSAValue, outer: _Scope) -> None:
         if not self._varies_in_loop(value):
             tile = self.materialize(value, outer, outer)
             offsets = [self._offset(d, outer) for d in self.value_dims(value)]
-            outer.block.add_op(StoreOp(tile, dest, offsets))
+            outer.block.add_op(self._in_bounds_store(StoreOp(tile, dest, offsets), self.value_dims(value)))
             return
         body, loop_offsets, bounds = self._chunk_loop(outer, [])
         inner = _Scope(body, loop_offsets)
         tile = self.materialize(value, inner, outer)
         offsets = [self._offset(d, inner) for d in self.value_dims(value)]
-        body.add_op(StoreOp(tile, dest, offsets))
+        body.add_op(self._in_bounds_store(StoreOp(tile, dest, offsets), self.value_dims(value)))
         body.add_op(scf.YieldOp())
         outer.block.add_op(scf.ForOp(*bounds, [], Region(body)))
 

@@ -48,9 +48,10 @@ def best_of(fns: dict, args, rounds: int = 3) -> dict[str, float]:
     for fn in fns.values():
         fn(*args)
     times: dict[str, list[float]] = {k: [] for k in fns}
-    for _ in range(rounds):  # alternating rounds
-        for k, fn in fns.items():
-            times[k].append(time_call(fn, args))
+    names = list(fns)
+    for r in range(rounds):  # alternating rounds, the order rotated
+        for k in names[r % len(names):] + names[: r % len(names)]:
+            times[k].append(time_call(fns[k], args))
     return {k: round(min(v), 4) for k, v in times.items()}
 
 

@@ -116,9 +116,10 @@ def run(folder: Path, json_out: str | None) -> None:
             for fn in fns.values():
                 fn(x)
             times: dict[str, list[float]] = {k: [] for k in fns}
-            for _ in range(3):
-                for k, fn in fns.items():
-                    times[k].append(time_call(fn, (x,)))
+            names = list(fns)
+            for r in range(4):  # alternating rounds, the order rotated
+                for k in names[r % len(names):] + names[: r % len(names)]:
+                    times[k].append(time_call(fns[k], (x,)))
         best = {k: round(min(v), 4) for k, v in times.items()}
         best["static_over_dynamic"] = round(best["static"] / best["dynamic"], 3)
         best["compile_over_dynamic"] = round(best["torch_compile"] / best["dynamic"], 3)

@@ -420,10 +420,11 @@ class KernelPrinter(Emitter):
             self._dynamic_program_ids(grid, pid)
             return
         if swizzle is None:
-            for k, arg in enumerate(ids):
-                stride = math.prod(shape[k + 1 :])
+            order = self._id_order(grid, range(len(ids)))
+            for pos, k in enumerate(order):
+                stride = math.prod(shape[j] for j in order[pos + 1 :])
                 div = f"({pid} // {stride}) % {shape[k]}" if stride > 1 else f"{pid} % {shape[k]}"
-                self.bind(arg, div, hint=f"pid_{k}")
+                self.bind(ids[k], div, hint=f"pid_{k}")
             return
         im, jn = swizzle
         group_m = plan.group_m
@@ -458,20 +459,34 @@ class KernelPrinter(Emitter):
 
         ids, plan = grid.program_ids, grid.plan
         swizzle = plan.swizzle if plan is not None else None
-        rest = [k for k in range(len(ids)) if swizzle is None or k not in swizzle]
+        rest = self._id_order(grid, [k for k in range(len(ids)) if swizzle is None or k not in swizzle])
         outer = pid
         if swizzle is not None:
             im, jn = swizzle
             self._grouped_ids(grid, pid, counts[im], product([im, jn]),
                               f"({plan.group_m} * {counts[jn]})")  # fmt: skip
             outer = f"({pid} // {product([im, jn])})" if rest else pid
-        for k in rest:
-            later = product([j for j in rest if j > k])
+        for pos, k in enumerate(rest):
+            later = product(rest[pos + 1 :])
             # (the outermost id is below its count by the grid's size: no modulo,
             # which by a run-time count is a division and tells the compiler nothing)
             whole = f"({outer} // {later})" if later else outer
             div = whole if k == rest[0] else f"{whole} % {counts[k]}"
             self.bind(ids[k], div, hint=f"pid_{k}")
+
+    @staticmethod
+    def _id_order(grid: TileGridOp, ks) -> list[int]:
+        """Grid dims `ks` from the slowest-varying program id to the fastest: those of
+        one-element blocks (batches, heads) first, then the tiled ones, each in dim
+        order. Programs that follow each other share what a batch and head select
+        (an attention's K and V: its query tiles run together) whatever order the
+        program's loops come in (a dynamic GPT-2 block's attention loops over
+        tokens, batch, heads)."""
+        dims = grid.plan.dims if grid.plan is not None else ()
+        gridded = [d for d in dims if d[2] == GRID]
+        if len(gridded) != len(grid.grid_shape):
+            return list(ks)
+        return sorted(ks, key=lambda k: gridded[k][1] != 1)
 
     def _counts(self, grid: TileGridOp) -> list[str]:
         """`grid_counts`, each run-time one named once (before a persistent tile loop:
@@ -550,7 +565,9 @@ class KernelPrinter(Emitter):
     @print_op.register
     def _(self, op: StoreOp) -> None:
         tile = tuple(op.value.type.get_shape())
-        ptr, mask = self._addressing(op.dest, op.offsets, tile)
+        inside = op.attributes.get(IN_BOUNDS_AXES)
+        ptr, mask = self._addressing(op.dest, op.offsets, tile,
+                                     inside.get_values() if inside is not None else ())  # pyright: ignore
         dtype = tl_dtype(op.dest.type)
         masked = f", mask={mask}" if mask else ""
         v = self.ref(op.value)
