@@ -111,11 +111,26 @@ def test_anything_triton_would_specialise_differently_goes_through_triton():
     x, y = torch.zeros(64), torch.zeros(64)
     fast[(4,)](x, 1, y)
     fast[(4,)](x[1:], 1, y)  # 4-byte aligned: not divisible by 16
-    fast[(4,)](x, 16, y)  # another integer
+    fast[(4,)](x, 16, y)  # an integer not 1, divisible by 16
+    fast[(4,)](x, 17, y)  # not divisible by 16
+    fast[(4,)](x, 2**31, y)  # 64 bits
     fast[(4,)](x.double(), 1, y)  # another dtype
-    fast[(8,)](x, 1, y)  # another grid
     fast[(4,)](x, 1, y, num_warps=8)  # other keywords
-    assert jit.slow == 6 and jit.compiled._run.calls == []
+    assert jit.slow == 7 and jit.compiled._run.calls == []
+
+
+def test_sizes_and_grids_that_change_go_straight_to_the_compiled_kernel():
+    """A dynamic program's sizes, strides and grid change every call; Triton's
+    specialisation of an integer (1, divisible by 16, 32 or 64 bits) does not."""
+    import torch
+
+    jit, fast = _fast()
+    x, y = torch.zeros(64), torch.zeros(64)
+    fast[(4,)](x, 17, y)
+    fast[(9,)](x, 33, y)
+    fast[(5,)](x, 16 * 7, y)
+    assert jit.slow == 2
+    assert [c[1:4] for c in jit.compiled._run.calls] == [(9, 1, 1)]
 
 
 def test_a_launch_hook_sends_every_launch_through_triton():

@@ -20,7 +20,7 @@ made at `planning_size`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import func
@@ -178,18 +178,31 @@ def declared_ranges(f: func.FuncOp) -> dict[str, DimRange]:
 def check_sizes(f: func.FuncOp, shapes: Sequence[tuple[int, ...]]) -> None:
     """Argument shapes against `f`'s types (a `?` takes any size) and the declared
     ranges of its dynamic dims; a CompileError says which argument breaks which."""
+    size_checker(f)(shapes)
+
+
+def size_checker(f: func.FuncOp) -> Callable[[Sequence[tuple[int, ...]]], None]:
+    """`check_sizes` for `f`, its types and ranges read once (a program checks every
+    call: reading them from the IR each time cost a GPT-2 block's call 0.3 ms)."""
     ranges = declared_ranges(f)
-    for i, (shape, t) in enumerate(zip(shapes, f.function_type.inputs.data, strict=True)):
-        expected = tuple(t.get_shape()) if isinstance(t, TensorType) else ()
-        if len(shape) != len(expected) or any(
-            e != DYNAMIC_INDEX and e != s for s, e in zip(shape, expected, strict=True)
-        ):
-            want = tuple("?" if e == DYNAMIC_INDEX else e for e in expected)
-            raise CompileError(f"argument {i} has shape {tuple(shape)}, expected {want}")
-        for d, (s, e) in enumerate(zip(shape, expected, strict=True)):
-            name = f"{argument_name(f, i)}.{d}"
-            if e == DYNAMIC_INDEX and name in ranges and not ranges[name].holds(s):
-                r = ranges[name]
+    expected = [tuple(t.get_shape()) if isinstance(t, TensorType) else ()
+                for t in f.function_type.inputs.data]  # fmt: skip
+    dynamic = [(i, d, f"{argument_name(f, i)}.{d}") for i, shape in enumerate(expected)
+               for d, e in enumerate(shape) if e == DYNAMIC_INDEX]  # fmt: skip
+    bounded = [(i, d, name, ranges[name]) for i, d, name in dynamic if name in ranges]
+
+    def check(shapes: Sequence[tuple[int, ...]]) -> None:
+        for i, (shape, want) in enumerate(zip(shapes, expected, strict=True)):
+            if len(shape) != len(want) or any(
+                e != DYNAMIC_INDEX and e != n for n, e in zip(shape, want, strict=True)
+            ):
+                shown = tuple("?" if e == DYNAMIC_INDEX else e for e in want)
+                raise CompileError(f"argument {i} has shape {tuple(shape)}, expected {shown}")
+        for i, d, name, r in bounded:
+            n = shapes[i][d]
+            if not r.holds(n):
                 what = (f"not a multiple of {r.divisor} (its declared range {r})"
-                        if r.lo <= s <= r.hi else f"outside its declared range {r}")  # fmt: skip
-                raise CompileError(f"argument {i} has {name} = {s}, {what}")
+                        if r.lo <= n <= r.hi else f"outside its declared range {r}")  # fmt: skip
+                raise CompileError(f"argument {i} has {name} = {n}, {what}")
+
+    return check

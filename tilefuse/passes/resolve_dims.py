@@ -26,14 +26,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import arith, tensor
+from xdsl.dialects import arith, func, tensor
 from xdsl.dialects.builtin import (
     IndexType,
     IntegerAttr,
     ModuleOp,
 )
+from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
     PatternRewriter,
     PatternRewriteWalker,
     RewritePattern,
@@ -41,6 +43,7 @@ from xdsl.pattern_rewriter import (
 )
 
 from tilefuse.ir.structured import made_value, resolved_size
+from tilefuse.passes.cleanup import EraseDeadView
 
 
 class ResolveDim(RewritePattern):
@@ -72,3 +75,21 @@ class ResolveDimsPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         PatternRewriteWalker(ResolveDim()).rewrite_module(op)
+        # Views read only for their sizes go (else a kernel writes their source out:
+        # a dynamic LayerNorm's saved mean and variance), with the size arithmetic.
+        PatternRewriteWalker(GreedyRewritePatternApplier([EraseDeadView(), EraseDeadSize()]),
+                             walk_reverse=True).rewrite_module(op)  # fmt: skip
+
+
+_SIZE_OPS = (tensor.DimOp, arith.ConstantOp, arith.MuliOp, arith.AddiOp, arith.SubiOp,
+             arith.DivUIOp, arith.DivSIOp, arith.FloorDivSIOp, arith.CeilDivUIOp,
+             arith.CeilDivSIOp, arith.IndexCastOp)  # fmt: skip
+
+
+class EraseDeadSize(RewritePattern):
+    """A function-level size computation (index arithmetic, `tensor.dim`) nothing reads."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if (isinstance(op, _SIZE_OPS) and isinstance(op.parent_op(), func.FuncOp)
+                and all(isinstance(r.type, IndexType) and not r.uses for r in op.results)):  # fmt: skip
+            rewriter.erase(op)

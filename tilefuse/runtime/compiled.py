@@ -46,7 +46,7 @@ from tilefuse.backend.triton.emit import (
 )
 from tilefuse.frontend.program import load_program
 from tilefuse.ir.diagnostics import ArgumentError, CompileError, RuntimeCheckError
-from tilefuse.ir.dynamic import DimRange, check_sizes
+from tilefuse.ir.dynamic import DimRange, size_checker
 from tilefuse.ir.log import channel
 from tilefuse.ir.module import entry_function
 from tilefuse.pipeline import run_pipeline
@@ -299,8 +299,10 @@ class CompiledProgram:
                     f"{want}, not {a.dtype} of shape {list(a.shape)}")  # fmt: skip
             devices.add(a.device)
         if any(e < 0 for shape, _ in self.expected for e in shape):
+            if self._check_sizes is None:
+                self._check_sizes = size_checker(entry_function(self.module))
             try:  # the declared ranges of the dynamic dims
-                check_sizes(entry_function(self.module), [tuple(a.shape) for a in args])
+                self._check_sizes([tuple(a.shape) for a in args])
             except CompileError as e:
                 raise ArgumentError(f"@{self.function}: {e.message}") from None
         if len(devices) > 1:

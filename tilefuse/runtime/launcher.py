@@ -241,10 +241,15 @@ class FastKernel:
                 getattr(self._compilation, "instrumentation_mode", None))  # fmt: skip
 
     def _signature(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        """What Triton specialises a launch on: a tensor's dtype and 16-byte alignment;
+        an integer's type (32 or 64 bits), whether it is 1 and whether 16 divides it
+        (not its value: a dynamic program's sizes and strides change every call);
+        other scalars' values."""
         tensor = self._tensor
         # (a generator here cost ~10 us a launch of 30 arguments: most are ints)
-        return tuple([(a.dtype, a.data_ptr() % 16 == 0) if isinstance(a, tensor) else a
-                      if type(a) is int else (type(a), a) for a in args])  # fmt: skip
+        return tuple([(a.dtype, a.data_ptr() % 16 == 0) if isinstance(a, tensor) else
+                      (a == 1, a % 16 == 0, -(2**31) <= a < 2**31, a >= 2**63) if type(a) is int
+                      else (type(a), a) for a in args])  # fmt: skip
 
     def __getitem__(self, grid: tuple[int, ...]) -> Any:
         if not isinstance(grid, tuple):  # a grid function: Triton's path only
@@ -254,7 +259,7 @@ class FastKernel:
             current_device, current_stream = self._driver()
             # A compiled kernel is loaded on one device: the current one is in the key.
             device = current_device()
-            key = (device, grid, tuple(kwargs.items()), self._signature(args), self._options())
+            key = (device, tuple(kwargs.items()), self._signature(args), self._options())
             try:
                 compiled = self.launches.get(key)
             except TypeError:  # an unhashable argument
