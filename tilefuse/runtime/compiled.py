@@ -235,6 +235,8 @@ class CompiledProgram:
 
     checked: Any = None
     """(shape, dtype, device) of each argument of the last call that passed the check."""
+    size_check: Any = None
+    """`ir.dynamic.size_checker` of the entry function (a dynamic one), made at the first call."""
     on_gpu: bool = field(default_factory=gpu_available)
     """Where the kernels run, decided once (Triton fixes the interpreter at import)."""
     host_constants: tuple[HostConstant, ...] = ()
@@ -299,18 +301,22 @@ class CompiledProgram:
                     f"{want}, not {a.dtype} of shape {list(a.shape)}")  # fmt: skip
             devices.add(a.device)
         if any(e < 0 for shape, _ in self.expected for e in shape):
-            if self._check_sizes is None:
-                self._check_sizes = size_checker(entry_function(self.module))
-            try:  # the declared ranges of the dynamic dims
-                self._check_sizes([tuple(a.shape) for a in args])
-            except CompileError as e:
-                raise ArgumentError(f"@{self.function}: {e.message}") from None
+            self._check_dynamic_sizes(args)
         if len(devices) > 1:
             raise ArgumentError(f"the arguments of @{self.function} are on several devices: "
                                 f"{sorted(map(str, devices))}")  # fmt: skip
         if devices and self.on_gpu and next(iter(devices)).type != "cuda":
             raise ArgumentError(f"@{self.function} runs its kernels on the GPU: pass CUDA "
                                 f"tensors, not {next(iter(devices))} ones")  # fmt: skip
+
+    def _check_dynamic_sizes(self, args: tuple[Any, ...]) -> None:
+        """The declared ranges of the dynamic dims (read from the IR once)."""
+        if self.size_check is None:
+            self.size_check = size_checker(entry_function(self.module))
+        try:
+            self.size_check([tuple(a.shape) for a in args])
+        except CompileError as e:
+            raise ArgumentError(f"@{self.function}: {e.message}") from None
 
     def __call__(self, *args: Any) -> tuple[Any, ...]:
         import torch
