@@ -69,8 +69,8 @@ def state_of(model: torch.nn.Module) -> list[torch.Tensor]:
     return state
 
 
-def run(folder: Path, json_out: str | None) -> None:
-    from dynamic_lengths import compiles, time_call  # (this folder: run as a script)
+def run(folder: Path, json_out: str | None, with_compile: bool = True) -> None:
+    from dynamic_lengths import compiles  # (this folder: run as a script)
 
     import tilefuse.runtime as tf
     from tilefuse.ir.dynamic import DimRange
@@ -104,26 +104,21 @@ def run(folder: Path, json_out: str | None) -> None:
     torch.cuda.synchronize()
     result.update(lengths=len(lengths), triton_compiles=compiles(program),
                   max_rel_error_vs_eager=round(worst, 5), bench=[])  # fmt: skip
+    # A call per length, each a size the last call did not have (serving): one pass
+    # through all 64, ours and eager, after the first pass compiled everything.
+    xs = [tokens(t) for t in sorted(lengths)]
+    with torch.no_grad():
+        for label, fn in (("dynamic", lambda x: program(*state, x)), ("eager", model)):
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            for x in xs:
+                fn(x)
+            torch.cuda.synchronize()
+            result[f"all_lengths_ms_{label}"] = round((time.perf_counter() - start) * 1e3, 2)
+    del xs
     print(json.dumps(result), flush=True)
     for t in BENCH:
-        static = tf.compile(folder / f"static_{t}.mlir")
-        compiled = torch.compile(model)
-        x = tokens(t)
-        with torch.no_grad():
-            fns = {"dynamic": lambda x: program(*state, x),
-                   "static": lambda x, s=static: s(*state, x),
-                   "torch_compile": compiled, "eager": model}  # fmt: skip
-            for fn in fns.values():
-                fn(x)
-            times: dict[str, list[float]] = {k: [] for k in fns}
-            names = list(fns)
-            for r in range(4):  # alternating rounds, the order rotated
-                for k in names[r % len(names):] + names[: r % len(names)]:
-                    times[k].append(time_call(fns[k], (x,)))
-        best = {k: round(min(v), 4) for k, v in times.items()}
-        best["static_over_dynamic"] = round(best["static"] / best["dynamic"], 3)
-        best["compile_over_dynamic"] = round(best["torch_compile"] / best["dynamic"], 3)
-        result["bench"].append({"T": t, **best})
+        result["bench"].append(bench_at(t, folder, model, state, program, tokens(t), with_compile))
         print(json.dumps(result["bench"][-1]), flush=True)
         if json_out:
             Path(json_out).write_text(json.dumps(result, indent=1))
@@ -131,16 +126,43 @@ def run(folder: Path, json_out: str | None) -> None:
         Path(json_out).write_text(json.dumps(result, indent=1))
 
 
+def bench_at(t: int, folder: Path, model, state, program, x, with_compile: bool) -> dict:
+    """One bench length: dynamic, static, eager (and torch.compile), alternating rounds."""
+    from dynamic_lengths import time_call
+
+    import tilefuse.runtime as tf
+
+    static = tf.compile(folder / f"static_{t}.mlir")
+    with torch.no_grad():
+        fns = {"dynamic": lambda x: program(*state, x),
+               "static": lambda x, s=static: s(*state, x), "eager": model}  # fmt: skip
+        if with_compile:
+            fns["torch_compile"] = torch.compile(model)
+        for fn in fns.values():
+            fn(x)
+        times: dict[str, list[float]] = {k: [] for k in fns}
+        names = list(fns)
+        for r in range(4):  # alternating rounds, the order rotated
+            for k in names[r % len(names):] + names[: r % len(names)]:
+                times[k].append(time_call(fns[k], (x,)))
+    best = {k: round(min(v), 4) for k, v in times.items()}
+    best["static_over_dynamic"] = round(best["static"] / best["dynamic"], 3)
+    if with_compile:
+        best["compile_over_dynamic"] = round(best["torch_compile"] / best["dynamic"], 3)
+    return {"T": t, **best}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     ap.add_argument("--export", metavar="DIR")
     ap.add_argument("--run", metavar="DIR")
     ap.add_argument("--json", metavar="OUT.json")
+    ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     args = ap.parse_args()
     if args.export:
         export(Path(args.export))
     if args.run:
-        run(Path(args.run), args.json)
+        run(Path(args.run), args.json, not args.no_compile)
 
 
 if __name__ == "__main__":
