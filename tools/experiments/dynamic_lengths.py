@@ -91,7 +91,7 @@ def run_case(sample, fixed, storage, dim, names, hi, bench, quick, divisor: int 
         str(first.get_element_type())]  # type: ignore[attr-defined]
     rng = random.Random(0)
     lengths = {n for n in (1, 2, 3, 15, 16, 17, 127, 128, 129) if n % divisor == 0} | {hi, *bench}
-    while len(lengths) < 64:
+    while len(lengths) < min(64, hi // divisor):  # (64 distinct, where the range has as many)
         lengths.add(rng.randint(1, hi // divisor) * divisor)
     lengths = sorted(lengths)
     big = inputs(module, dict.fromkeys(names, hi), dtype)
