@@ -121,9 +121,9 @@ class TilefuseOptMain(xDSLOptMain):
             "--dim-range",
             action="append",
             default=[],
-            metavar="NAME=LO:HI",
-            help="declare the sizes a dynamic (?) dim takes: x.0=1:4096 for dim 0 of %%x; "
-            "one for each dynamic dim of the entry function",
+            metavar="NAME=LO:HI[:DIV]",
+            help="declare the sizes a dynamic (?) dim takes: x.0=1:4096 for dim 0 of %%x "
+            "(x.0=16:4096:16: multiples of 16 only); one for each dynamic dim of the entry function",
         )
         arg_parser.add_argument(
             "--set-dtype",
