@@ -244,3 +244,16 @@ def test_a_kernel_with_global_scratch_gets_a_buffer_per_program(monkeypatch):
         run(6, 2, 1, stream, 1234, None, None, None, None, "x")
     assert asked == [6 * 2 * 128, 6 * 2 * 128]  # stream 7 once, stream 9 once
     assert run.calls[0][7] == ("x", "buffer1536", None)
+
+
+def test_past_the_remembered_launches_new_sizes_still_go_straight_to_the_kernel():
+    import torch
+
+    from tilefuse.runtime.launcher import MAX_LAUNCHES
+
+    jit, fast = _fast()
+    x, y = torch.zeros(64), torch.zeros(64)
+    for n in range(1, 3 * MAX_LAUNCHES):
+        fast[(n,)](x, 16 * n + 3, y)  # (never 1, never divisible by 16)
+    assert jit.slow == 1 and len(fast.launches) == MAX_LAUNCHES and len(fast.alike) == 1
+    assert len(jit.compiled._run.calls) == 3 * MAX_LAUNCHES - 2

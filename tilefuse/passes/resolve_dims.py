@@ -77,8 +77,9 @@ class ResolveDimsPass(ModulePass):
         PatternRewriteWalker(ResolveDim()).rewrite_module(op)
         # Views read only for their sizes go (else a kernel writes their source out:
         # a dynamic LayerNorm's saved mean and variance), with the size arithmetic.
-        PatternRewriteWalker(GreedyRewritePatternApplier([EraseDeadView(), EraseDeadSize()]),
-                             walk_reverse=True).rewrite_module(op)  # fmt: skip
+        # (no general DCE: an unused op a later stage must refuse stays for it to refuse)
+        patterns = GreedyRewritePatternApplier([EraseDeadView(), EraseDeadSize()], dce_enabled=False)
+        PatternRewriteWalker(patterns, walk_reverse=True).rewrite_module(op)
 
 
 _SIZE_OPS = (tensor.DimOp, arith.ConstantOp, arith.MuliOp, arith.AddiOp, arith.SubiOp,

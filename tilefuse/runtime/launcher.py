@@ -196,17 +196,19 @@ def _hooked(runtime_knobs: Any) -> bool:
 
 
 MAX_LAUNCHES = 64
-"""Direct launches remembered per kernel (a generated host function makes one
-per kernel; more means arguments that keep changing: those go through Triton)."""
+"""Launch arguments remembered per kernel (a static program's host function makes
+one per kernel; a dynamic program's one per size: past these, a launch with new
+sizes finds its kernel by `FastKernel._classes`, a few microseconds more)."""
 
 
 class FastKernel:
     """A generated module's kernel after its first launch: launches whose
     arguments Triton would specialise the same way as an earlier launch (same
-    current device, grid and keywords; tensors of the same dtype and 16-byte
-    alignment; equal integers and other scalars; the same debug and
-    instrumentation knobs) go straight to that launch's compiled kernel through
-    its `StaticLauncher`, skipping Triton's argument binding. Anything else, and
+    current device and keywords, any grid; tensors of the same dtype and 16-byte
+    alignment; integers of the same type, both 1 or not, both divisible by 16 or
+    not; equal other scalars; the same debug and instrumentation knobs) go straight
+    to that launch's compiled kernel through its `StaticLauncher`, skipping
+    Triton's argument binding. Anything else, and
     every launch while a Triton launch hook is set, goes through Triton's
     `kernel[grid](...)` (under `static_launchers()`), which compiles whatever
     new specialisation it needs."""
@@ -217,6 +219,9 @@ class FastKernel:
 
         self.kernel = kernel
         self.launches: dict[Any, Any] = {}
+        """Compiled kernels by launch arguments (at most `MAX_LAUNCHES`)."""
+        self.alike: dict[Any, Any] = {}
+        """The same by what Triton specialises the arguments on (`_classes`): a few."""
         self._tensor = torch.Tensor
         self._knobs = knobs.runtime
         self._compilation = getattr(knobs, "compilation", None)
@@ -241,15 +246,20 @@ class FastKernel:
                 getattr(self._compilation, "instrumentation_mode", None))  # fmt: skip
 
     def _signature(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
-        """What Triton specialises a launch on: a tensor's dtype and 16-byte alignment;
-        an integer's type (32 or 64 bits), whether it is 1 and whether 16 divides it
-        (not its value: a dynamic program's sizes and strides change every call);
-        other scalars' values."""
+        """A launch's arguments as Triton could specialise on them: a tensor's dtype and
+        16-byte alignment, the values of integers and other scalars."""
         tensor = self._tensor
         # (a generator here cost ~10 us a launch of 30 arguments: most are ints)
-        return tuple([(a.dtype, a.data_ptr() % 16 == 0) if isinstance(a, tensor) else
-                      (a == 1, a % 16 == 0, -(2**31) <= a < 2**31, a >= 2**63) if type(a) is int
-                      else (type(a), a) for a in args])  # fmt: skip
+        return tuple([(a.dtype, a.data_ptr() % 16 == 0) if isinstance(a, tensor) else a
+                      if type(a) is int else (type(a), a) for a in args])  # fmt: skip
+
+    @staticmethod
+    def _classes(signature: tuple[Any, ...]) -> tuple[Any, ...]:
+        """`_signature` with each integer as what Triton specialises it on: its type (32
+        or 64 bits), whether it is 1, whether 16 divides it (a dynamic program's sizes
+        and strides change every call; this does not)."""
+        return tuple([(a == 1, a % 16 == 0, -(2**31) <= a < 2**31, a >= 2**63)
+                      if type(a) is int else a for a in signature])  # fmt: skip
 
     def __getitem__(self, grid: tuple[int, ...]) -> Any:
         if not isinstance(grid, tuple):  # a grid function: Triton's path only
@@ -262,6 +272,11 @@ class FastKernel:
             key = (device, tuple(kwargs.items()), self._signature(args), self._options())
             try:
                 compiled = self.launches.get(key)
+                if compiled is None:  # new values: as Triton would specialise them?
+                    like = (*key[:2], self._classes(key[2]), key[3])
+                    compiled = self.alike.get(like)
+                    if compiled is not None and len(self.launches) < MAX_LAUNCHES:
+                        self.launches[key] = compiled
             except TypeError:  # an unhashable argument
                 compiled, key = None, None
             if compiled is None or _hooked(self._knobs):
@@ -269,9 +284,10 @@ class FastKernel:
                     compiled = self.kernel[grid](*args, **kwargs)
                 run = getattr(compiled, "_run", None)
                 if (key is not None and isinstance(run, StaticLauncher)
-                        and max(run.kept, default=-1) < len(args)
-                        and len(self.launches) < MAX_LAUNCHES):  # fmt: skip
-                    self.launches[key] = compiled
+                        and max(run.kept, default=-1) < len(args)):  # fmt: skip
+                    self.alike[(*key[:2], self._classes(key[2]), key[3])] = compiled
+                    if len(self.launches) < MAX_LAUNCHES:
+                        self.launches[key] = compiled
                 return compiled
             gx, gy, gz = (*grid, 1, 1)[:3]
             compiled._run(gx, gy, gz, current_stream(device), compiled.function, None, None,
