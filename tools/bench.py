@@ -467,12 +467,15 @@ def main(argv: list[str] | None = None) -> int:
                    help="compile times from this process only (no fresh processes)")  # fmt: skip
     p.add_argument("--autotune", action="store_true",
                    help="also time each case autotuned (tilefuse.runtime.autotune; GPU)")  # fmt: skip
-    p.add_argument("--group", choices=("samples", "models"), default="samples",
-                   help="samples (MLIR programs) or models (nn.Modules, tools/bench_models.py)")  # fmt: skip
+    p.add_argument("--group", choices=("samples", "models", "dynamic"), default="samples",
+                   help="samples (MLIR programs), models (nn.Modules, tools/bench_models.py) or "
+                        "dynamic (the samples' dynamic forms, tools/experiments/dynamic_lengths.py)")  # fmt: skip
     args = p.parse_args(argv)
     gpu = torch.cuda.is_available()
     if args.group == "models":
         return _models(args, gpu)
+    if args.group == "dynamic":
+        return _dynamic(args, gpu)
     cases = QUICK if args.quick or not gpu else CASES
     if args.only:
         wanted = set(args.only.split(","))
@@ -514,6 +517,26 @@ def _models(args: argparse.Namespace, gpu: bool) -> int:
 
     only = set(args.only.split(",")) if args.only else None
     return bench_models.main(args.quick, only, not args.no_compile, count_kernels, write)
+
+
+def _dynamic(args: argparse.Namespace, gpu: bool) -> int:
+    """Each sample's dynamic form: one compile, 64 sizes (Triton compiles counted), the
+    first call's time, and at the bench sizes its time beside the static build's."""
+    if not gpu:
+        print("--group dynamic times kernels on a GPU (none here)", file=sys.stderr)
+        return 2
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "experiments"))
+    import dynamic_lengths
+
+    only = set(args.only.split(",")) if args.only else None
+    results = []
+    for case in dynamic_lengths.CASES:
+        if only is None or case[0] in only:
+            results.append(dynamic_lengths.run_case(*case[:7], args.quick, *case[7:]))
+            print(json.dumps(results[-1]), flush=True)
+            if args.json:
+                Path(args.json).write_text(json.dumps(results, indent=1))
+    return 0
 
 
 if __name__ == "__main__":

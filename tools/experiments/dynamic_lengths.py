@@ -29,6 +29,7 @@ from tilefuse.frontend.program import load_program, random_inputs
 from tilefuse.frontend.specialize import dynamic_form, specialize
 from tilefuse.ir.dynamic import DimRange
 from tilefuse.ir.module import entry_function
+from tilefuse.oracle.compare import tolerance
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 
@@ -44,6 +45,9 @@ CASES = [  # sample, fixed dims, storage dtype, dynamic dim, its argument dims, 
     # the same with S declared a multiple of 128 (`128:4096:128`): no masks on S
     ("attention", {"B": 4, "H": 32, "D": 128}, "bf16", "S", ["q.2", "k.2", "v.2"], 4096,
      [1024, 4096], 128),
+    # the sample transformer block's tokens (LayerNorms, per-head attention, MLP)
+    ("transformer_block", {"E": 1024, "H": 16, "Dh": 64, "F": 4096}, "bf16", "S", ["x.0"], 4096,
+     [512, 2048]),
 ]
 
 
@@ -115,7 +119,9 @@ def run_case(sample, fixed, storage, dim, names, hi, bench, quick, divisor: int 
     for n in bench if not quick else bench[:1]:
         static = tf.compile(specialize(text, {dim: n}, None))
         args = at(n)
-        static(*args), program(*args)  # warm
+        for got, want in zip(program(*args), static(*args), strict=True):  # (and warm)
+            err = float((got.float() - want.float()).abs().max() / want.float().abs().max().clamp_min(1e-30))
+            assert err <= 4 * tolerance(str(first.get_element_type())), (sample, n, err)  # type: ignore[attr-defined]
         t_dyn, t_static = [], []
         for r in range(4):  # alternating rounds, each order twice
             for fn, times in [(program, t_dyn), (static, t_static)][:: 1 if r % 2 else -1]:
