@@ -29,7 +29,6 @@ import json
 import random
 import sys
 import time
-from collections import defaultdict
 from pathlib import Path
 
 import torch
@@ -42,6 +41,7 @@ import tilefuse.runtime as tf
 from tilefuse.frontend.program import load_program
 from tilefuse.frontend.specialize import dynamic_form, specialize
 from tilefuse.ir.dynamic import DimRange
+from tilefuse.runtime.bench import measured_kernels
 
 
 def best_of(fns: dict, args, rounds: int = 3) -> dict[str, float]:
@@ -151,21 +151,8 @@ def attention() -> dict:
     return out
 
 
-def kernel_times(fn, calls: int = 20) -> dict[str, float]:
-    from torch.profiler import ProfilerActivity, profile
-
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as p:
-        for _ in range(calls):
-            fn()
-        torch.cuda.synchronize()
-    total: dict[str, float] = defaultdict(float)
-    for e in p.events():
-        if e.device_type.name == "CUDA":
-            total[e.name] += e.device_time_total / calls
-    return {n: round(t, 1) for n, t in sorted(total.items(), key=lambda r: -r[1])}
+def _us(seconds: dict[str, float]) -> dict[str, float]:
+    return {k: round(t * 1e6, 1) for k, t in sorted(seconds.items(), key=lambda r: -r[1])}
 
 
 def gpt2(folder: Path) -> dict:
@@ -180,8 +167,8 @@ def gpt2(folder: Path) -> dict:
         static = tf.compile(folder / f"static_{t}.mlir")
         x = torch.randn(BATCH, t, WIDTH, device="cuda", dtype=torch.bfloat16)
         row = {"T": t, "static_tiles": tile_line(static),
-               "dynamic_us": kernel_times(lambda x=x: program(*state, x)),
-               "static_us": kernel_times(lambda s=static, x=x: s(*state, x))}  # fmt: skip
+               "dynamic_us": _us(measured_kernels(program, [*state, x])),
+               "static_us": _us(measured_kernels(static, [*state, x]))}  # fmt: skip
         out["bench"].append(row)
         print(json.dumps(row), flush=True)
     return out
