@@ -721,3 +721,31 @@ def test_a_declared_divisor_takes_the_masks_off_a_dynamic_dim():
         (got,) = program(*[on_device(torch.from_numpy(x)) for x in inputs])
         (want,) = evaluate(module, inputs)
         assert relative_error(got.cpu().numpy(), want) <= tolerance("f32"), s
+
+
+SUM_TWO_DIMS = """func.func @sum2(%x: tensor<2x?x65536xf32>) -> tensor<2xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<2xf32>) -> tensor<2xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(i, j, k) -> (i, j, k)>, affine_map<(i, j, k) -> (i)>],
+      iterator_types = ["parallel", "reduction", "reduction"]} ins(%x : tensor<2x?x65536xf32>) outs(%f : tensor<2xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.addf %a, %o : f32
+    linalg.yield %s : f32
+  } -> tensor<2xf32>
+  return %y : tensor<2xf32>
+}"""
+
+
+def test_a_loop_over_several_dims_one_of_them_dynamic():
+    """A sum over a dynamic dim and a long static one: one flat loop over both,
+    its trip count the run-time chunks of the dynamic dim times the static ones."""
+    module = load_program(SUM_TWO_DIMS, dim_ranges={"x.1": DimRange(1, 4096)})
+    program = compile_program(module)
+    main = program.source[program.source.index("def fused_kernel_0("):]
+    assert "for k in range(0, ((x_n1 // 1) * 2), 1):" in main
+    for n in (1, 3, 17):
+        inputs = random_inputs(module, seed=n, sizes={"x.1": n})
+        (got,) = program(*[on_device(torch.from_numpy(x)) for x in inputs])
+        (want,) = evaluate(module, inputs)
+        assert relative_error(got.cpu().numpy(), want) <= tolerance("f32"), n

@@ -861,26 +861,49 @@ class TileProgramBuilder:
             (t,) = self.loops
             bounds = (self._index(scope, 0), self._extent(t.dim, scope), self._index(scope, t.block))
             return body, {t.dim: body.args[0]}, bounds
-        if any(t.dynamic for t in self.loops):
-            raise TilingRefused("cannot tile: a loop over several dims, one of them dynamic, "
-                                "needs a run-time trip count per dim (not built)",
-                                op_location(self.group))  # fmt: skip
-        trips = [-(-t.extent // t.block) for t in self.loops]
+        # Chunks per looped dim: a number, or for a dynamic dim its run-time
+        # ceil(extent / block), computed before the loop.
+        trips: list[int | SSAValue] = [self._chunks(t, scope) if t.dynamic else -(-t.extent // t.block)
+                                       for t in self.loops]  # fmt: skip
         here = _Scope(body, {})
         offsets = {}
         for i, t in enumerate(self.loops):
-            inner_count, chunk = math.prod(trips[i + 1 :]), body.args[0]
-            if inner_count > 1:
-                div = arith.DivSIOp(chunk, self._index(here, inner_count))
+            chunk = body.args[0]
+            if (inner := self._product(trips[i + 1 :], scope)) != 1:
+                div = arith.DivSIOp(chunk, inner if isinstance(inner, SSAValue) else self._index(here, inner))
                 body.add_op(div)
                 chunk = div.result
             if i > 0:
-                rem = arith.RemSIOp(chunk, self._index(here, trips[i]))
+                trip = trips[i]
+                rem = arith.RemSIOp(chunk, trip if isinstance(trip, SSAValue) else self._index(here, trip))
                 body.add_op(rem)
                 chunk = rem.result
             offsets[t.dim] = self._mul(here, chunk, t.block)
-        bounds = (self._index(scope, 0), self._index(scope, math.prod(trips)), self._index(scope, 1))
-        return body, offsets, bounds
+        total = self._product(trips, scope)
+        total = total if isinstance(total, SSAValue) else self._index(scope, total)
+        return body, offsets, (self._index(scope, 0), total, self._index(scope, 1))
+
+    def _chunks(self, t, scope: _Scope) -> SSAValue:
+        """A dynamic dim's chunks: (extent + block - 1) // block, in `scope`."""
+        up = arith.AddiOp(self._extent(t.dim, scope), self._index(scope, t.block - 1))
+        chunks = arith.DivSIOp(up.result, self._index(scope, t.block))
+        scope.block.add_ops([up, chunks])
+        return chunks.result
+
+    def _product(self, factors: list[int | SSAValue], scope: _Scope) -> int | SSAValue:
+        """The product of static and run-time factors (a number if all are static),
+        computed in `scope`."""
+        static = math.prod(f for f in factors if isinstance(f, int))
+        result: int | SSAValue = static
+        for f in factors:
+            if isinstance(f, SSAValue):
+                if isinstance(result, int):
+                    result = f if result == 1 else self._mul(scope, f, result)
+                else:
+                    mul = arith.MuliOp(result, f)
+                    scope.block.add_op(mul)
+                    result = mul.result
+        return result
 
     def _tiled_generic(
         self, node: Node, inputs: list[SSAValue], outs: list[SSAValue], scope: _Scope,
