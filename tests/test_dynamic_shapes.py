@@ -749,3 +749,32 @@ def test_a_loop_over_several_dims_one_of_them_dynamic():
         (got,) = program(*[on_device(torch.from_numpy(x)) for x in inputs])
         (want,) = evaluate(module, inputs)
         assert relative_error(got.cpu().numpy(), want) <= tolerance("f32"), n
+
+
+BROADCAST_ROWS = """func.func @bcast(%x: tensor<?x8xf32>, %w: tensor<4xf32>) -> tensor<?x4xf32> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x8xf32>
+  %e = tensor.empty(%n) : tensor<?x4xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i, j)>],
+      iterator_types = ["parallel", "parallel"]} ins(%w : tensor<4xf32>) outs(%e : tensor<?x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.mulf %a, %a : f32
+    linalg.yield %s : f32
+  } -> tensor<?x4xf32>
+  return %y : tensor<?x4xf32>
+}"""
+
+
+def test_a_kernel_sized_by_an_input_it_does_not_read_takes_that_size_alone():
+    """Rows of a broadcast as many as x has: no input is read along them, the
+    output's empty was sized from x; the kernel takes x's size, not x (no pointer,
+    no strides)."""
+    module = load_program(BROADCAST_ROWS, dim_ranges={"x.0": DimRange(1, 64)})
+    program = compile_program(module)
+    assert "def fused_kernel_0(w_ptr, w_s0, x_n0, y_ptr, y_s0, y_s1, y_n0):" in program.source
+    assert "](w, *w.stride(), x.shape[0], y, *y.stride(), y.shape[0]," in program.source
+    for n in (1, 5, 64):
+        inputs = random_inputs(module, seed=n, sizes={"x.0": n})
+        (got,) = program(*[on_device(torch.from_numpy(x)) for x in inputs])
+        (want,) = evaluate(module, inputs)
+        assert got.shape == (n, 4) and relative_error(got.cpu().numpy(), want) <= tolerance("f32"), n

@@ -107,6 +107,7 @@ from tilefuse.ir.structured import (
     combiner_at,
     constant_of,
     reduction_combiner,
+    resolved_size,
     shape_of,
 )
 from tilefuse.ir.tilefuse import (
@@ -448,7 +449,7 @@ class TileProgramBuilder:
                 fixed += [DenseArrayBase.from_list(i64, [inputs.index(a), x, t.extent])
                           for a, x in self._size_sources(t.dim)]  # fmt: skip
                 continue
-            sources = self._size_sources(t.dim)
+            sources = self._size_sources(t.dim) or self._made_sources(t.dim)
             if not sources:
                 raise TilingRefused("cannot tile: no input of the group is read along one of "
                                     "its dynamic dims, so no kernel argument gives its size",
@@ -479,6 +480,19 @@ class TileProgramBuilder:
                             and (v, axis) not in found):  # fmt: skip
                         found.append((v, axis))
         return found
+
+    def _made_sources(self, dim: int) -> list[tuple[SSAValue, int]]:
+        """For a dynamic `dim` no input is read along (a broadcast into rows of a run-time
+        count): the group input and axis an output's init was sized from
+        (`tensor.empty(%n)`, `%n = tensor.dim %x`), if any."""
+        for n in self.graph.nodes:
+            for i, v in enumerate(n.s.outputs, start=len(n.s.inputs)):
+                for axis, loop in enumerate(n.s.operand_dims(i)):
+                    if self.dims.of[(n.index, loop)] == dim and shape_of(v)[axis] < 0:
+                        at = resolved_size(v, axis)
+                        if isinstance(at, tuple) and at[0] in self.args:
+                            return [at]
+        return []
 
     def _full_empty(self, value: SSAValue) -> tensor.EmptyOp:
         """The destination of a group output, its dynamic sizes the extents'."""

@@ -194,18 +194,19 @@ class HostPrinter:
         sizes of its dynamic dims; writing `results`), and each size parameter's
         host expression."""
         names = self.names
-        values = iter([*g.inputs, *results])
+        values = [*g.inputs, *results]
         call: list[str] = []
         size_of: dict[str, str] = {}
-        v = None
         for p in sig.params:
             if p.kind is POINTER and p.name != CHECKS_PARAM:
-                v = next(values)
+                assert p.tensor is not None
+                v = values[p.tensor]
                 if p.descriptor and not _host_made(v):  # (checked once per name)
                     lines.append(f"    {names(v)} = _tma({names(v)})")
                 call.append(f"{names(v)}, *{names(v)}.stride()" if p.strided else names(v))
-            elif p.kind is SIZE and v is not None:
-                size_of[p.name] = f"{names(v)}.shape[{p.dim}]"
+            elif p.kind is SIZE:
+                assert p.tensor is not None
+                size_of[p.name] = f"{names(values[p.tensor])}.shape[{p.dim}]"
                 call.append(size_of[p.name])
         return call, size_of
 

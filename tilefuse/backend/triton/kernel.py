@@ -321,26 +321,36 @@ class KernelPrinter(Emitter):
             self.print_stacked(self.stacked)
         else:
             self.print_branches()
-        signature = self.signature()
+        body = without_dead_values(self.lines)
+        signature = self.signature(body)
         params = [p.name + (": tl.constexpr" if p.kind is CONSTEXPR else "")
                   for p in signature.params]  # fmt: skip
         fixed = signature.unspecialized
         jit = f"@triton.jit(do_not_specialize={list(fixed)!r})" if fixed else "@triton.jit"
         head = [jit, f"def {self.name}({', '.join(params)}):"]
-        return "\n".join(head + without_dead_values(self.lines)), signature
+        return "\n".join(head + body), signature
 
-    def signature(self) -> KernelSignature:
+    def signature(self, body: Sequence[str] = ()) -> KernelSignature:
+        """The parameters: per tensor its pointer, strides and dynamic sizes; an input
+        the kernel `body` only reads sizes of (its pointer never appears: a dynamic
+        program's argument read for a run-time extent) passes those sizes alone."""
         params: list[Param] = []
-        for v in self.tensors:
+        text = "\n".join(body)
+        for k, v in enumerate(self.tensors):
             shape = tuple(v.type.get_shape())
+            sizes = [Param(self.sizes[(v, i)], SIZE, "index", shape, i, tensor=k)
+                     for i, n in enumerate(shape) if n < 0]  # fmt: skip
+            if body and sizes and v not in self.destinations and not re.search(
+                    rf"\b{self.ptr_param(v)}\b", text):  # fmt: skip
+                params += sizes
+                continue
             described = any(t is v for t, _ in self.descriptors)
             params.append(Param(self.ptr_param(v), POINTER, str(element_type(v.type)), shape,
-                                strided=v not in self.bare, descriptor=described))  # fmt: skip
+                                strided=v not in self.bare, descriptor=described, tensor=k))  # fmt: skip
             if v not in self.bare:
-                params += [Param(s, STRIDE, "index", shape, i)
+                params += [Param(s, STRIDE, "index", shape, i, tensor=k)
                            for i, s in enumerate(self.stride_params(v))]  # fmt: skip
-            params += [Param(self.sizes[(v, i)], SIZE, "index", shape, i)
-                       for i, n in enumerate(shape) if n < 0]  # fmt: skip
+            params += sizes
         if self.uses_checks:
             params.append(Param(CHECKS_PARAM, POINTER, "i32", (1,)))
         if self.uses_dot_constexprs:

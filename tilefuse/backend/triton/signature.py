@@ -46,8 +46,8 @@ class Param:
     later members' tensors of a stacked bundle, which reuse the first's). A
     stride's `dtype` is `"index"` and it steps dim `dim` of a tensor of shape
     `shape` (in elements; the host passes `tensor.stride()`). A size is the run-time
-    extent of dynamic dim `dim` of the tensor of the pointer before it (the host
-    passes `tensor.shape[dim]`; Triton does not specialise it). A constexpr's `value` is
+    extent of dynamic dim `dim` of tensor `tensor` (the host passes
+    `tensor.shape[dim]`; Triton does not specialise it). A constexpr's `value` is
     what the host launches the kernel with: a `tl` dtype's name (`"bfloat16"`)
     or a string (`"tf32"`).
     """
@@ -58,6 +58,10 @@ class Param:
     shape: tuple[int, ...] = ()
     dim: int | None = None
     value: object = None
+    tensor: int | None = None
+    """For a pointer, stride or size: which of the kernel's tensors (its group's
+    inputs, then its results) it is of (a size may come without its pointer: an
+    input the kernel reads only the sizes of)."""
     strided: bool = False
     descriptor: bool = False
     """A pointer the kernel reads through a TMA descriptor: the host passes its
