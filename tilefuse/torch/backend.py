@@ -44,17 +44,15 @@ from torch_mlir import fx
 from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 from xdsl.dialects.builtin import ModuleOp
 
-from tilefuse.frontend.generalise import Instance, generalise
 from tilefuse.frontend.parse import parse_module
 from tilefuse.ir.context import make_context
 from tilefuse.ir.diagnostics import ArgumentError, CompileError
-from tilefuse.ir.dynamic import DimRange
 from tilefuse.ir.log import channel
 from tilefuse.ir.resources import module_text
 from tilefuse.runtime import CompiledProgram, gpu_available
 from tilefuse.torch.aten_graph import for_import
 from tilefuse.torch.attention import rewrite_graph
-from tilefuse.torch.dynamic import concrete, graph_symbols, instance_points
+from tilefuse.torch.dynamic import concrete, generalised_program, graph_symbols
 from tilefuse.torch.export import torch_deprecations_quiet
 from tilefuse.torch.mlir import (
     Refusal,
@@ -187,17 +185,13 @@ def _compile_dynamic(gm: torch.fx.GraphModule, inputs: list[Any], name: str,
     try:
         found, tensors = graph_symbols(inputs)
         graph = for_import(gm)
-        instances = []
         with diagnostics:
-            for point in instance_points(found):
-                made = _instance(graph, concrete(inputs, point), name, diagnostics)
-                instances.append(Instance(point, made))
-        module = generalise(instances, {s.name: s.dims[0] for s in found})
+            module, ranges = generalised_program(
+                found, lambda point: _instance(graph, concrete(inputs, point), name, diagnostics))
     except CompileError as e:
         return Refusal(str(e).splitlines()[0].removeprefix("error: "))
     except Exception as e:  # torch-mlir's errors: any exception of its import
         return import_refusal(e, graph.graph, diagnostics.errors)
-    ranges = {f"arg{k}.{d}": DimRange(s.lo, s.hi) for s in found for k, d in s.dims}
     try:
         program = compile_mlir(module_text(module), name, target, graph=graph.graph,
                                dim_ranges=ranges)  # fmt: skip

@@ -25,8 +25,11 @@ from typing import Any
 
 import sympy
 import torch
+from xdsl.dialects.builtin import ModuleOp
 
+from tilefuse.frontend.generalise import Instance, generalise
 from tilefuse.ir.diagnostics import CompileError
+from tilefuse.ir.dynamic import DimRange
 
 DEFAULT_MAX = 65536
 """The largest size of a marked dim without `max` (what its tiles are planned for)."""
@@ -124,6 +127,17 @@ def instance_points(found: Sequence[SizeSymbol]) -> list[dict[str, int]]:
         points.append({s.name: triples[k][(corner >> k) & 1] for k, s in enumerate(found)})
     points.append({s.name: triples[k][2] for k, s in enumerate(found)})
     return points
+
+
+def generalised_program(found: Sequence[SizeSymbol], instance: Callable[[dict[str, int]], ModuleOp],
+                        first_argument: int = 0) -> tuple[ModuleOp, dict[str, DimRange]]:
+    """One dynamic program from the instances `instance` makes at `instance_points`,
+    and the ranges of its dynamic dims: arguments `first_argument + i` for the
+    symbols' `(i, dim)` (the export's tensors come after the module's state)."""
+    instances = [Instance(point, instance(point)) for point in instance_points(found)]
+    sources = {s.name: (first_argument + s.dims[0][0], s.dims[0][1]) for s in found}
+    ranges = {f"arg{first_argument + i}.{d}": DimRange(s.lo, s.hi) for s in found for i, d in s.dims}
+    return generalise(instances, sources), ranges
 
 
 def resized(tensors: Sequence[torch.Tensor], found: Sequence[SizeSymbol],

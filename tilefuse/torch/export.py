@@ -27,15 +27,15 @@ from torch.export.graph_signature import OutputKind
 from torch.utils import _pytree as pytree
 from torch_mlir import fx
 from torch_mlir.extras.fx_decomp_util import get_decomposition_table
+from xdsl.dialects.builtin import ModuleOp
 
-from tilefuse.frontend.generalise import Instance, generalise
 from tilefuse.frontend.parse import parse_module
 from tilefuse.ir.context import make_context
 from tilefuse.ir.diagnostics import CompileError
 from tilefuse.ir.dynamic import DimRange
 from tilefuse.ir.resources import module_text
 from tilefuse.torch.attention import decompositions
-from tilefuse.torch.dynamic import instance_points, marked_dims, resized, symbols
+from tilefuse.torch.dynamic import generalised_program, marked_dims, resized, symbols
 from tilefuse.torch.mlir import TorchMlirDiagnostics, import_refusal
 
 
@@ -244,15 +244,13 @@ def _export_dynamic(module: nn.Module, state: list[tuple[str, bool]], in_spec: A
         why = next((s.strip() for s in str(e).splitlines() if s.strip().startswith("- ")), "")
         raise ExportError(f"torch.export cannot trace {name} over the marked dynamic dims: "
                           f"{_first_line(e)} {why}".strip()) from e
-    instances = []
-    first = None
-    for point in instance_points(found):
+    programs = []
+
+    def instance(point: dict[str, int]) -> ModuleOp:
         program, mlir = _export_static(wrapper, (*args, *resized(tensors, found, point)), name)
-        first = first or (program, mlir)
-        instances.append(Instance(point, parse_module(make_context(), str(mlir), name)))
-    n = len(args)
-    generalised = generalise(instances, {s.name: (n + s.dims[0][0], s.dims[0][1]) for s in found})
-    ranges = {f"arg{n + i}.{d}": DimRange(s.lo, s.hi) for s in found for i, d in s.dims}
-    assert first is not None
-    return Exported(module, state, in_spec, leaves, first[0].call_spec.out_spec,
-                    module_text(generalised), first[0].graph, ranges)  # fmt: skip
+        programs.append(program)
+        return parse_module(make_context(), str(mlir), name)
+
+    generalised, ranges = generalised_program(found, instance, len(args))
+    return Exported(module, state, in_spec, leaves, programs[0].call_spec.out_spec,
+                    module_text(generalised), programs[0].graph, ranges)  # fmt: skip
