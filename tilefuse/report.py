@@ -14,7 +14,7 @@ import io
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import IntAttr, ModuleOp
 
 from tilefuse.analysis.cost.opcost import GroupCost, op_cost
 from tilefuse.analysis.cost.roofline import (
@@ -32,7 +32,7 @@ from tilefuse.analysis.horizontal_plan import (
     plan_horizontal,
 )
 from tilefuse.ir.diagnostics import CompileError
-from tilefuse.ir.dynamic import declared_ranges, planning_size
+from tilefuse.ir.dynamic import PLANNING_SIZE_ATTR, declared_ranges, planning_size
 from tilefuse.ir.module import entry_function
 from tilefuse.ir.tilefuse import SERVES, VARIANT_OF, GroupOp, describe_tiles
 from tilefuse.pipeline import run_pipeline
@@ -126,7 +126,8 @@ def analyze_program(
     ranges = declared_ranges(f)
     variants = sum(VARIANT_OF in g.attributes for g in groups)
     dynamic = (f"dynamic dims {', '.join(f'{n} in {r}' for n, r in ranges.items())}: priced "
-               f"and tiled at {planning_size(f)}" + (
+               f"and tiled at {planning_size(f)} (a kernel whose sizes reach further, at its own "
+               "largest)" + (
                    f"; {variants} kernel variant(s) tiled for smaller sizes, each launched for "
                    "the largest dynamic sizes it serves" if variants else
                    " (one plan serves the range)") + "; grids '?' are counted at launch"
@@ -137,8 +138,9 @@ def analyze_program(
 def _serves(g: GroupOp) -> str:
     """A kernel with variants: the largest dynamic sizes it is launched for."""
     served = g.attributes.get(SERVES)
-    if served is None:
-        return ""
+    if served is None:  # (one plan: at the kernel's own largest size where not the function's)
+        own = g.attributes.get(PLANNING_SIZE_ATTR)
+        return f"; tiled at its largest size, {own.data}" if isinstance(own, IntAttr) else ""
     lo, hi = served.get_values()  # type: ignore[attr-defined]
     of = g.attributes.get(VARIANT_OF)
     return f"; serves sizes {lo}..{hi}" + (f" (a variant of {of.data})" if of else "")  # type: ignore[attr-defined]
