@@ -47,6 +47,7 @@ from __future__ import annotations
 import math
 from collections.abc import Collection
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from xdsl.context import Context
 from xdsl.dialects import arith, cf, scf, tensor
@@ -581,10 +582,7 @@ class TileProgramBuilder:
                 offsets = [self._offset(d, home) for d in dims]
                 shape = [self._block_of(d, home) for d in dims]
                 tile = TensorType(value.type.get_element_type(), shape)
-                load = LoadOp(self.args[value], offsets, tile)
-                inside = [i for i, d in enumerate(dims) if self._in_bounds(d)]
-                if inside:
-                    load.attributes[IN_BOUNDS_AXES] = DenseArrayBase.from_list(i64, inside)
+                load = self._mark_in_bounds(LoadOp(self.args[value], offsets, tile), dims)
                 home.block.add_op(load)
                 home.memo[key] = load.result
             return home.memo[key]
@@ -1079,23 +1077,25 @@ class TileProgramBuilder:
         t = self.tiles[dim]
         return t.dynamic and (dim in self.whole_chunks or not t.partial)
 
-    def _in_bounds_store(self, store: StoreOp, dims: tuple[int, ...]) -> StoreOp:
+    def _mark_in_bounds(self, op: _LoadOrStore, dims: tuple[int, ...]) -> _LoadOrStore:
+        """`op` (a load or store of a tile along shared `dims`) with the axes `_in_bounds`
+        says lie inside marked `IN_BOUNDS_AXES` (the printer masks none of them)."""
         inside = [i for i, d in enumerate(dims) if self._in_bounds(d)]
         if inside:
-            store.attributes[IN_BOUNDS_AXES] = DenseArrayBase.from_list(i64, inside)
-        return store
+            op.attributes[IN_BOUNDS_AXES] = DenseArrayBase.from_list(i64, inside)
+        return op
 
     def _store(self, value: SSAValue, dest: SSAValue, outer: _Scope) -> None:
         if not self._varies_in_loop(value):
             tile = self.materialize(value, outer, outer)
             offsets = [self._offset(d, outer) for d in self.value_dims(value)]
-            outer.block.add_op(self._in_bounds_store(StoreOp(tile, dest, offsets), self.value_dims(value)))
+            outer.block.add_op(self._mark_in_bounds(StoreOp(tile, dest, offsets), self.value_dims(value)))
             return
         body, loop_offsets, bounds = self._chunk_loop(outer, [])
         inner = _Scope(body, loop_offsets)
         tile = self.materialize(value, inner, outer)
         offsets = [self._offset(d, inner) for d in self.value_dims(value)]
-        body.add_op(self._in_bounds_store(StoreOp(tile, dest, offsets), self.value_dims(value)))
+        body.add_op(self._mark_in_bounds(StoreOp(tile, dest, offsets), self.value_dims(value)))
         body.add_op(scf.YieldOp())
         outer.block.add_op(scf.ForOp(*bounds, [], Region(body)))
 
@@ -1129,6 +1129,9 @@ class TileProgramBuilder:
         mul = arith.MuliOp(value, self._index(scope, factor))
         scope.block.add_op(mul)
         return mul.result
+
+
+_LoadOrStore = TypeVar("_LoadOrStore", LoadOp, StoreOp)
 
 
 def _erase_if_unused(op: Operation) -> None:
