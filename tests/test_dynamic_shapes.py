@@ -638,6 +638,48 @@ def test_a_dynamic_causal_attention_stops_its_key_loop_at_the_run_time_size():
         assert relative_error(got.cpu().numpy(), want) <= tolerance("f32"), n
 
 
+def _derived(name: str, op: str, c: str, t: str) -> str:
+    """`%name = q <op> c` elementwise, its init sized from q's dynamic dim."""
+    m = "affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>"
+    return f"""  %{name}_e = tensor.empty(%tf_dyn_S) : {t}
+  %{name} = linalg.generic {{indexing_maps = [{m}, {m}], iterator_types = ["parallel", "parallel",
+      "parallel", "parallel"]}} ins(%q : {t}) outs(%{name}_e : {t}) {{
+  ^bb0(%a: f32, %b: f32):
+    %c_{name} = arith.constant {c} : f32
+    %r_{name} = arith.{op} %a, %c_{name} : f32
+    linalg.yield %r_{name} : f32
+  }} -> {t}
+"""
+
+
+def test_a_dynamic_causal_self_attention_splits_its_keys_at_the_diagonal_alone():
+    """Keys and queries of one sequence (K and V computed from Q, sized from Q's
+    dim): the whole chunks below the diagonal are inside the keys there are, so
+    the split is the diagonal's alone, no `min` with the key count (a run-time
+    count there cost a third of GPT-2's attention on the H200: docs/PERF.md);
+    the numbers through the kernels at each size."""
+    text = (SAMPLES / "attention.mlir").read_text()
+    text = text.replace("    %r = arith.mulf %sv, %scale : f32\n    linalg.yield %r : f32", CAUSAL)
+    t = "tensor<2x3x?x24xf32>"
+    dyn = dynamic_form(text, "S").replace(f"(%q: {t}, %k: {t}, %v: {t})", f"(%q: {t})")
+    dyn = dyn.replace("// tilefuse.args: q, k, v", "// tilefuse.args: q")
+    size = f"  %tf_dyn_S = tensor.dim %q, %tf_dyn_c2 : {t}\n"
+    dyn = dyn.replace(size, size + _derived("k", "mulf", "0.5", t) + _derived("v", "addf", "1.0", t))
+    module = load_program(dyn, dim_ranges={"q.2": DimRange(1, 200)})
+    program = compile_program(module)
+    source = program.source
+    main = [s.strip() for s in source.splitlines() if s.strip().startswith("for k")]
+    assert len(main) == 2, main
+    split = "((tl.maximum(((pid_2 * 32) + 1), 0) // 32) * 32)"
+    assert main[0] == f"for k in range(0, {split}, 32):", main
+    assert main[1].startswith(f"for k_2 in range({split}, tl.minimum(k_n2, "), main
+    for n in (1, 2, 17, 31, 32, 33, 64, 65, 130, 200):
+        inputs = random_inputs(module, seed=n, sizes={"q.2": n})
+        (got,) = program(*[on_device(np.asarray(x, np.float32)) for x in inputs])
+        (want,) = evaluate(module, inputs)
+        assert relative_error(got.cpu().numpy(), want) <= tolerance("f32"), n
+
+
 def test_a_dynamic_attention_loops_over_its_whole_key_chunks_unmasked():
     """The key loop over a dynamic S: the whole chunks first, with no mask on K and
     V or the scores (the keys there are), then the last chunk masked; the numbers

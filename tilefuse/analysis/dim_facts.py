@@ -29,8 +29,8 @@ from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from tilefuse.ir.dynamic import argument_name, declared_ranges
-from tilefuse.ir.structured import made_size
-from tilefuse.ir.tilefuse import GroupOp, YieldOp
+from tilefuse.ir.structured import made_size, resolved_size
+from tilefuse.ir.tilefuse import GroupOp, TileGridOp, YieldOp
 
 
 @dataclass(frozen=True)
@@ -142,6 +142,32 @@ def size_facts(value: SSAValue, depth: int = 0) -> DimFacts | None:
         ceil = isinstance(op, (arith.CeilDivUIOp, arith.CeilDivSIOp))
         return a.ceildiv(c.lo) if ceil else a.floordiv(c.lo)
     return None
+
+
+def size_origin(value: SSAValue, axis: int) -> SSAValue | tuple[SSAValue, int]:
+    """Where dynamic dim `axis` of `value` was sized: `resolved_size` (views, inits,
+    `tensor.dim`) followed through kernels too (a group's result is what its body
+    yields, a tile grid's its destination's, a group's argument its operand). Two
+    dims of one origin are one size at run time."""
+    at = resolved_size(value, axis)
+    for _ in range(64):  # (kernels in kernels: never a cycle in SSA)
+        if not isinstance(at, tuple):
+            return at
+        v, a = at
+        op = v.owner
+        if isinstance(v, BlockArgument):
+            parent = v.block.parent_op()
+            if not isinstance(parent, GroupOp) or v.index >= len(parent.inputs):
+                return at
+            v = parent.inputs[v.index]
+        elif isinstance(op, GroupOp) and isinstance(last := op.body.block.last_op, YieldOp):
+            v = last.operands[list(op.results).index(v)]
+        elif isinstance(op, TileGridOp):
+            v = op.outs[list(op.results).index(v)]
+        else:
+            return at
+        at = resolved_size(v, a)
+    return at
 
 
 def group_facts(group: GroupOp) -> DimFacts | None:

@@ -88,7 +88,7 @@ from tilefuse.analysis.dataflow import (
     recompute_refusal,
     shared_dims,
 )
-from tilefuse.analysis.dim_facts import group_facts
+from tilefuse.analysis.dim_facts import group_facts, size_origin
 from tilefuse.analysis.dot import allowing_tf32, grid_dot
 from tilefuse.analysis.patterns import OnlineSoftmax, find_online_softmax
 from tilefuse.analysis.tile_plan import (
@@ -658,8 +658,10 @@ class TileProgramBuilder:
         split = self._below_diagonal(sm, outer, ub)
         (t,) = self.loops
         if split is not None:
-            end, self.decided = split
-            if t.partial and t.dynamic:  # below the diagonal and inside the keys there are: no mask at all
+            end, self.decided, inside_keys = split
+            if inside_keys:  # (below the diagonal of rows there are: keys there are)
+                self.whole_chunks = {t.dim}
+            elif t.partial and t.dynamic:  # below the diagonal and inside the keys there are: no mask at all
                 inside = arith.MinSIOp(end, self._whole_chunks_end(ub, outer))
                 outer.block.add_op(inside)
                 end, self.whole_chunks = inside.result, {t.dim}
@@ -717,15 +719,23 @@ class TileProgramBuilder:
         outer.block.add_op(loop)
         return list(loop.results)
 
-    def _below_diagonal(self, sm: OnlineSoftmax, outer: _Scope,
-                        ub: SSAValue) -> tuple[SSAValue, dict[tuple[int, SSAValue], bool]] | None:  # fmt: skip
+    def _below_diagonal(
+        self, sm: OnlineSoftmax, outer: _Scope, ub: SSAValue
+    ) -> tuple[SSAValue, dict[tuple[int, SSAValue], bool], bool] | None:
         """Where a causal mask keeps whole key chunks: the end of the chunks below
-        its diagonal (`j - q <= c` in every lane) and the mask's conditions decided
-        there (`causal.below_diagonal`), for a loop without the mask before the
-        masked one; None when no condition is decided (a mask read from memory).
+        its diagonal (`j - q <= c` in every lane), the mask's conditions decided
+        there (`causal.below_diagonal`), and whether those chunks are known to lie
+        inside the keys there are, for a loop without the mask before the masked
+        one; None when no condition is decided (a mask read from memory).
 
         A chunk `[j0, j0 + BK)` of the rows `[q0, q0 + BQ)` is whole where
-        `j0 + BK - 1 - q0 <= c`: the first `floor((q0 + c + 1) / BK)` chunks."""
+        `j0 + BK - 1 - q0 <= c`: the first `floor((q0 + c + 1) / BK)` chunks. Those
+        end at most at `q0 + c + 1 <= n_q + c` (a tile starts at a row there is), so
+        inside the `n_k` keys where `c <= 0` and the key count is the query count
+        (self-attention's one sequence length, `_same_size`): the end then needs no
+        `min` with the key count. (A run-time count there cost the H200 a third of
+        GPT-2's causal attention at T = 2048 in Triton 3.6, numbers unchanged:
+        docs/PERF.md.)"""
         (t,) = self.loops
         rows = [(q, c) for q, c in (key_bound(self.graph, self.dims, sm, t.dim) or {}).items() if q != STATIC]
         if len(rows) != 1:
@@ -739,9 +749,29 @@ class TileProgramBuilder:
         low = arith.MaxSIOp(last.result, self._index(outer, 0))  # (then / is floor)
         chunks = arith.DivSIOp(low.result, self._index(outer, t.block))
         start = arith.MuliOp(chunks.result, self._index(outer, t.block))
+        outer.block.add_ops([last, low, chunks, start])
+        if t.dynamic and c <= 0 and self._same_size(q, t.dim):
+            return start.result, decided, True
         end = arith.MinSIOp(start.result, ub)
-        outer.block.add_ops([last, low, chunks, start, end])
-        return end.result, decided
+        outer.block.add_op(end)
+        return end.result, decided, False
+
+    def _same_size(self, a: int, b: int) -> bool:
+        """Dynamic shared dims `a` and `b` are one size at run time: an input read
+        along `a` and one read along `b` have sizes made from one (tensor, axis) of
+        the function (`dim_facts.size_origin`: through views, inits, `tensor.dim`,
+        kernels). (The
+        inputs read along one dim are checked to agree at launch: `SAME_SIZES`.)"""
+        inputs = list(self.group.entry.args)
+
+        def origins(dim: int) -> set[object]:
+            if not self.tiles[dim].dynamic:
+                return set()
+            sources = self._size_sources(dim) or self._made_sources(dim)
+            return {size_origin(self.group.inputs[inputs.index(arg)], axis)  # pyright: ignore
+                    for arg, axis in sources}  # fmt: skip
+
+        return bool(origins(a) & origins(b))
 
     def _key_end(self, sm: OnlineSoftmax, outer: _Scope) -> SSAValue:
         """Where the online loop stops: the extent, or, under a causal mask

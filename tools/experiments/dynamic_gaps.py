@@ -16,6 +16,16 @@ Where a dynamic program loses to the static build (issue 18), on the GPU.
 - `gpt2`: the GPT-2 block of `dynamic_gpt2.py` (files of its `--export`): per-kernel
   device times (torch profiler) of the dynamic program and the static build at each
   bench T.
+- `block`: the transformer-block sample (E 1024, H 16, Dh 64, F 4096, bf16), S dynamic
+  1:4096, at S = 512 and 2048: per-kernel device times (torch profiler) of the dynamic
+  program and the static build, and each one's host time per call (the Python call
+  alone, back to back, no synchronisation between calls).
+- `gpt2_attention`: the same block's causal attention kernel at T = 2048, as emitted
+  and with one difference from the static kernel taken away at a time (edits of the
+  emitted source, valid at T = 2048), device time per kernel.
+- `host`: the host's time per call of the transformer-block sample at S = 512,
+  dynamic and static: as emitted, with `triton.cdiv` as integer arithmetic, and
+  with every launch a no-op.
 - `dynamo`: `torch.compile(model, backend="tilefuse", dynamic=True)` on the same
   block: compiles counted over 64 T, first-call time, timed at the bench T beside
   eager and default torch.compile (torch-mlir needed).
@@ -174,6 +184,161 @@ def gpt2(folder: Path) -> dict:
     return out
 
 
+def host_us(fn, args, calls: int = 200) -> float:
+    """Mean µs the host spends in `fn(*args)` (calls issued back to back)."""
+    fn(*args)
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn(*args)
+    issued = time.perf_counter() - start
+    torch.cuda.synchronize()
+    return round(issued / calls * 1e6, 1)
+
+
+def sample_block() -> dict:
+    fixed = {"E": 1024, "H": 16, "Dh": 64, "F": 4096}
+    text = specialize((SAMPLES / "transformer_block.mlir").read_text(), fixed, "bf16")
+    dyn = dynamic_form(text, "S")
+    ranges = {"x.0": DimRange(1, 4096)}
+    program = tf.compile(dyn, dim_ranges=ranges)
+    module = load_program(dyn, dim_ranges=ranges)
+    out = {"dynamic_tiles": tile_line(program), "bench": []}
+    for s in (512, 2048):
+        static = tf.compile(specialize(text, {"S": s}, None))
+        args = inputs(module, {"x.0": s}, torch.bfloat16)
+        times = best_of({"static": static, "dynamic": program}, args)
+        host = {"static": host_us(static, args), "dynamic": host_us(program, args)}
+        row = {"S": s, "static_tiles": tile_line(static), **times, "host_us": host,
+               "dynamic_us": _us(measured_kernels(program, args)),
+               "static_us": _us(measured_kernels(static, args))}  # fmt: skip
+        out["bench"].append(row)
+        print(json.dumps(row), flush=True)
+    return out
+
+
+def _edit_line(source: str, start: str, old: str, new: str) -> str:
+    """`old` -> `new` in the one line beginning with `start`."""
+    lines = source.split("\n")
+    (i,) = [i for i, ln in enumerate(lines) if ln.startswith(start)]
+    lines[i] = _edit(lines[i], old, new)
+    return "\n".join(lines)
+
+
+def _split_multiple_of(source: str) -> str:
+    """The key loops' split point (a multiple of the key chunk: the smaller of two
+    rounded-down bounds) hoisted and declared so with `tl.multiple_of`."""
+    lines = source.split("\n")
+    (i,) = [i for i, ln in enumerate(lines) if ln.startswith("    for k in range(0, tl.minimum(")]
+    split = lines[i][len("    for k in range(0, "):-len(", 64):")]
+    lines[i] = "    split = tl.multiple_of(" + split + ", 64)\n    for k in range(0, split, 64):"
+    (j,) = [j for j, ln in enumerate(lines) if ln.startswith("    for k_1 in range(")]
+    assert lines[j].startswith("    for k_1 in range(" + split + ", "), lines[j]
+    lines[j] = "    for k_1 in range(split, " + lines[j][len("    for k_1 in range(" + split + ", "):]
+    return "\n".join(lines)
+
+
+def _diagonal_end(source: str, end: str,
+                  was: str = "tl.minimum(expanded_1_n1, ((pid_0 * 128) + 128))") -> str:
+    """The diagonal key loop's end as `end` (its masks on the key count kept)."""
+    lines = source.split("\n")
+    (j,) = [j for j, ln in enumerate(lines) if ln.startswith("    for k_1 in range(")]
+    assert lines[j].endswith(", " + was + ", 64):"), lines[j]
+    lines[j] = lines[j][: -len(was + ", 64):")] + end + ", 64):"
+    return "\n".join(lines)
+
+
+GPT2_ATTENTION_EDITS = {  # (the diagonal loop's key-bound masks, Q's masks, the bounds)
+    "no_key_bound_masks": lambda s: _edit(_edit(_edit(
+        s, ", mask=mask_1, other=0.0)", ")"), ", mask=mask_2, other=0.0)", ")"),
+        "t_24 = (t_23 < expanded_1_n1)", "t_24 = (t_23 >= 0)"),
+    "no_q_out_masks": lambda s: _edit(_edit(
+        s, "offs3[None, :] * expanded_s3, mask=mask, other=0.0)", "offs3[None, :] * expanded_s3)"),
+        "_to_bf16(t_38), mask=mask_3)", "_to_bf16(t_38))"),
+    "static_key_bounds": lambda s: s.replace("tl.minimum(expanded_1_n1, ", "tl.minimum(2048, "),
+    "static_first_loop_bound": lambda s: _edit_line(
+        s, "    for k in range(0, tl.minimum(", "tl.minimum(expanded_1_n1, ", "tl.minimum(2048, "),
+    "static_diagonal_bounds": lambda s: _edit_line(
+        s, "    for k_1 in range(", "tl.minimum(expanded_1_n1, ", "tl.minimum(2048, "),
+    "split_multiple_of_64": _split_multiple_of,
+    "diagonal_end_tile": lambda s: _diagonal_end(s, "((pid_0 * 128) + 128)"),
+    "diagonal_end_padded": lambda s: _diagonal_end(
+        s, "tl.minimum(((expanded_1_n1 + 63) // 64) * 64, ((pid_0 * 128) + 128))"),
+    "diagonal_end_tile_static_start": lambda s: _diagonal_end(
+        s.replace("tl.minimum(expanded_1_n1, ", "tl.minimum(2048, "), "((pid_0 * 128) + 128)",
+        "tl.minimum(2048, ((pid_0 * 128) + 128))"),
+    "sizes_specialised": lambda s: _edit(
+        s, "@triton.jit(do_not_specialize=['arg12_n1', 'expanded_n1', 'expanded_1_n1', "
+        "'expanded_1_1_n1', 'transposed_n1'])\ndef fused_kernel_2(", "@triton.jit\ndef fused_kernel_2("),
+}
+
+
+def gpt2_attention(folder: Path) -> dict:
+    import copy
+
+    from dynamic_gpt2 import BATCH, WIDTH, block, state_of
+
+    state = state_of(block().cuda())
+    ranges = {n: DimRange(*r) for n, r in json.loads((folder / "ranges.json").read_text()).items()}
+    program = tf.compile(folder / "dynamic.mlir", dim_ranges=ranges)
+    static = tf.compile(folder / "static_2048.mlir")
+    x = torch.randn(BATCH, 2048, WIDTH, device="cuda", dtype=torch.bfloat16)
+    args = [*state, x]
+    (want,) = static(*args)
+    progs = {"static": static, "dynamic": program}
+    for name, edit in GPT2_ATTENTION_EDITS.items():
+        edited = copy.copy(program)
+        edited.python, edited.warmed = _load(edit(program.source), f"g2_{name}"), False
+        progs[name] = edited
+    out: dict = {"T": 2048, "attention_us": {}}
+    for name, prog in progs.items():
+        (got,) = prog(*args)
+        assert torch.allclose(got.float(), want.float(), atol=3e-2, rtol=3e-2), name
+        kernels = measured_kernels(prog, args)
+        out["attention_us"][name] = round(kernels["fused_kernel_2"] * 1e6, 1)
+    print(json.dumps(out), flush=True)
+    return out
+
+
+class _NoLaunch:
+    """A kernel whose launches do nothing (the host's other work timed alone)."""
+
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: None
+
+
+def host_profile() -> dict:
+    """Host µs per call of the transformer-block sample at S = 512, dynamic and static:
+    as emitted, with `triton.cdiv` (a Triton constexpr function: its call wraps and
+    unwraps the arguments) as integer arithmetic, and with every launch a no-op (what
+    the host spends besides the launches)."""
+    import copy
+
+    fixed = {"E": 1024, "H": 16, "Dh": 64, "F": 4096}
+    text = specialize((SAMPLES / "transformer_block.mlir").read_text(), fixed, "bf16")
+    dyn = dynamic_form(text, "S")
+    ranges = {"x.0": DimRange(1, 4096)}
+    module = load_program(dyn, dim_ranges=ranges)
+    args = inputs(module, {"x.0": 512}, torch.bfloat16)
+    out: dict = {}
+    for name, prog in [("dynamic", tf.compile(dyn, dim_ranges=ranges)),
+                       ("static", tf.compile(specialize(text, {"S": 512}, None)))]:  # fmt: skip
+        int_cdiv = copy.copy(prog)
+        source = prog.source.replace("triton.cdiv(", "_int_cdiv(")
+        source += "\n\ndef _int_cdiv(a, b):\n    return -(-a // b)\n"
+        int_cdiv.python, int_cdiv.warmed = _load(source, f"host_{name}"), False
+        no_launch = copy.copy(prog)
+        no_launch.python, no_launch.warmed = _load(prog.source, f"host_nl_{name}"), True
+        for k in no_launch.python.KERNELS:
+            setattr(no_launch.python, k, _NoLaunch())
+        row = {}
+        for variant, p in [("as_emitted", prog), ("int_cdiv", int_cdiv), ("no_launch", no_launch)]:
+            row[variant] = min(host_us(p, args) for _ in range(3))
+        out[name] = row
+        print(name, json.dumps(row), flush=True)
+    return out
+
+
 def dynamo() -> dict:
     from dynamic_gpt2 import BATCH, BENCH, T_MAX, WIDTH, block
 
@@ -220,7 +385,8 @@ def main() -> None:
     args = ap.parse_args()
     results = {}
     parts = {"gemm": gemm, "attention": attention, "gpt2": lambda: gpt2(Path(args.gpt2)),
-             "dynamo": dynamo}  # fmt: skip
+             "dynamo": dynamo, "block": sample_block,
+             "gpt2_attention": lambda: gpt2_attention(Path(args.gpt2)), "host": host_profile}  # fmt: skip
     for part in args.parts:
         try:
             results[part] = parts[part]()
