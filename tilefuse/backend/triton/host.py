@@ -180,8 +180,11 @@ class HostPrinter:
             dot = f"{dtype} if dot_dtype is None else dot_dtype" if precision == "tf32" else dtype
             call.append(f'DOT_DTYPE={dot}, DOT_PRECISION="{precision}"')
         lines += self._size_checks(g, sig, size_of)
+        # (ceil-division as integer arithmetic: `triton.cdiv` is a Triton constexpr
+        # function, its host call ~10 us on the H200's host, 90 of a dynamic
+        # transformer block's 355 us a call: docs/PERF.md)
         programs = " * ".join([*([str(sig.programs)] if sig.programs != 1 or not sig.grid_sizes else []),
-                               *(f"triton.cdiv({size_of[n]}, {b})" for n, b in sig.grid_sizes)])
+                               *(_ceil_div(size_of[n], b) for n, b in sig.grid_sizes)])
         if sig.grid_sizes and sig.persistent:  # (a persistent kernel: one program per tile at most)
             programs = f"min({programs}, {sig.persistent})"
         lines.append(f"    {sig.name}[({programs},)]({', '.join(call)}, "
@@ -493,3 +496,7 @@ def _host_copy(op: tensor.ConcatOp | tensor.InsertSliceOp | tensor.PadOp, names)
     return [f"    {r} = {names(op.dest)}.clone()",
             f"    {r}[{_slice_spans(op)}] = {names(op.source)}.reshape({sizes})"]  # fmt: skip
 
+
+def _ceil_div(size: str, block: int) -> str:
+    """Host code for `ceil(size / block)` of a nonnegative integer size."""
+    return size if block == 1 else f"(({size} + {block - 1}) // {block})"
