@@ -5,7 +5,12 @@ import types
 
 import pytest
 
-from tilefuse.runtime.launcher import StaticLauncher, Unsupported, kernel_parameters
+from tilefuse.runtime.launcher import (
+    StaticLauncher,
+    Unsupported,
+    argument_picker,
+    kernel_parameters,
+)
 
 
 def _src(names, signature, constants=()):
@@ -60,7 +65,7 @@ class _Compiled:
 
     def __init__(self, kept, scratch=0, global_scratch=0):
         run = object.__new__(StaticLauncher)
-        run.kept, run.scratch = kept, (None,) * scratch
+        run.kept, run.scratch, run.pick = kept, (None,) * scratch, argument_picker(kept)
         run.global_scratch, run.buffers = global_scratch, {}
         run.num_warps, run.shared, run.arg_types = 4, 0, "O" * len(kept)
         run.calls = []
@@ -257,3 +262,9 @@ def test_past_the_remembered_launches_new_sizes_still_go_straight_to_the_kernel(
         fast[(n,)](x, 16 * n + 3, y)  # (never 1, never divisible by 16)
     assert jit.slow == 1 and len(fast.launches) == MAX_LAUNCHES and len(fast.alike) == 1
     assert len(jit.compiled._run.calls) == 3 * MAX_LAUNCHES - 2
+
+
+@pytest.mark.parametrize("kept", [[], [1], [0, 2, 3]])
+def test_the_argument_picker_keeps_the_kept_arguments_in_order(kept):
+    args = ("a", "b", "c", "d")
+    assert argument_picker(kept)(args) == tuple(args[i] for i in kept)

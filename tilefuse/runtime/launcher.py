@@ -65,7 +65,7 @@ class StaticLauncher:
                 scratch += 1  # the kernel takes a pointer for it (null if unused)
         self.kept, codes = kernel_parameters(src)
         # (the kept arguments picked in C: a generator over them was ~2 us a launch)
-        self.pick = _picker(self.kept)
+        self.pick = argument_picker(self.kept)
         self.arg_types = codes + "O" * scratch
         self.scratch = (None,) * scratch
         self.num_warps = metadata.num_warps
@@ -96,7 +96,7 @@ class StaticLauncher:
             exit_hook(launch_metadata)
 
 
-def _picker(kept: list[int]) -> Any:
+def argument_picker(kept: list[int]) -> Any:
     """`args -> tuple(args[i] for i in kept)`, as a C-level getter."""
     import operator
 
