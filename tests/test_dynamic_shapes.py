@@ -221,8 +221,8 @@ def test_a_dynamic_kernel_takes_its_sizes_as_unspecialised_arguments():
     assert "programs_0 = tl.cdiv(x_n0, 8)" not in source  # the outermost id: no modulo
     assert "offs0 = (pid * 8) + tl.arange(0, 8)" in source
     assert "(offs0[:, None] < x_n0)" in source
-    assert "y = torch.empty((x.shape[0], 333)" in source
-    assert "fused_kernel_0[(((x.shape[0] + 7) // 8),)]" in source
+    assert "x_n0 = x.shape[0]" in source and "y = torch.empty((x_n0, 333)" in source
+    assert "fused_kernel_0[(((x_n0 + 7) // 8),)]" in source
 
 
 def test_a_dynamic_reduced_dim_held_whole_is_checked_against_its_block_at_launch():
@@ -230,7 +230,7 @@ def test_a_dynamic_reduced_dim_held_whole_is_checked_against_its_block_at_launch
     range end (512); the host refuses a size past it rather than read part of a row."""
     _, module, _ = _dynamic("softmax", "N", 512)
     program = compile_program(module)
-    assert "if x.shape[1] > 512:" in program.source
+    assert "x_n1 = x.shape[1]" in program.source and "if x_n1 > 512:" in program.source
     fn = program.python.softmax
     with pytest.raises(ValueError, match=r"holds a dynamic dim of size 600 whole in blocks of 512"):
         fn(on_device(torch.zeros((70, 600))))
@@ -247,6 +247,16 @@ def test_dynamic_sizes_a_kernel_reads_as_one_are_checked_to_agree_at_launch():
     assert torch.equal(z.cpu(), torch.full((5, 300), 2.0))
     with pytest.raises(ValueError, match=r"must agree differ: x.shape\[0\] = 5, y.shape\[0\] = 1"):
         program(x, on_device(torch.ones((1, 300))))
+
+
+def test_the_host_reads_each_dynamic_size_of_its_arguments_once():
+    """The transformer block's tokens: `x.shape[0]` read once, at the top; every size
+    made from it (results, kernels' sizes, grids, the variant's size) is that name."""
+    _, module, _ = _dynamic("transformer_block", "S", 1024)  # (variants at 128)
+    source = compile_program(module).source
+    host = source[source.index("def transformer_block("):]
+    assert host.count(".shape[") == 1 and "    x_n0 = x.shape[0]\n" in host
+    assert "    size = x_n0\n" in host
 
 
 def test_a_call_outside_the_declared_range_is_refused():
@@ -396,7 +406,7 @@ def test_tilefuse_opt_compiles_a_dynamic_program_with_its_declared_range(tmp_pat
     out = tmp_path / "f.py"
     assert main([str(path), "--dim-range", "x.0=1:100", "-p", DEFAULT_PIPELINE,
                  "--emit", "triton", "-o", str(out)]) == 0  # fmt: skip
-    assert "y = torch.empty((x.shape[0], 6)" in out.read_text()
+    assert "y = torch.empty((x_n0, 6)" in out.read_text()
     assert main([str(path), "--dim-range", "x.0=1"]) == 1
 
 
@@ -708,7 +718,7 @@ def test_a_dynamic_gemm_keeps_the_persistent_tma_lowering():
     assert "x_desc = tl.make_tensor_descriptor(x_ptr, shape=[x_n0, 128]" in main
     assert "programs_0 = tl.cdiv(x_n0, 128)" in main
     assert "for tile_id in tl.range(pid, (programs_0 * 4), 132, flatten=True):" in main
-    assert "fused_kernel_0[(min(4 * ((x.shape[0] + 127) // 128), 132),)](" in source
+    assert "fused_kernel_0[(min(4 * ((x_n0 + 127) // 128), 132),)](" in source
     for m in (129, 300, 33 * 128 + 5):  # (4 x 2 and 4 x 3 tiles; 4 x 34: more tiles than programs)
         inputs = random_inputs(module, seed=m, sizes={"x.0": m})
         (got,) = program(*[on_device(torch.from_numpy(x)).to(torch.bfloat16) for x in inputs])
@@ -814,7 +824,7 @@ def test_a_kernel_sized_by_an_input_it_does_not_read_takes_that_size_alone():
     module = load_program(BROADCAST_ROWS, dim_ranges={"x.0": DimRange(1, 64)})
     program = compile_program(module)
     assert "def fused_kernel_0(w_ptr, w_s0, x_n0, y_ptr, y_s0, y_s1, y_n0):" in program.source
-    assert "](w, *w.stride(), x.shape[0], y, *y.stride(), y.shape[0]," in program.source
+    assert "](w, *w.stride(), x_n0, y, *y.stride(), x_n0," in program.source
     for n in (1, 5, 64):
         inputs = random_inputs(module, seed=n, sizes={"x.0": n})
         (got,) = program(*[on_device(torch.from_numpy(x)) for x in inputs])

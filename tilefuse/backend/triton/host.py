@@ -34,6 +34,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Operation, SSAValue
 
 from tilefuse.analysis.dataflow import pad_value, reshape_root
+from tilefuse.analysis.dim_facts import size_origin
 from tilefuse.backend.triton.dtypes import torch_dtype
 from tilefuse.backend.triton.names import Names
 from tilefuse.backend.triton.scalar import literal
@@ -57,6 +58,33 @@ from tilefuse.ir.tilefuse import (
     TileGridOp,
     WindowOp,
 )
+
+
+class SizeReader:
+    """The host's expression for a dynamic size: each dynamic dim of an argument is
+    read once, at the top (`x_n0 = x.shape[0]`), and every size made from it
+    (`dim_facts.size_origin`: through views, kernels' results, inits) is that name;
+    any other size is read from its tensor (`y.shape[1]`). (A dynamic transformer
+    block read ~100 sizes from tensors a call: `.shape` builds a `torch.Size`.)"""
+
+    def __init__(self, f: func.FuncOp, names: Names):
+        self.names = names
+        self.of_argument: dict[tuple[SSAValue, int], str] = {}
+        self.lines: list[str] = []
+        for a in f.body.block.args:
+            shape = a.type.get_shape() if isinstance(a.type, TensorType) else ()
+            for axis, n in enumerate(shape):
+                if n == DYNAMIC_INDEX:
+                    name = names.fresh(f"{names(a)}_n{axis}")
+                    self.of_argument[(a, axis)] = name
+                    self.lines.append(f"    {name} = {names(a)}.shape[{axis}]")
+
+    def __call__(self, value: SSAValue, axis: int) -> str:
+        if self.of_argument:
+            origin = size_origin(value, axis)
+            if isinstance(origin, tuple) and origin in self.of_argument:
+                return self.of_argument[origin]
+        return f"{self.names(value)}.shape[{axis}]"
 
 
 @dataclass(frozen=True, eq=False)
@@ -88,11 +116,14 @@ class HostPrinter:
         self.kernels = kernels
         self.names = Names(kernels)  # kernels are module globals
         self.constants: list[HostConstant] = []
+        self.size: SizeReader | None = None
+        """Dynamic sizes as the host reads them (made when printing starts)."""
 
     def print(self) -> str:
         f, names = self.f, self.names
         entry = names.fresh(f.sym_name.data)  # `@tl` or `@max` must not shadow a global
         args = [names(a) for a in f.body.block.args]
+        self.size = size = SizeReader(f, names)
         table = [op for op in f.body.block.ops if _is_table_constant(op)]
         self.constants = [HostConstant(names(op.result), tuple(op.result.type.get_shape()),
                                        torch_dtype(op.result.type, op).removeprefix("torch."),
@@ -109,7 +140,7 @@ class HostPrinter:
             lines.append(f"CHECKS = {self.checks!r}  # runtime checks: number -> (message, location)")
         lines += ["", f"def {entry}({', '.join(params)}):",
                   f'    """Run @{f.sym_name.data}: {len(self.kernels)} kernel launch(es)."""',
-                  f"    device = {device}"]  # fmt: skip
+                  f"    device = {device}", *size.lines]  # fmt: skip
         if table:
             lines.append(f"    {', '.join(c.name for c in self.constants)}, = constants")
         if any(sig.has_descriptors for _, _, sig in self.launches.values()):
@@ -127,7 +158,7 @@ class HostPrinter:
                     lines += ["    failed = int(checks.item())",
                               "    if failed:",
                               "        raise check_error(*CHECKS[failed])"]  # fmt: skip
-                lines += _host_op(op, names)
+                lines += _host_op(op, names, size)
         return "\n".join(lines) + "\n"
 
     def launch(self, g: GroupOp) -> list[str]:
@@ -138,7 +169,7 @@ class HostPrinter:
             if (order := g.input_layout(i)) is not None:  # (a no-op once it is so)
                 lines.append(f"    {names(v)} = _in_order({names(v)}, {order})")
         for i, r in enumerate(g.results):
-            shape = _result_shape(g, i, names)
+            shape = _result_shape(g, i, names, self._size)
             dtype = torch_dtype(r.type, g)
             if (pad := _pad_in_place(g, r)) is not None:
                 # (the kernel writes the pad's interior: no copy; the pad prints nothing)
@@ -181,8 +212,7 @@ class HostPrinter:
             call.append(f'DOT_DTYPE={dot}, DOT_PRECISION="{precision}"')
         lines += self._size_checks(g, sig, size_of)
         # (ceil-division as integer arithmetic: `triton.cdiv` is a Triton constexpr
-        # function, its host call ~10 us on the H200's host, 90 of a dynamic
-        # transformer block's 355 us a call: docs/PERF.md)
+        # function, ~2 us a call, one per launch of a dynamic program)
         programs = " * ".join([*([str(sig.programs)] if sig.programs != 1 or not sig.grid_sizes else []),
                                *(_ceil_div(size_of[n], b) for n, b in sig.grid_sizes)])
         if sig.grid_sizes and sig.persistent:  # (a persistent kernel: one program per tile at most)
@@ -209,26 +239,32 @@ class HostPrinter:
                 call.append(f"{names(v)}, *{names(v)}.stride()" if p.strided else names(v))
             elif p.kind is SIZE:
                 assert p.tensor is not None
-                size_of[p.name] = f"{names(values[p.tensor])}.shape[{p.dim}]"
+                size_of[p.name] = self._size(values[p.tensor], p.dim)
                 call.append(size_of[p.name])
         return call, size_of
+
+    def _size(self, value: SSAValue, axis: int) -> str:
+        assert self.size is not None
+        return self.size(value, axis)
 
     def _size_checks(self, g: GroupOp, sig: KernelSignature, size_of: dict[str, str]) -> list[str]:
         """Before a launch with dynamic sizes: those the kernel reads as one agree
         (`SAME_SIZES`), and each held whole fits its block (declared ranges bound one
         dim, not a product of them)."""
-        names, lines, at = self.names, [], f"@{self.f.sym_name.data}"
+        lines, at = [], f"@{self.f.sym_name.data}"
         for same in g.attributes.get(SAME_SIZES, ArrayAttr([])).data:  # type: ignore[union-attr]
-            sizes = [f"{names(g.inputs[i])}.shape[{axis}]" for i, axis in
-                     (a.get_values() for a in same.data)]  # type: ignore[attr-defined]
-            said = ", ".join(f"{n} = {{{n}}}" for n in sizes)
-            lines += [f"    if not ({' == '.join(sizes)}):",
+            read = {self._size(g.inputs[i], axis): f"{self.names(g.inputs[i])}.shape[{axis}]"
+                    for i, axis in (a.get_values() for a in same.data)}  # type: ignore[attr-defined]
+            if len(read) < 2:  # (one size by construction: nothing to check)
+                continue
+            said = ", ".join(f"{shown} = {{{n}}}" for n, shown in read.items())
+            lines += [f"    if not ({' == '.join(read)}):",
                       f"        raise ValueError(f'{at}: dynamic sizes that must agree differ: {said}')"]  # fmt: skip
         for fixed in g.attributes.get(STATIC_SIZES, ArrayAttr([])).data:  # type: ignore[union-attr]
             i, axis, size = fixed.get_values()  # type: ignore[attr-defined]
-            n = f"{names(g.inputs[i])}.shape[{axis}]"
+            n, shown = self._size(g.inputs[i], axis), f"{self.names(g.inputs[i])}.shape[{axis}]"
             lines += [f"    if {n} != {size}:",
-                      f"        raise ValueError(f'{at}: dynamic size {n} = {{{n}}} must be {size} here')"]  # fmt: skip
+                      f"        raise ValueError(f'{at}: dynamic size {shown} = {{{n}}} must be {size} here')"]  # fmt: skip
         for n, b in sig.whole_sizes:
             lines += [f"    if {size_of[n]} > {b}:",
                       f"        raise ValueError(f'{at}: {sig.name} holds a dynamic dim of size "
@@ -251,7 +287,7 @@ class HostPrinter:
         return lines
 
 
-def _result_shape(g: GroupOp, i: int, names) -> tuple[int, ...] | str:
+def _result_shape(g: GroupOp, i: int, names, read) -> tuple[int, ...] | str:
     """The shape of group result `i`: its type's, or, with dynamic sizes, a tuple
     expression reading them from the inputs (the `tensor.dim`s that size the grid's
     destination, `passes/tile_and_fuse.py`)."""
@@ -268,16 +304,17 @@ def _result_shape(g: GroupOp, i: int, names) -> tuple[int, ...] | str:
     if len(sizes) != sum(n < 0 for n in shape):
         raise CompileError.at(g, f"has result {i} of dynamic shape whose sizes it does not say")
     outer = dict(zip(g.entry.args, g.inputs, strict=True))
-    parts = [str(n) if n >= 0 else _host_size(sizes.pop(), outer, names, g) for n in shape]
+    parts = [str(n) if n >= 0 else _host_size(sizes.pop(), outer, read, g) for n in shape]
     return f"({', '.join(parts)}{',' if len(parts) == 1 else ''})"
 
 
-def _host_size(v: SSAValue, outer: dict, names, at: Operation) -> str:
-    """A dynamic size as the host reads it: `tensor.dim` of a tensor it has."""
+def _host_size(v: SSAValue, outer: dict, read, at: Operation) -> str:
+    """A dynamic size as the host reads it (`read`: `SizeReader`): `tensor.dim` of a
+    tensor it has."""
     op = v.owner
     if isinstance(op, tensor.DimOp) and isinstance(op.index.owner, arith.ConstantOp):
         source = outer.get(op.source, op.source)
-        return f"{names(source)}.shape[{op.index.owner.value.value.data}]"  # type: ignore[union-attr]
+        return read(source, op.index.owner.value.value.data)  # type: ignore[union-attr]
     raise CompileError.at(at, "has a dynamic size the host cannot compute (only tensor.dim "
                           "of a tensor with a constant index)")  # fmt: skip
 
@@ -383,10 +420,10 @@ _SIZE_ARITH = {arith.AddiOp: "+", arith.SubiOp: "-", arith.MuliOp: "*", arith.Di
 """Size arithmetic the host computes on Python ints (a dynamic program's sizes)."""
 
 
-def _host_index(op: Operation, names) -> str:
+def _host_index(op: Operation, names, read) -> str:
     """A function-level index value on the host: a size, a constant, arithmetic."""
     if isinstance(op, tensor.DimOp):
-        return _host_size(op.result, {}, names, op)
+        return _host_size(op.result, {}, read, op)
     if isinstance(op, arith.ConstantOp):
         return str(op.value.value.data)  # pyright: ignore[reportAttributeAccessIssue]
     a, b = (names(v) for v in op.operands)
@@ -411,7 +448,7 @@ def _reshape_sizes(op: tensor.ExpandShapeOp | tensor.CollapseShapeOp, names) -> 
     return f"({', '.join(parts)},)"
 
 
-def _host_op(op: Operation, names) -> list[str]:
+def _host_op(op: Operation, names, read) -> list[str]:
     """The host function's line(s) for a function-level op other than a kernel."""
     if isinstance(op, func.ReturnOp):
         return [f"    return {', '.join(_returned(v, names) for v in op.operands)}"]
@@ -421,7 +458,7 @@ def _host_op(op: Operation, names) -> list[str]:
         return [f"    {names(op.result)} = {names(op.src)}.reshape({_reshape_sizes(op, names)})"]
     if isinstance(op, (tensor.DimOp, arith.ConstantOp, *_SIZE_ARITH)) and \
             isinstance(op.results[0].type, IndexType):  # fmt: skip
-        return [f"    {names(op.results[0])} = {_host_index(op, names)}"]
+        return [f"    {names(op.results[0])} = {_host_index(op, names, read)}"]
     if isinstance(op, tensor.ExtractSliceOp):
         return [f"    {names(op.result)} = {_host_slice(op, names)}"]
     if isinstance(op, WindowOp):
