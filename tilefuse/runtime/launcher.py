@@ -205,10 +205,10 @@ def init_handles(kernel: Any) -> None:
 
 def _hooked(runtime_knobs: Any) -> bool:
     """Is a Triton launch hook set (None, or an empty `HookChain`, is not)?"""
-    enter, leave = runtime_knobs.launch_enter_hook, runtime_knobs.launch_exit_hook
-    if enter is None and leave is None:  # (the common case, without a generator: every launch)
-        return False
-    return any(h is not None and bool(getattr(h, "calls", True)) for h in (enter, leave))
+    for h in (runtime_knobs.launch_enter_hook, runtime_knobs.launch_exit_hook):
+        if h is not None and getattr(h, "calls", True):  # (a loop, not a generator: every launch)
+            return True
+    return False
 
 
 MAX_LAUNCHES = 64
