@@ -760,8 +760,8 @@ class TileProgramBuilder:
         """Dynamic shared dims `a` and `b` are one size at run time: an input read
         along `a` and one read along `b` have sizes made from one (tensor, axis) of
         the function (`dim_facts.size_origin`: through views, inits, `tensor.dim`,
-        kernels). (The
-        inputs read along one dim are checked to agree at launch: `SAME_SIZES`.)"""
+        kernels). (The inputs read along one dim are checked to agree at launch:
+        `SAME_SIZES`.)"""
         inputs = list(self.group.entry.args)
 
         def origins(dim: int) -> set[object]:

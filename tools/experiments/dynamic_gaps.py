@@ -24,8 +24,8 @@ Where a dynamic program loses to the static build (issue 18), on the GPU.
   and with one difference from the static kernel taken away at a time (edits of the
   emitted source, valid at T = 2048), device time per kernel.
 - `host`: the host's time per call of the transformer-block sample at S = 512,
-  dynamic and static: as emitted, with `triton.cdiv` as integer arithmetic, and
-  with every launch a no-op.
+  dynamic and static: as emitted, with `triton.cdiv` as integer arithmetic (a no-op
+  since `a88779d`: the host emits integer ceil-division), and with every launch a no-op.
 - `dynamo`: `torch.compile(model, backend="tilefuse", dynamic=True)` on the same
   block: compiles counted over 64 T, first-call time, timed at the bench T beside
   eager and default torch.compile (torch-mlir needed).
