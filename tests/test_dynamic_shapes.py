@@ -216,8 +216,8 @@ def test_a_dynamic_kernel_takes_its_sizes_as_unspecialised_arguments():
     from it; the host allocates the result from the argument's size."""
     _, module, _ = _dynamic("softmax", "M", 4096)
     source = compile_program(module).source
-    assert "@triton.jit(do_not_specialize=['x_n0', 'y_n0'])" in source
-    assert "def fused_kernel_0(x_ptr, x_s0, x_s1, x_n0, y_ptr, y_s0, y_s1, y_n0):" in source
+    assert "@triton.jit(do_not_specialize=['x_n0'])" in source  # (y's rows are x's: one size)
+    assert "def fused_kernel_0(x_ptr, x_s0, x_s1, x_n0, y_ptr, y_s0, y_s1):" in source
     assert "programs_0 = tl.cdiv(x_n0, 8)" not in source  # the outermost id: no modulo
     assert "offs0 = (pid * 8) + tl.arange(0, 8)" in source
     assert "(offs0[:, None] < x_n0)" in source
@@ -257,6 +257,91 @@ def test_the_host_reads_each_dynamic_size_of_its_arguments_once():
     host = source[source.index("def transformer_block("):]
     assert host.count(".shape[") == 1 and "    x_n0 = x.shape[0]\n" in host
     assert "    size = x_n0\n" in host
+
+
+EXPAND_BY_OTHER = """func.func @f(%x: tensor<?xf32>, %y: tensor<?xf32>) -> tensor<?xf32> {
+  %c0 = arith.constant 0 : index
+  %nx = tensor.dim %x, %c0 : tensor<?xf32>
+  %y2 = tensor.expand_shape %y [[0, 1]] output_shape [%nx, 4] : tensor<?xf32> into tensor<?x4xf32>
+  %e = tensor.empty(%nx) : tensor<?xf32>
+  %f = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]} ins(%x : tensor<?xf32>) outs(%e : tensor<?xf32>) {
+  ^bb0(%p: f32, %o: f32):
+    linalg.yield %p : f32
+  } -> tensor<?xf32>
+  %z = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>],
+      iterator_types = ["parallel", "reduction"]} ins(%y2 : tensor<?x4xf32>) outs(%f : tensor<?xf32>) {
+  ^bb0(%p: f32, %o: f32):
+    %s = arith.addf %p, %o : f32
+    linalg.yield %s : f32
+  } -> tensor<?xf32>
+  return %z : tensor<?xf32>
+}"""
+
+
+def test_an_argument_expanded_by_another_arguments_size_is_checked_not_trusted():
+    """y expanded to [x's rows, 4] (`output_shape` states what y must have): y's rows
+    are not x's by construction, so the host still checks them at launch (a size
+    taken on the expand's word read past y)."""
+    module = load_program(EXPAND_BY_OTHER, dim_ranges={"x.0": DimRange(1, 64), "y.0": DimRange(4, 256)})
+    program = compile_program(module)
+    for nx, ny in [(5, 40), (64, 4)]:
+        with pytest.raises(ValueError, match="must agree differ"):
+            program(on_device(torch.zeros(nx)), on_device(torch.arange(ny, dtype=torch.float32)))
+    inputs = random_inputs(module, seed=3, sizes={"x.0": 6, "y.0": 24})
+    (got,) = program(*[on_device(torch.from_numpy(x)) for x in inputs])
+    (want,) = evaluate(module, inputs)
+    assert relative_error(got.cpu().numpy(), want) <= tolerance("f32")
+
+
+STATIC_AXIS_DIM = """func.func @f(%x: tensor<?xf32>) -> (tensor<4x?xf32>, tensor<?xf32>) {
+  %c0 = arith.constant 0 : index
+  %m = tensor.dim %x, %c0 : tensor<?xf32>
+  %e = tensor.empty(%m) : tensor<4x?xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i, j)>],
+      iterator_types = ["parallel", "parallel"]} ins(%x : tensor<?xf32>) outs(%e : tensor<4x?xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.mulf %a, %a : f32
+    linalg.yield %s : f32
+  } -> tensor<4x?xf32>
+  %n = tensor.dim %r, %c0 : tensor<4x?xf32>
+  %e2 = tensor.empty(%n) : tensor<?xf32>
+  %one = arith.constant 1.0 : f32
+  %f2 = linalg.fill ins(%one : f32) outs(%e2 : tensor<?xf32>) -> tensor<?xf32>
+  return %r, %f2 : tensor<4x?xf32>, tensor<?xf32>
+}"""
+
+
+def test_a_static_axis_read_by_tensor_dim_is_its_static_size():
+    """`tensor.dim` of the static axis of a `4x?` result sizes another: 4, not the
+    dynamic size its init was made with."""
+    module = load_program(STATIC_AXIS_DIM, dim_ranges={"x.0": DimRange(1, 64)})
+    program = compile_program(module)
+    for n in (1, 3, 7, 33):
+        inputs = random_inputs(module, seed=n, sizes={"x.0": n})
+        got = program(*[on_device(torch.from_numpy(x)) for x in inputs])
+        for g, w in zip(got, evaluate(module, inputs), strict=True):
+            assert g.shape == w.shape, n
+            assert relative_error(g.cpu().numpy(), w) <= tolerance("f32"), n
+
+
+def test_an_argument_named_size_is_not_the_variants_size():
+    """The host's local picking a variant is a fresh name: an argument `%size` stays."""
+    text = """func.func @f(%size: tensor<?x4xf32>, %y: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %size, %c0 : tensor<?x4xf32>
+  %e = tensor.empty(%n) : tensor<?x4xf32>
+  %z = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>,
+      affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%size, %y : tensor<?x4xf32>, tensor<?x4xf32>) outs(%e : tensor<?x4xf32>) {
+  ^bb0(%p: f32, %q: f32, %o: f32):
+    %s = arith.subf %p, %q : f32
+    linalg.yield %s : f32
+  } -> tensor<?x4xf32>
+  return %z : tensor<?x4xf32>
+}"""
+    module = load_program(text, dim_ranges={"size.0": DimRange(1, 300), "y.0": DimRange(1, 300)})
+    (z,) = compile_program(module)(on_device(torch.full((5, 4), 3.0)), on_device(torch.ones(5, 4)))
+    assert torch.equal(z.cpu(), torch.full((5, 4), 2.0))
 
 
 def test_a_call_outside_the_declared_range_is_refused():
@@ -682,7 +767,7 @@ def test_a_dynamic_causal_self_attention_splits_its_keys_at_the_diagonal_alone()
     assert len(main) == 2, main
     split = "((tl.maximum(((pid_2 * 32) + 1), 0) // 32) * 32)"
     assert main[0] == f"for k in range(0, {split}, 32):", main
-    assert main[1].startswith(f"for k_2 in range({split}, tl.minimum(k_n2, "), main
+    assert main[1].startswith(f"for k_2 in range({split}, tl.minimum(q_n2, "), main  # (one size)
     for n in (1, 2, 17, 31, 32, 33, 64, 65, 130, 200):
         inputs = random_inputs(module, seed=n, sizes={"q.2": n})
         (got,) = program(*[on_device(np.asarray(x, np.float32)) for x in inputs])
@@ -823,8 +908,8 @@ def test_a_kernel_sized_by_an_input_it_does_not_read_takes_that_size_alone():
     no strides)."""
     module = load_program(BROADCAST_ROWS, dim_ranges={"x.0": DimRange(1, 64)})
     program = compile_program(module)
-    assert "def fused_kernel_0(w_ptr, w_s0, x_n0, y_ptr, y_s0, y_s1, y_n0):" in program.source
-    assert "](w, *w.stride(), x_n0, y, *y.stride(), x_n0," in program.source
+    assert "def fused_kernel_0(w_ptr, w_s0, x_n0, y_ptr, y_s0, y_s1):" in program.source
+    assert "](w, *w.stride(), x_n0, y, *y.stride(), num_warps" in program.source
     for n in (1, 5, 64):
         inputs = random_inputs(module, seed=n, sizes={"x.0": n})
         (got,) = program(*[on_device(torch.from_numpy(x)) for x in inputs])

@@ -29,7 +29,7 @@ from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from tilefuse.ir.dynamic import argument_name, declared_ranges
-from tilefuse.ir.structured import made_size, resolved_size
+from tilefuse.ir.structured import made_size
 from tilefuse.ir.tilefuse import GroupOp, TileGridOp, YieldOp
 
 
@@ -145,29 +145,54 @@ def size_facts(value: SSAValue, depth: int = 0) -> DimFacts | None:
 
 
 def size_origin(value: SSAValue, axis: int) -> SSAValue | tuple[SSAValue, int]:
-    """Where dynamic dim `axis` of `value` was sized: `resolved_size` (views, inits,
-    `tensor.dim`) followed through kernels too (a group's result is what its body
-    yields, a tile grid's its destination's, a group's argument its operand). Two
-    dims of one origin are one size at run time."""
-    at = resolved_size(value, axis)
-    for _ in range(64):  # (kernels in kernels: never a cycle in SSA)
+    """Where dynamic dim `axis` of `value` was sized: the (tensor, axis) or size value
+    it is by construction, followed through views, inits, `tensor.dim` and kernels (a
+    group's result is what its body yields, a tile grid's its destination's, a
+    group's argument its operand). Two dims of one origin are one size at run time.
+
+    Unlike `resolved_size` it does not take an `expand_shape`'s `output_shape` on
+    trust: the sizes it states are what the source must have, not what it has (an
+    argument expanded by another's size: the host reshapes and checks). An expanded
+    dim alone in its group is its source's dim; any other is its own origin."""
+    at: SSAValue | tuple[SSAValue, int] = (value, axis)
+    for _ in range(256):  # (views and kernels: never a cycle in SSA)
         if not isinstance(at, tuple):
-            return at
-        v, a = at
-        op = v.owner
-        if isinstance(v, BlockArgument):
-            parent = v.block.parent_op()
-            if not isinstance(parent, GroupOp) or v.index >= len(parent.inputs):
+            read = at.owner
+            index = read.index.owner if isinstance(read, tensor.DimOp) else None
+            if not isinstance(index, arith.ConstantOp):
                 return at
-            v = parent.inputs[v.index]
-        elif isinstance(op, GroupOp) and isinstance(last := op.body.block.last_op, YieldOp):
-            v = last.operands[list(op.results).index(v)]
-        elif isinstance(op, TileGridOp):
-            v = op.outs[list(op.results).index(v)]
-        else:
+            at = (read.source, index.value.value.data)  # pyright: ignore
+        step = _origin_step(*at)
+        if step is None:
             return at
-        at = resolved_size(v, a)
+        at = step
     return at
+
+
+def _origin_step(v: SSAValue, axis: int) -> SSAValue | tuple[SSAValue, int] | None:
+    """One step of `size_origin`; None where the size is its own origin."""
+    shape = v.type.get_shape() if isinstance(v.type, TensorType) else ()
+    if axis >= len(shape) or shape[axis] != DYNAMIC_INDEX:
+        return None
+    op = v.owner
+    if isinstance(v, BlockArgument):
+        parent = v.block.parent_op()
+        if isinstance(parent, TileGridOp) and v in parent.destinations:
+            return parent.outs[parent.destinations.index(v)], axis
+        if isinstance(parent, GroupOp) and v.index < len(parent.inputs):
+            return parent.inputs[v.index], axis
+        return None
+    if isinstance(op, GroupOp) and isinstance(last := op.body.block.last_op, YieldOp):
+        return last.operands[list(op.results).index(v)], axis
+    if isinstance(op, TileGridOp):
+        return op.outs[list(op.results).index(v)], axis
+    if isinstance(op, tensor.ExpandShapeOp):
+        for k, group in enumerate(op.reassociation.data):  # pyright: ignore[reportAttributeAccessIssue]
+            dims = [d.value.data for d in group.data]  # pyright: ignore[reportAttributeAccessIssue]
+            if axis in dims:
+                return (op.src, k) if dims == [axis] else None
+        return None
+    return made_size(v, axis)
 
 
 def group_facts(group: GroupOp) -> DimFacts | None:

@@ -446,9 +446,13 @@ def _dynamic_position(t: TensorType, axis: int) -> int:
 
 def made_size(value: SSAValue, axis: int) -> SSAValue | tuple[SSAValue, int] | None:
     """The size of dynamic dim `axis` of `value` as it was made: a size value, or
-    (a tensor, its axis) to read it from instead; None where nothing says more."""
+    (a tensor, its axis) to read it from instead; None where nothing says more (a
+    static axis too: its size is its type's)."""
     op = value.owner
     if not isinstance(op, Operation):
+        return None
+    shape = value.type.get_shape() if isinstance(value.type, TensorType) else ()
+    if axis >= len(shape) or shape[axis] != DYNAMIC_INDEX:
         return None
     if isinstance(op, tensor.EmptyOp):
         return op.dynamic_sizes[_dynamic_position(op.tensor.type, axis)]  # pyright: ignore

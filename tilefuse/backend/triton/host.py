@@ -118,12 +118,15 @@ class HostPrinter:
         self.constants: list[HostConstant] = []
         self.size: SizeReader | None = None
         """Dynamic sizes as the host reads them (made when printing starts)."""
+        self.variant_size = "size"
+        """The local holding a launch's largest dynamic size (variants pick on it)."""
 
     def print(self) -> str:
         f, names = self.f, self.names
         entry = names.fresh(f.sym_name.data)  # `@tl` or `@max` must not shadow a global
         args = [names(a) for a in f.body.block.args]
         self.size = size = SizeReader(f, names)
+        self.variant_size = names.fresh("size")  # (not an argument's name: `%size`)
         table = [op for op in f.body.block.ops if _is_table_constant(op)]
         self.constants = [HostConstant(names(op.result), tuple(op.result.type.get_shape()),
                                        torch_dtype(op.result.type, op).removeprefix("torch."),
@@ -183,13 +186,14 @@ class HostPrinter:
             return lines + self._call(g, g)
         # the variant serving the launch's largest dynamic size (`tile-and-fuse`)
         key = self._call(g, g, sizes_only=True)
-        lines.append(f"    size = max({', '.join(key)})" if len(key) > 1 else f"    size = {key[0]}")
+        size = self.variant_size
+        lines.append(f"    {size} = max({', '.join(key)})" if len(key) > 1 else f"    {size} = {key[0]}")
         for k, v in enumerate([*variants, g]):
             if v is g:
                 lines.append("    else:")
             else:
                 hi = v.attributes[SERVES].get_values()[1]  # pyright: ignore[reportAttributeAccessIssue]
-                lines.append(f"    {'if' if k == 0 else 'elif'} size <= {hi}:")
+                lines.append(f"    {'if' if k == 0 else 'elif'} {size} <= {hi}:")
             lines += ["    " + s for s in self._call(v, g)]
         return lines
 
@@ -214,7 +218,7 @@ class HostPrinter:
         # (ceil-division as integer arithmetic: `triton.cdiv` is a Triton constexpr
         # function, ~2 us a call, one per launch of a dynamic program)
         programs = " * ".join([*([str(sig.programs)] if sig.programs != 1 or not sig.grid_sizes else []),
-                               *(_ceil_div(size_of[n], b) for n, b in sig.grid_sizes)])
+                               *(_ceil_div(size_of.get(n, n), b) for n, b in sig.grid_sizes)])
         if sig.grid_sizes and sig.persistent:  # (a persistent kernel: one program per tile at most)
             programs = f"min({programs}, {sig.persistent})"
         lines.append(f"    {sig.name}[({programs},)]({', '.join(call)}, "
@@ -266,6 +270,10 @@ class HostPrinter:
             lines += [f"    if {n} != {size}:",
                       f"        raise ValueError(f'{at}: dynamic size {shown} = {{{n}}} must be {size} here')"]  # fmt: skip
         for n, b in sig.whole_sizes:
+            if n.isdigit():  # (a static size read by `tensor.dim`: checked here, once)
+                if int(n) > b:
+                    raise CompileError.at(g, f"holds a dim of size {n} whole in blocks of {b}")
+                continue
             lines += [f"    if {size_of[n]} > {b}:",
                       f"        raise ValueError(f'{at}: {sig.name} holds a dynamic dim of size "
                       f"{{{size_of[n]}}} whole in blocks of {b}: compile with a larger declared range')"]  # fmt: skip

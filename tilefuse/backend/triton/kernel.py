@@ -28,6 +28,7 @@ from xdsl.dialects.builtin import FloatAttr, IntegerAttr, IntegerType
 from xdsl.ir import Block, Operation, OpResult, SSAValue
 
 from tilefuse.analysis.dataflow import tma_tensor
+from tilefuse.analysis.dim_facts import size_origin
 from tilefuse.backend.triton import library
 from tilefuse.backend.triton.dot import dot_axes, dot_input_dtype, dot_precision
 from tilefuse.backend.triton.dtypes import compute_type, kept_shape, tl_dtype
@@ -186,6 +187,17 @@ def without_dead_values(lines: list[str]) -> list[str]:
     return out
 
 
+def _static_dim(op: tensor.DimOp) -> int | None:
+    """The size `tensor.dim` reads when its index is a constant and that axis static."""
+    index = op.index.owner
+    shape = op.source.type.get_shape()  # pyright: ignore[reportAttributeAccessIssue]
+    if isinstance(index, arith.ConstantOp) and isinstance(index.value, IntegerAttr):
+        axis = index.value.value.data
+        if 0 <= axis < len(shape) and shape[axis] >= 0:
+            return shape[axis]
+    return None
+
+
 class KernelPrinter(Emitter):
     """Prints a group's tile grids as one `@triton.jit` kernel.
 
@@ -216,12 +228,13 @@ class KernelPrinter(Emitter):
         self.ptr = {v: f"{self.base[v]}_ptr" for v in self.tensors}
         self.strides = {v: [f"{self.base[v]}_s{i}" for i in range(len(v.type.get_shape()))]
                         for v in self.tensors}  # fmt: skip
-        self.sizes = {(v, i): f"{self.base[v]}_n{i}" for v in self.tensors
-                      for i, n in enumerate(v.type.get_shape()) if n < 0}  # fmt: skip
+        self.sizes = self._size_names()
         """Run-time extents of the tensors' dynamic dims: size parameters."""
-        for op in group.entry.ops:  # a dynamic extent: a size parameter
+        for op in group.entry.ops:  # a dynamic extent: a size parameter; a static one its number
             if isinstance(op, tensor.DimOp) and (size := self._size_param(op)) is not None:
                 self.expr[op.result] = size
+            elif isinstance(op, tensor.DimOp) and (n := _static_dim(op)) is not None:
+                self.expr[op.result] = str(n)
         self.hints: dict[LoadOp, str] = {}
         self.uses_dot_constexprs = False
         self.loop_stack: list[Sequence[SSAValue]] = []
@@ -234,6 +247,20 @@ class KernelPrinter(Emitter):
         """Lines before the tile loop (descriptors: made once per program)."""
         self.counts: dict[TileGridOp, list[str]] = {}
         """A dynamic grid's programs per dim (`_counts`)."""
+
+    def _size_names(self) -> dict[tuple[SSAValue, int], str]:
+        """A size parameter's name per dynamic dim of the tensors; dims sized from one
+        dim of the function (`dim_facts.size_origin`: GPT-2's tokens in x, its
+        LayerNorm's output and the Q it projects) share the first one's name, so the
+        kernel takes that size once."""
+        names: dict[tuple[SSAValue, int], str] = {}
+        by_origin: dict[object, str] = {}
+        for v in self.tensors:
+            for i, n in enumerate(v.type.get_shape()):  # pyright: ignore[reportAttributeAccessIssue]
+                if n >= 0:
+                    continue
+                names[(v, i)] = by_origin.setdefault(size_origin(v, i), f"{self.base[v]}_n{i}")
+        return names
 
     def _base_name(self, v: SSAValue) -> str:
         """A tensor parameter's stem, from the name of the value the group is
@@ -336,10 +363,14 @@ class KernelPrinter(Emitter):
         program's argument read for a run-time extent) passes those sizes alone."""
         params: list[Param] = []
         text = "\n".join(body)
+        taken: set[str] = set()  # (a size shared by several tensors: one parameter)
         for k, v in enumerate(self.tensors):
             shape = tuple(v.type.get_shape())
-            sizes = [Param(self.sizes[(v, i)], SIZE, "index", shape, i, tensor=k)
-                     for i, n in enumerate(shape) if n < 0]  # fmt: skip
+            sizes = []
+            for i, n in enumerate(shape):
+                if n < 0 and self.sizes[(v, i)] not in taken:
+                    sizes.append(Param(self.sizes[(v, i)], SIZE, "index", shape, i, tensor=k))
+                    taken.add(self.sizes[(v, i)])
             if body and sizes and v not in self.destinations and not re.search(
                     rf"\b{self.ptr_param(v)}\b", text):  # fmt: skip
                 params += sizes
