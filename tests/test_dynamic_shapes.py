@@ -775,6 +775,22 @@ def test_a_dynamic_causal_self_attention_splits_its_keys_at_the_diagonal_alone()
         assert relative_error(got.cpu().numpy(), want) <= tolerance("f32"), n
 
 
+def test_a_sliced_and_expanded_self_attention_splits_at_the_diagonal_alone():
+    """GPT-2's form: Q, K and V slices of one [T, 48] input, each expanded to
+    [1, T, 2, 8] (T alone in its group but for a 1: the source's rows) and transposed:
+    one sequence, so the split takes no min with the key count; numbers at each size."""
+    text = (Path(__file__).parent / "programs_dynamic" / "causal_self_attention_sliced_qkv.mlir").read_text()
+    module = load_program(text, dim_ranges={"x.0": DimRange(1, 64)})
+    program = compile_program(module)
+    loops = [s.strip() for s in program.source.splitlines() if s.strip().startswith("for k")]
+    assert loops[0] == "for k in range(0, ((tl.maximum(((pid_2 * 32) + 1), 0) // 32) * 32), 32):", loops
+    for n in (1, 2, 31, 32, 33, 64):
+        inputs = random_inputs(module, seed=n, sizes={"x.0": n})
+        (got,) = program(*[on_device(torch.from_numpy(x)) for x in inputs])
+        (want,) = evaluate(module, inputs)
+        assert relative_error(got.cpu().numpy(), want) <= tolerance("f32"), n
+
+
 def test_a_dynamic_attention_loops_over_its_whole_key_chunks_unmasked():
     """The key loop over a dynamic S: the whole chunks first, with no mask on K and
     V or the scores (the keys there are), then the last chunk masked; the numbers

@@ -153,7 +153,8 @@ def size_origin(value: SSAValue, axis: int) -> SSAValue | tuple[SSAValue, int]:
     Unlike `resolved_size` it does not take an `expand_shape`'s `output_shape` on
     trust: the sizes it states are what the source must have, not what it has (an
     argument expanded by another's size: the host reshapes and checks). An expanded
-    dim alone in its group is its source's dim; any other is its own origin."""
+    dim alone in its group (the others 1) is its source's dim; any other is its own
+    origin."""
     at: SSAValue | tuple[SSAValue, int] = (value, axis)
     for _ in range(256):  # (views and kernels: never a cycle in SSA)
         if not isinstance(at, tuple):
@@ -189,8 +190,9 @@ def _origin_step(v: SSAValue, axis: int) -> SSAValue | tuple[SSAValue, int] | No
     if isinstance(op, tensor.ExpandShapeOp):
         for k, group in enumerate(op.reassociation.data):  # pyright: ignore[reportAttributeAccessIssue]
             dims = [d.value.data for d in group.data]  # pyright: ignore[reportAttributeAccessIssue]
-            if axis in dims:
-                return (op.src, k) if dims == [axis] else None
+            if axis in dims:  # (its group's other dims all 1: it is its source's dim)
+                alone = all(shape[d] == 1 for d in dims if d != axis)
+                return (op.src, k) if alone else None
         return None
     return made_size(v, axis)
 
