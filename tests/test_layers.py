@@ -29,9 +29,10 @@ ALLOWED: dict[str, set[str]] = {
 }
 """Layer -> the layers below it that it may import (a layer always imports itself)."""
 
-PASS_SHARED = {"tilefuse.passes", "tilefuse.passes.order", "tilefuse.passes.cleanup"}
-"""What one pass may import from `tilefuse.passes`: the registry, the op order and the
-shared clean-up patterns."""
+PASS_SHARED = {"tilefuse.passes", "tilefuse.passes.order", "tilefuse.passes.cleanup",
+               "tilefuse.passes.sibling_loops"}
+"""What one pass may import from `tilefuse.passes`: the registry, the op order, the
+shared clean-up patterns and the sibling-loop merge (tile-and-fuse's, kept apart)."""
 
 
 def _layer(module: str) -> str:

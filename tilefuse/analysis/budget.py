@@ -135,7 +135,8 @@ BM >= 64), Ampere's warp MMA (16-bit operands, smaller BM), or an f32 dot
 
 def contraction_smem(a: OperandTile, b: OperandTile, dot_bytes: int, stages: int,
                      pipelined: bool, epilogue_bytes: int, mma: str = WGMMA,
-                     k_partial: bool = False) -> int:  # fmt: skip
+                     k_partial: bool = False,
+                     extra: tuple[tuple[OperandTile, bool], ...] = ()) -> int:  # fmt: skip
     """Shared memory Triton (3.6 and 3.9, sm_90) allocates for a K loop feeding
     `tl.dot(a, b)` with `stages` pipeline stages: the largest of
 
@@ -154,13 +155,17 @@ def contraction_smem(a: OperandTile, b: OperandTile, dot_bytes: int, stages: int
     - the epilogue's layout conversion of the accumulator (`epilogue_bytes`),
       which reuses the pipeline's buffers.
 
+    `extra`: the operand tiles of sibling contractions run in the same K loop (tile,
+    is a B operand), each counted as `a` or `b` is.
+
     Measured against ptxas on 3.9 and 3.6 (tools/experiments/smem_model.py):
     exact for bf16 operands direct, converted or computed. Horizontal fusion
     adds the branches (`horizontal_plan.branches_smem`)."""
+    tiles = ((a, False), (b, True), *extra)
     if not pipelined:
-        return max((a.elements + b.elements) * dot_bytes, epilogue_bytes)
+        return max(sum(t.elements for t, _ in tiles) * dot_bytes, epilogue_bytes)
     operands = 0
-    for tile, second in ((a, False), (b, True)):
+    for tile, second in tiles:
         loaded = sum((stages - 1) * e * n for e, n in tile.loads)
         if mma == MMA:
             operands += loaded

@@ -51,6 +51,7 @@ from tilefuse.analysis.dataflow import (
     FILL,
     REDUCE,
     Graph,
+    Node,
     SharedDims,
     tma_tensor,
 )
@@ -442,6 +443,11 @@ class _Roles:
     """Bytes of an element of the accumulator the epilogue converts (`_accumulator_bytes`)."""
     store_bytes: int
     """Bytes of an element of the widest tensor the group writes."""
+    extra: tuple[tuple[_Operand, bool], ...] = ()
+    """Operand tiles the sibling contractions (`sibling_contractions`) load in the
+    same K loop besides `a` and `b`, each with whether it is a B (N-side) operand."""
+    accumulators: int = 1
+    """Accumulators live in the K loop: one per contraction it runs."""
 
     @property
     def operand_bytes(self) -> int:
@@ -484,8 +490,44 @@ def _accumulator_bytes(graph: Graph) -> int:
     return max(COMPUTE_BYTES, _store_bytes(graph))
 
 
+def sibling_contractions(graph: Graph, dims: SharedDims) -> list[Node]:
+    """The group's first contraction and the others tile-and-fuse runs in its K loop
+    (`passes/sibling_loops.py`): those over reduction dims of the same extents, with
+    the same output dims and dot operand type, that neither feed it nor are fed by it
+    (LLaMA's gate and up projections of one input). Their loops become one: each K
+    step loads every operand tile of all of them, and every accumulator is live."""
+    contractions = [n for n in graph.nodes if n.kind == CONTRACTION]
+    if not contractions:
+        return []
+    first = contractions[0]
+
+    def shape(n: Node) -> tuple:
+        return (sorted(dims.dim(n, d).extent for d in n.s.reduction_dims),
+                tuple(dims.of[(n.index, d)] for d in n.s.operand_dims(len(n.s.inputs))),
+                operand_dtype(n.s), len(n.s.inputs))  # fmt: skip
+
+    return [first] + [n for n in contractions[1:] if shape(n) == shape(first)
+                      and not _reaches(graph, n, first) and not _reaches(graph, first, n)]
+
+
+def _reaches(graph: Graph, src: Node, dst: Node) -> bool:
+    """Does `dst` read, through the group's ops, what `src` computes?"""
+    stack, seen = [dst], set()
+    while stack:
+        n = stack.pop()
+        for v in n.s.inputs + n.s.outputs:
+            p = graph.producer_of(v)
+            if p is src:
+                return True
+            if p is not None and p.index not in seen:
+                seen.add(p.index)
+                stack.append(p)
+    return False
+
+
 def _roles(graph: Graph, dims: SharedDims) -> _Roles:
-    node = next(n for n in graph.nodes if n.kind == CONTRACTION)
+    siblings = sibling_contractions(graph, dims)
+    node = siblings[0]
     a_dims, b_dims = (set(node.s.operand_dims(i)) for i in range(2))
     out_dims = node.s.operand_dims(2)
     ext = {d.id: d.extent for d in dims.dims}
@@ -505,8 +547,18 @@ def _roles(graph: Graph, dims: SharedDims) -> _Roles:
     dot = operand_dtype(node.s)
     a, b = (_operand(graph, dims, node, i, dot) for i in range(2))
     dot_bytes = DTYPES[dot].bytes if dot in DTYPES else COMPUTE_BYTES
+    counted = {(v, tuple(dims.of[(node.index, d)] for d in node.s.operand_dims(i)))
+               for i, v in enumerate(node.s.inputs)}  # fmt: skip
+    extra = []
+    for s in siblings[1:]:
+        for i, v in enumerate(s.s.inputs):
+            key = (v, tuple(dims.of[(s.index, d)] for d in s.s.operand_dims(i)))
+            if key not in counted:
+                counted.add(key)
+                tile = _operand(graph, dims, s, i, dot)
+                extra.append((tile, n is not None and n in tile.dims))
     return _Roles(m, n, k, other_k, a_bytes, b_bytes, a, b, dot_bytes, _accumulator_bytes(graph),
-                  _store_bytes(graph))  # fmt: skip
+                  _store_bytes(graph), tuple(extra), len(siblings))  # fmt: skip
 
 
 def _epilogue_library_calls(graph: Graph) -> int:
@@ -715,7 +767,7 @@ def _contraction_candidate(target, budget, roles: _Roles, ext, bm: int, bn: int,
     bk = _k_block(roles, ext)
     warps = _contraction_warps(bm, bn, calls)
     threads = warps * target.warp_size
-    acc_regs = math.ceil(bm * bn / threads)
+    acc_regs = math.ceil(bm * bn / threads) * roles.accumulators
     if acc_regs > MAX_ACC_REGS:
         return None
     blocks = dict.fromkeys(ext, 1)  # batch dims and secondary K dims (looped one by one)
@@ -814,7 +866,8 @@ def _contraction_smem(roles: _Roles, ext, blocks: dict[int, int], warps: int,
     rows = min(bm, WGMMA_ROWS_PER_WARP * warps) if mma == WGMMA else bm
     return contraction_smem(roles.a.tile(blocks), roles.b.tile(blocks), roles.dot_bytes,
                             stages, trips > 1, rows * bn * roles.acc_bytes, mma,
-                            ext[roles.k] % blocks[roles.k] != 0)  # fmt: skip
+                            ext[roles.k] % blocks[roles.k] != 0,
+                            tuple((t.tile(blocks), second) for t, second in roles.extra))  # fmt: skip
 
 
 FLASH_MIN_BLOCK, FLASH_MAX_BLOCK = 16, 128

@@ -97,6 +97,7 @@ from tilefuse.analysis.tile_plan import (
     TilePlan,
     TilingRefused,
     plan_tiles,
+    sibling_contractions,
     tile_candidates,
 )
 from tilefuse.analysis.value_range import value_range
@@ -125,6 +126,7 @@ from tilefuse.ir.tilefuse import (
     TileGridOp,
     YieldOp,
 )
+from tilefuse.passes.sibling_loops import fuse_sibling_loops
 
 
 @dataclass(frozen=True)
@@ -388,6 +390,10 @@ class TileProgramBuilder:
         self.scalars: dict[SSAValue, SSAValue] = {}
         self.decided: dict[tuple[int, SSAValue], bool] = {}
         """Conditions known in the loop being built (`_below_diagonal`)."""
+        self.siblings = set(sibling_contractions(graph, dims)) if plan.contraction else set()
+        """Contractions run in one K loop (the plan counted their tiles together)."""
+        self.sibling_loops: list[scf.ForOp] = []
+        """Their loops as built, merged once the tile program is complete."""
         self.whole_chunks: set[int] = set()
         """Dynamic dims whose chunks lie inside the tensor in the loop being built
         (`_emit_online`'s loop before the last chunk): no masks along them."""
@@ -433,6 +439,7 @@ class TileProgramBuilder:
         block.add_op(grid)
         block.add_op(YieldOp(list(grid.results)))
         self._fill_grid(grid_body, outputs)
+        fuse_sibling_loops(grid_body, self.sibling_loops)
         # whether the tiled contractions are tl.dots depends on their tile shapes
         grid.plan = self.plan.attr(grid_dot(grid))
         return block
@@ -887,6 +894,8 @@ class TileProgramBuilder:
         body.add_ops([generic, scf.YieldOp(*generic.results)])
         loop = scf.ForOp(*bounds, carried, Region(body))
         scope.block.add_op(loop)
+        if node in self.siblings:
+            self.sibling_loops.append(loop)
         return list(loop.results)
 
     def _chunk_loop(self, scope: _Scope, carried_types: list) -> tuple[Block, dict, tuple]:
