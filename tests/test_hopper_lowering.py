@@ -67,21 +67,29 @@ def test_f32_and_erf_epilogues_keep_the_pointer_loop():
     assert down.persistent.data == 132
 
 
-def test_persistent_kernels_are_not_bundled_horizontally():
-    """The transformer's Q, K and V projections were one stacked launch; as
-    persistent kernels each keeps its own (the decision says why)."""
+def test_persistent_projections_share_one_launch_while_they_fit_the_l2():
+    """The transformer's Q, K and V projections, persistent at these sizes, run one tile
+    program on three weights: one stacked launch whose programs are split among them
+    while what they read fits the L2 together (E 1024: 14 MB); at E 4096 (128 MB) they
+    would evict each other's tiles, and stay three launches. The decisions say so."""
     from tilefuse.analysis.cost.target import get_target
     from tilefuse.analysis.horizontal_plan import kernel_infos, plan_horizontal
     from tilefuse.ir.module import entry_function
     from tilefuse.ir.tilefuse import GroupOp
 
-    dims = {"S": 4096, "E": 4096, "H": 32, "Dh": 128, "F": 16384}
-    module = load_program("samples/transformer_block.mlir", dims, "bf16")
-    run_pipeline(module, "h200", until="tile-and-fuse")
-    groups = [g for g in entry_function(module).body.block.ops if isinstance(g, GroupOp)]
-    plan = plan_horizontal(kernel_infos(groups, get_target("h200")), get_target("h200"))
-    refused = [d for d in plan.decisions if not d.taken and "persistent" in d.reason]
-    assert refused, plan.log()
+    def plan(e: int, h: int):
+        dims = {"S": 4096, "E": e, "H": h, "Dh": 128, "F": 4 * e}
+        module = load_program("samples/transformer_block.mlir", dims, "bf16")
+        run_pipeline(module, "h200", until="tile-and-fuse")
+        groups = [g for g in entry_function(module).body.block.ops if isinstance(g, GroupOp)]
+        return plan_horizontal(kernel_infos(groups, get_target("h200")), get_target("h200"))
+
+    small = plan(1024, 8)
+    assert any(d.taken and "same persistent tile program" in d.reason for d in small.decisions)
+    assert any(len(b) == 3 for b in small.bundles), small.log()
+    big = plan(4096, 32)
+    assert any(not d.taken and "exceed the L2" in d.reason for d in big.decisions), big.log()
+    assert all(len(b) == 1 for b in big.bundles if "fused_kernel_1" in b)
 
 
 def _linear_inputs(m: int, k: int, n: int):
@@ -180,6 +188,39 @@ def test_two_contractions_of_one_operand_share_a_persistent_kernel():
         got = out[0] if isinstance(out, tuple) else out
         ref = model.float()(x.float())
     assert float((got.float() - ref).abs().max() / ref.abs().max()) < 2e-2
+
+
+def test_projections_of_one_input_share_one_persistent_launch():
+    """Q, K and V projections of one input with biases (BERT's; torch-mlir writes the
+    bias cast before the accumulator's fill for one of them and after it for the
+    others: fusion-groups orders a group's ops by what they read, so all three are one
+    tile program): one persistent launch whose programs are split among the three,
+    each making its member's TMA descriptors once, and the numbers of torch."""
+    from torch import nn
+
+    import tilefuse.torch as tt
+
+    class QKV(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.q, self.k, self.v = (nn.Linear(128, 1536) for _ in range(3))
+
+        def forward(self, x):
+            return self.q(x), self.k(x), self.v(x)
+
+    torch.manual_seed(0)
+    model = QKV().to(DEVICE, torch.bfloat16).eval()
+    x = on_device(torch.randn(1536, 128).bfloat16())
+    with torch.no_grad():
+        compiled = tt.compile(model, x)
+        src = compiled.source
+        assert len(compiled.kernels) == 1, src
+        assert "seg = pid // 44" in src and "tl.range(mpid, 144, 44, flatten=True)" in src, src
+        assert "_tma_same(" in src
+        outs = compiled(x)
+        refs = model.float()(x.float())
+    for got, ref in zip(outs, refs, strict=True):
+        assert float((got.float() - ref).abs().max() / ref.abs().max()) < 2e-2
 
 
 def test_autotune_candidates_of_a_persistent_plan_never_add_a_stage():

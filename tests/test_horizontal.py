@@ -5,7 +5,11 @@ import torch
 
 from tests.device import on_device
 from tilefuse.analysis.cost.target import get_target
-from tilefuse.analysis.horizontal_plan import KernelInfo, plan_horizontal
+from tilefuse.analysis.horizontal_plan import (
+    KernelInfo,
+    persistent_programs,
+    plan_horizontal,
+)
 from tilefuse.runtime.compiled import compile
 
 H200 = get_target("h200")
@@ -247,3 +251,46 @@ def test_one_tile_program_uses_one_body_s_shared_memory():
     persistent = plan_horizontal([gemm("q", 0, persistent=True), gemm("k", 0)], H200)
     assert persistent.bundles == (("q",), ("k",))
     assert "persistent" in persistent.decisions[0].reason
+
+
+def test_persistent_kernels_of_one_tile_program_share_a_launch():
+    """Persistent GEMMs running one tile program on other tensors (BERT's Q, K and V
+    projections of one input) share a launch; a persistent kernel never joins a
+    kernel running another program."""
+    def gemm(name, key):
+        return KernelInfo(name, frozenset(), 8, 4, 384, 9e-6, key, dot_dtype="bf16",
+                          smem=161 * 1024, persistent=True)  # fmt: skip
+
+    plan = plan_horizontal([gemm("q", 0), gemm("k", 0), gemm("v", 0)], H200)
+    assert plan.bundles == (("q", "k", "v"),)
+    assert [d.taken for d in plan.decisions] == [True, True]
+    assert "same persistent tile program: 3 grids of 384 tiles" in plan.decisions[-1].reason
+    other = plan_horizontal([gemm("q", 0), gemm("o", 1)], H200)
+    assert other.bundles == (("q",), ("o",))
+    assert "only with kernels running its tile program" in other.decisions[0].reason
+
+
+def test_persistent_kernels_share_a_launch_only_while_their_operands_fit_the_l2():
+    """Members run at once: one shared input and three weights must fit the L2
+    together (the shared input counted once)."""
+    mb = 2**20
+
+    def gemm(name, weight_mb):
+        reads = frozenset({("x", 8 * mb), (f"w_{name}", weight_mb * mb)})
+        return KernelInfo(name, frozenset(), 8, 4, 256, 60e-6, 0, dot_dtype="bf16",
+                          smem=161 * 1024, persistent=True, reads=reads)  # fmt: skip
+
+    small = plan_horizontal([gemm("q", 2), gemm("k", 2), gemm("v", 2)], H200)
+    assert small.bundles == (("q", "k", "v"),)
+    big = plan_horizontal([gemm("q", 32), gemm("k", 32), gemm("v", 32)], H200)
+    assert big.bundles == (("q",), ("k",), ("v",))
+    assert "operands together (72 MB) exceed the L2" in big.decisions[0].reason
+
+
+def test_a_persistent_bundle_splits_its_programs_among_the_members():
+    # 384 tiles each, 132 programs for one: 44 per member of three, 33 of four
+    assert persistent_programs(3, 384, 132, H200) == 132
+    assert persistent_programs(4, 384, 132, H200) == 132
+    # fewer tiles than SMs: each member still gets its share of the SMs, at most its tiles
+    assert persistent_programs(3, 64, 64, H200) == 3 * 44
+    assert persistent_programs(3, 20, 20, H200) == 60

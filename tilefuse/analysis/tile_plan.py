@@ -491,7 +491,7 @@ def _accumulator_bytes(graph: Graph) -> int:
 
 
 def sibling_contractions(graph: Graph, dims: SharedDims) -> list[Node]:
-    """The group's first contraction and the others tile-and-fuse runs in its K loop
+    """The group's primary contraction and the others tile-and-fuse runs in its K loop
     (`passes/sibling_loops.py`): those over reduction dims of the same extents, with
     the same output dims and dot operand type, that neither feed it nor are fed by it
     (LLaMA's gate and up projections of one input). Their loops become one: each K
@@ -499,14 +499,16 @@ def sibling_contractions(graph: Graph, dims: SharedDims) -> list[Node]:
     contractions = [n for n in graph.nodes if n.kind == CONTRACTION]
     if not contractions:
         return []
-    first = contractions[0]
+    # the primary: the longest reduction (a 3x3 convolution's 9 x C over a 1x1 skip
+    # convolution's C added to it), the first of equals; not the first written
+    first = max(contractions, key=lambda n: math.prod(dims.dim(n, d).extent for d in n.s.reduction_dims))
 
     def shape(n: Node) -> tuple:
         return (sorted(dims.dim(n, d).extent for d in n.s.reduction_dims),
                 tuple(dims.of[(n.index, d)] for d in n.s.operand_dims(len(n.s.inputs))),
                 operand_dtype(n.s), len(n.s.inputs))  # fmt: skip
 
-    return [first] + [n for n in contractions[1:] if shape(n) == shape(first)
+    return [first] + [n for n in contractions if n is not first and shape(n) == shape(first)
                       and not _reaches(graph, n, first) and not _reaches(graph, first, n)]
 
 

@@ -249,6 +249,12 @@ class TilePlanAttr(ParametrizedAttribute):
             IntAttr(persistent), StringAttr(note),
         )  # fmt: skip
 
+    def with_persistent(self, programs: int) -> TilePlanAttr:
+        """This plan launching `programs` persistent programs (a bundle's, `horizontal-fusion`)."""
+        return TilePlanAttr(self.dims, self.warps.data, self.stages.data, self.working_set.data,
+                            self.smem_budget.data, self.regs.data, self.occupancy.data,
+                            self.swizzle, self.group_m, self.dot_dtype, self.note.data, programs)  # fmt: skip
+
     @property
     def dims(self) -> tuple[tuple[int, int, str], ...]:
         """(extent, block, mode) per dim."""

@@ -227,7 +227,7 @@ def _launch_order(graph: Graph, plan: FusionPlan) -> list[FusionGroup]:
 
 
 def _build_group(graph: Graph, group: FusionGroup, replaced: dict[SSAValue, SSAValue]) -> GroupOp:
-    ops = [graph.nodes[i].op for i in group.all_nodes]
+    ops = _canonical_order([graph.nodes[i].op for i in group.all_nodes])
     inputs = _external_inputs(ops)
     body = Block(arg_types=[v.type for v in inputs])
     mapping: dict[SSAValue, SSAValue] = {}
@@ -255,6 +255,36 @@ def _build_group(graph: Graph, group: FusionGroup, replaced: dict[SSAValue, SSAV
     for old, new in zip(outputs, group_op.results, strict=True):
         replaced[old] = new
     return group_op
+
+
+def _canonical_order(ops: Sequence[Operation]) -> list[Operation]:
+    """`ops` (in program order) in the order their results are needed: depth first
+    from the ops whose results leave the group, each op after the ops it reads, in
+    operand order. The order a program happens to write independent ops in (a bias
+    cast before or after the accumulator's fill, as torch-mlir writes BERT's Q and K
+    projections) then changes neither the group's loop dims nor its tile program, so
+    groups computing the same thing are the same program (`horizontal-fusion`)."""
+    members, placed, order = set(ops), set(), []
+
+    def place(op: Operation) -> None:
+        stack = [(op, False)]
+        while stack:
+            o, ready = stack.pop()
+            if o in placed:
+                continue
+            if ready:
+                placed.add(o)
+                order.append(o)
+                continue
+            stack.append((o, True))
+            reads = [v.owner for v in _all_used_values(o)
+                     if isinstance(v.owner, Operation) and v.owner in members]  # fmt: skip
+            stack += [(r, False) for r in reversed(reads) if r not in placed]
+
+    leaving = [op for op in ops if any(u.operation not in members for r in op.results for u in r.uses)]
+    for op in [*leaving, *ops]:
+        place(op)
+    return order
 
 
 def _external_inputs(ops: Sequence[Operation]) -> list[SSAValue]:

@@ -25,6 +25,7 @@ dependency order, since a bundle sits where its last member was.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -37,6 +38,7 @@ from tilefuse.analysis.cost.target import Target, get_target
 from tilefuse.analysis.horizontal_plan import (
     HorizontalPlan,
     kernel_infos,
+    persistent_programs,
     plan_horizontal,
 )
 from tilefuse.ir.tilefuse import (
@@ -70,14 +72,14 @@ def fuse_horizontally(f: func.FuncOp, target: Target) -> HorizontalPlan:
     for bundle in plan.bundles:
         if len(bundle) > 1:
             reason = next((r for ops, r in why.items() if ops == bundle), "")
-            merge_groups([by_name[n] for n in bundle], reason)
+            merge_groups([by_name[n] for n in bundle], reason, target)
             merged = True
     if merged:
         sort_top_level(f.body.block)
     return plan
 
 
-def merge_groups(members: list[GroupOp], reason: str) -> GroupOp:
+def merge_groups(members: list[GroupOp], reason: str, target: Target) -> GroupOp:
     """Replace `members` by one group running their grids in order."""
     inputs: list[SSAValue] = []
     for g in members:
@@ -100,7 +102,7 @@ def merge_groups(members: list[GroupOp], reason: str) -> GroupOp:
     parts = "; ".join(f"{g.sym_name.data}: {g.reason.data if g.reason else ''}" for g in members)
     merged = GroupOp(members[0].sym_name.data, inputs, [v.type for v in yielded],
                      Region(block), f"horizontal fusion of {names} ({reason}): {parts}")  # fmt: skip
-    _merge_attributes(merged, members)
+    _merge_attributes(merged, members, target)
     last = members[-1]
     last.parent_block().insert_op_before(merged, last)
     results = iter(merged.results)
@@ -113,8 +115,9 @@ def merge_groups(members: list[GroupOp], reason: str) -> GroupOp:
     return merged
 
 
-def _merge_attributes(merged: GroupOp, members: list[GroupOp]) -> None:
-    """Costs add up; each grid keeps its tile plan; branches run at the largest warps."""
+def _merge_attributes(merged: GroupOp, members: list[GroupOp], target: Target) -> None:
+    """Costs add up; each grid keeps its tile plan; branches run at the largest warps;
+    a persistent bundle's plans launch the bundle's programs (`persistent_programs`)."""
     costs = [g.cost for g in members if g.cost is not None]
     if costs:
         total = costs[0]
@@ -124,3 +127,12 @@ def _merge_attributes(merged: GroupOp, members: list[GroupOp]) -> None:
     warps = max(g.num_warps.value.data for g in merged.grids)
     for g in merged.grids:
         g.num_warps = IntegerAttr(warps, i64)
+    plans = [g.plan for g in merged.grids]
+    if all(p is not None and p.persistent.data for p in plans):
+        first = plans[0]
+        assert first is not None
+        programs = persistent_programs(len(plans), math.prod(merged.grids[0].grid_shape),
+                                       first.persistent.data, target)  # fmt: skip
+        for g in merged.grids:
+            assert g.plan is not None
+            g.plan = g.plan.with_persistent(programs)

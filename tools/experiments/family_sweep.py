@@ -78,19 +78,20 @@ def main() -> int:
     p.add_argument("names", nargs="*")
     p.add_argument("--json")
     p.add_argument("--profile", action="store_true")
+    p.add_argument("--ours-only", action="store_true", help="no torch.compile")
     args = p.parse_args()
     every = CASES + [c for c in bench_models.CASES if c.name not in {x.name for x in CASES}]
     cases = [c for c in every if c.name in args.names] if args.names else CASES
     results, slow = [], []
     for case in cases:
         try:
-            r = bench_models.run_model(case, True, True, count_kernels)
+            r = bench_models.run_model(case, True, not args.ours_only, count_kernels)
         except Exception as e:  # one model's failure must not hide the others
             print(f"{case.name}: FAILED {type(e).__name__}: {str(e)[:600]}", flush=True)
             continue
         results.append(r)
-        print(f"  done {r.case}: ours {r.ours_ms:.3f} ms, torch.compile {r.compiled_ms:.3f} ms, "
-              f"error {r.ours_error:.1e}", flush=True)  # fmt: skip
+        print(f"  done {r.case}: ours {r.ours_ms:.3f} ms, torch.compile {r.compiled_ms} ms, "
+              f"eager {r.eager_ms:.3f} ms, error {r.ours_error:.1e}", flush=True)  # fmt: skip
         if args.profile or (r.ratio is not None and r.ratio < 1.0):
             slow.append(case)
         if args.json:

@@ -68,12 +68,13 @@ func.func @gate_up(%x: tensor<64x256xbf16>, %wg: tensor<64x256xbf16>, %wu: tenso
 // -----
 
 // Contractions over K dims of different lengths (256 and 512) are not siblings: the
-// first K is looped, the second (reduced by another op of the group) is whole in the
-// tile, as before; one loop, carrying one accumulator.
+// primary (the longer reduction, 512, written second) is looped, the other (reduced by
+// another op of the group) is whole in the tile; one loop, carrying one accumulator.
 // CHECK-LABEL: func.func @two_reduction_lengths
-// CHECK:       scf.for {{.*}} -> (tensor<64x32xf32>) {
+// CHECK:       tilefuse.load %0{{.*}} -> tensor<64x256xbf16>
+// CHECK:       scf.for {{.*}} -> (tensor<64x64xf32>) {
+// CHECK-NEXT:    tilefuse.load %2{{.*}} -> tensor<64x64xbf16>
 // CHECK-NOT:   scf.for
-// CHECK:       tilefuse.load %2{{.*}} -> tensor<64x512xbf16>
 #mk = affine_map<(d0, d1, d2) -> (d0, d2)>
 #nk = affine_map<(d0, d1, d2) -> (d1, d2)>
 #mn3 = affine_map<(d0, d1, d2) -> (d0, d1)>

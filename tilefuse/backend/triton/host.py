@@ -110,6 +110,8 @@ class HostPrinter:
         """The kernels' runtime checks by number: (message, location)."""
         self.launches = {g: (grids, stacked, sig) for g, grids, stacked, sig in launches}
         self.by_name = {g.sym_name.data: g for g in self.launches}
+        self.tma_checked: set[SSAValue] = set()
+        """Tensors a stacked launch made TMA-ready (`_tma_same`): no `_tma` again."""
         self.padded_in_place: set[tensor.PadOp] = set()
         """Pads whose source kernel writes their interior (`_pad_in_place`)."""
         kernels = [sig.name for _, _, _, sig in launches]
@@ -238,7 +240,7 @@ class HostPrinter:
             if p.kind is POINTER and p.name != CHECKS_PARAM:
                 assert p.tensor is not None
                 v = values[p.tensor]
-                if p.descriptor and not _host_made(v):  # (checked once per name)
+                if p.descriptor and not _host_made(v) and v not in self.tma_checked:
                     lines.append(f"    {names(v)} = _tma({names(v)})")
                 call.append(f"{names(v)}, *{names(v)}.stride()" if p.strided else names(v))
             elif p.kind is SIZE:
@@ -281,13 +283,22 @@ class HostPrinter:
 
     def _equal_strides(self, g: GroupOp, stacked) -> list[str]:
         """A stacked kernel reads its first member's strides for every member's
-        tensors: make them equal (contiguous copies) when the caller's differ."""
+        tensors: make them equal (contiguous copies) when the caller's differ. Tensors
+        it reads through TMA descriptors: all as TMA reads them with equal strides,
+        else row-major copies of all (`_tma_same`)."""
         names = self.names
         lines = []
         outer = dict(zip(g.entry.args, g.inputs, strict=True))
+        sig = self.launches[g][2]
+        values_of = [*g.inputs, *g.results]
+        described = {values_of[p.tensor] for p in sig.params if p.descriptor and p.tensor is not None}
         for column in stacked or []:
             values = list(dict.fromkeys(outer[v] for v in column if v in outer))
-            if len(values) > 1:
+            if len(values) > 1 and values[0] in described:
+                ts = ", ".join(names(v) for v in values)
+                lines.append(f"    {ts} = _tma_same({ts})")
+                self.tma_checked.update(values)
+            elif len(values) > 1:
                 ts = ", ".join(names(v) for v in values)
                 same = " == ".join(f"{names(v)}.stride()" for v in values)
                 lines += [f"    if not ({same}):",

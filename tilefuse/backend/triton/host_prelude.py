@@ -31,6 +31,17 @@ def _tma(t):
     return t
 
 
+def _tma_same(*ts):
+    """Tensors one stacked kernel reads through TMA descriptors with the first one's
+    strides: as they are when each is TMA-ready and their strides are equal, else
+    row-major copies of all."""
+    import torch
+
+    if all(_tma(t) is t for t in ts) and len({t.stride() for t in ts}) == 1:
+        return ts
+    return tuple(t.clone(memory_format=torch.contiguous_format) for t in ts)
+
+
 # A function argument a kernel loads faster in another dim order (`choose-layouts`'
 # `input_layouts`): copied into it (outermost first) unless it is stored so already.
 def _in_order(t, order):

@@ -239,8 +239,10 @@ class KernelPrinter(Emitter):
         self.uses_dot_constexprs = False
         self.loop_stack: list[Sequence[SSAValue]] = []
         plan = self.grid.plan
-        self.persistent = plan.persistent.data if len(self.grids) == 1 and plan is not None else 0
-        """Programs launched when they loop over the tiles (0: one per tile)."""
+        single = len(self.grids) == 1 or self.stacked is not None
+        self.persistent = plan.persistent.data if single and plan is not None else 0
+        """Programs launched when they loop over the tiles (0: one per tile); a stacked
+        bundle's are split among its members (`horizontal_plan.persistent_programs`)."""
         self.descriptors: dict[tuple[SSAValue, tuple[int, ...]], str] = {}
         """(tensor, tile shape) -> the TMA descriptor loading such tiles of it."""
         self.preamble: list[str] = []
@@ -334,14 +336,22 @@ class KernelPrinter(Emitter):
             # `persistent` programs, one per tile when there are fewer tiles)
             tiles = (self._product(self._counts(self.grid), range(len(self.grid.grid_shape))) or 1
                      if self.grid.sizes else math.prod(self.grid.grid_shape))  # fmt: skip
+            first, step, at = "pid", self.persistent, 1
+            if self.stacked is not None:
+                # a stacked bundle: program `pid` loops over member `pid // share`'s
+                # tiles, reading its tensors through pointers (and descriptors) picked once
+                step = self.persistent // len(self.grids)
+                self.assign("seg", f"pid // {step}")
+                self.pick_members(self.stacked)
+                first, at = self.assign("mpid", f"pid % {step}"), len(self.lines)
             # (Triton pipelines the K loop across tiles when it is the only loop)
             loops = sum(isinstance(op, scf.ForOp) for op in self.grid.body.block.ops)
-            self.emit(f"for tile_id in tl.range(pid, {tiles}, {self.persistent}, "
+            self.emit(f"for tile_id in tl.range({first}, {tiles}, {step}, "
                       f"flatten={loops == 1}):")  # fmt: skip
             self.push()
             self.print_grid(self.grid, "tile_id")
             self.pop()
-            self.lines[1:1] = self.preamble
+            self.lines[at:at] = self.preamble
         elif len(self.grids) == 1:
             self.print_grid(self.grid, "pid")
         elif self.stacked is not None:
@@ -364,6 +374,7 @@ class KernelPrinter(Emitter):
         params: list[Param] = []
         text = "\n".join(body)
         taken: set[str] = set()  # (a size shared by several tensors: one parameter)
+        described_tensors = self._described()
         for k, v in enumerate(self.tensors):
             shape = tuple(v.type.get_shape())
             sizes = []
@@ -375,7 +386,7 @@ class KernelPrinter(Emitter):
                     rf"\b{self.ptr_param(v)}\b", text):  # fmt: skip
                 params += sizes
                 continue
-            described = any(t is v for t, _ in self.descriptors)
+            described = v in described_tensors
             params.append(Param(self.ptr_param(v), POINTER, str(element_type(v.type)), shape,
                                 strided=v not in self.bare, descriptor=described, tensor=k))  # fmt: skip
             if v not in self.bare:
@@ -402,6 +413,14 @@ class KernelPrinter(Emitter):
         return KernelSignature(self.name, tuple(params), grid.num_warps.value.data,
                                grid.num_stages.value.data, programs)  # fmt: skip
 
+    def _described(self) -> set[SSAValue]:
+        """Tensors read through TMA descriptors (a stacked member as its slot's first)."""
+        described = {t for t, _ in self.descriptors}
+        for column in self.stacked or []:
+            if column[0] in described:
+                described.update(column)
+        return described
+
     def ptr_param(self, v: SSAValue) -> str:
         return f"{self.base[v]}_ptr"
 
@@ -421,6 +440,12 @@ class KernelPrinter(Emitter):
         """One body for grids running the same program: pick each member's tensors."""
         programs = math.prod(self.grid.grid_shape)
         self.assign("seg", f"pid // {programs}")
+        self.pick_members(stacked)
+        self.assign("pid", f"pid % {programs}")
+        self.print_grid(self.grid, "pid")
+
+    def pick_members(self, stacked: list[list[SSAValue]]) -> None:
+        """Member `seg`'s tensor in each slot of a stacked bundle, by pointer."""
         # Picks read the kernel's own parameters: a tensor can be one member's
         # first-slot tensor and another member's tensor in a later slot.
         for column in stacked:
@@ -432,8 +457,6 @@ class KernelPrinter(Emitter):
                 pick = f"tl.where(seg == {k}, {self.ptr_param(column[k])}, {pick})"
             # (every member is indexed with the first's strides: the host sees to it)
             self.ptr[first] = self.assign(self.names.fresh(f"{self.base[first]}_sel_ptr"), pick)
-        self.assign("pid", f"pid % {programs}")
-        self.print_grid(self.grid, "pid")
 
     def print_branches(self) -> None:
         """Grids running different programs: one branch per grid, by program id."""

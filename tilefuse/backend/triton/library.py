@@ -84,7 +84,7 @@ def helper_source(name: str) -> str:
     return _with_comment(helpers()[name].fn)  # type: ignore[attr-defined]
 
 
-TMA_HOST_HELPERS = ("_tma_scratch", "_tma", "_tma_allocator")
+TMA_HOST_HELPERS = ("_tma_scratch", "_tma", "_tma_same", "_tma_allocator")
 """The `host_prelude` functions a module whose kernels make TMA descriptors calls."""
 
 
