@@ -81,6 +81,9 @@ REALISTIC = [
     Case("sample", "layernorm", (("M", 16384), ("N", 4096)), "bf16"),
     Case("sample", "linear_bias_relu", (("M", 8192), ("K", 4096), ("N", 4096)), "bf16"),
     Case("sample", "bias_gelu", (("M", 8192), ("N", 8192)), "bf16"),  # tanh.approx.f32 inline PTX
+    # FlashAttention at head dims 64 and 128 (128 x 128 tiles, 3 stages: 224 KB)
+    Case("sample", "attention", (("B", 2), ("H", 4), ("S", 1024), ("D", 64)), "bf16"),
+    Case("sample", "attention", (("B", 2), ("H", 4), ("S", 1024), ("D", 128)), "bf16"),
 ]
 TORCH = pytest.mark.skipif(not HAVE_TORCH_MLIR, reason="torch-mlir exports the zoo")
 CASES = (

@@ -96,6 +96,15 @@ QUICK = [
 ]
 
 
+def on_gpu(case: ModelCase) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
+    """`case`'s module in bf16 on the GPU (weights seeded) and its inputs there."""
+    torch.manual_seed(0)
+    model = case.make().eval().to("cuda", torch.bfloat16)
+    args = tuple(x.to("cuda", torch.bfloat16) if x.is_floating_point() else x.cuda()
+                 for x in case.inputs())  # fmt: skip
+    return model, args
+
+
 @dataclass
 class ModelResult:
     case: str

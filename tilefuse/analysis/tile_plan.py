@@ -938,7 +938,8 @@ def _plan_attention(graph: Graph, dims: SharedDims, target: Target, budget: int,
     # One trip of the key loop (all keys in one tile) is not pipelined: one buffer each.
     buffered = stages if bc < ext[j] else 2
     ws = _attention_smem(br, bc, head, out_width, ebytes,
-                         DTYPES[p_dtype].bytes if p_dtype in DTYPES else COMPUTE_BYTES, buffered)
+                         DTYPES[p_dtype].bytes if p_dtype in DTYPES else COMPUTE_BYTES, buffered,
+                         pipelined=bc < ext[j])  # fmt: skip
     ws += (buffered - 1) * _key_tile_loads(graph, dims, j, blocks, scores + outs)  # fmt: skip
     regs = min(target.max_regs_per_thread,
                math.ceil((br * bc + br * out_width) / (warps * target.warp_size)) + REG_OVERHEAD + 16)  # fmt: skip
@@ -980,17 +981,23 @@ def _query_rows(scores, dims: SharedDims, j: int, rows: list[int]) -> list[int]:
 
 
 def _attention_smem(br: int, bc: int, head: int, width: int, ebytes: int, p_bytes: int,
-                    stages: int) -> int:  # fmt: skip
+                    stages: int, pipelined: bool = True) -> int:  # fmt: skip
     """Shared memory of a FlashAttention tile as Triton allocates it (sm_90, 3.6
-    and 3.9, `tests/test_gpu_compile.py`): the Q tile once, `stages - 1` buffers
-    of the K and V tiles, the probabilities (`B_r x B_c` in the second dot's
-    dtype, `p_bytes`) on their way to it, and V once more in that dtype when it
-    is stored in another (f32 probabilities times bf16 values), and the row
-    statistics' reduction scratch."""
+    and 3.9, `tests/test_gpu_compile.py`), the larger of two counts:
+
+    - the Q tile once, `stages - 1` buffers of the K and V tiles, the probabilities
+      (`B_r x B_c` in the second dot's dtype, `p_bytes`) on their way to it, and V
+      once more in that dtype when it is stored in another (f32 probabilities times
+      bf16 values), and the row statistics' reduction scratch;
+    - a pipelined key loop: the Q tile and `stages` buffers of the K and V tiles.
+      ptxas gives exactly that for bf16 at head dims 64 and 128, `B_r` and `B_c` 64
+      and 128 (Triton 3.6 and 3.9: d 128 at 128 x 128, 3 stages, 224 KB, which the
+      first count put at 192.5 KB; `tools/experiments/attention_smem.py`)."""
     q, kv = br * head * ebytes, bc * (head + width) * ebytes
     p = br * bc * p_bytes
     v_again = bc * width * p_bytes if p_bytes != ebytes else 0
-    return q + max(1, stages - 1) * kv + p + v_again + br * COMPUTE_BYTES
+    staged = q + max(1, stages - 1) * kv + p + v_again + br * COMPUTE_BYTES
+    return max(staged, q + stages * kv) if pipelined else staged
 
 
 # ---------------------------------------------------------------------------

@@ -59,10 +59,7 @@ def count_kernels(fn) -> int:
 
 def profile_ours(case: ModelCase) -> None:
     """Our kernels' measured (profiler) and predicted times, slowest first."""
-    torch.manual_seed(0)
-    model = case.make().eval().to("cuda", torch.bfloat16)
-    args = tuple(x.to("cuda", torch.bfloat16) if x.is_floating_point() else x.cuda()
-                 for x in case.inputs())  # fmt: skip
+    model, args = bench_models.on_gpu(case)
     with torch.no_grad():
         ours = tt.compile(copy.deepcopy(model), *args)
         predicted = {k: t * 1e6 for k, t in predicted_kernels(ours.program, "h200").items()}

@@ -47,10 +47,7 @@ def main(names: list[str]) -> None:
     cases = {c.name: c for c in bench_models.CASES}
     for name in names:
         case = cases[name]
-        torch.manual_seed(0)
-        model = case.make().eval().to("cuda", torch.bfloat16)
-        args = tuple(x.to("cuda", torch.bfloat16) if x.is_floating_point() else x.cuda()
-                     for x in case.inputs())  # fmt: skip
+        model, args = bench_models.on_gpu(case)
         with torch.no_grad():
             ours = tt.compile(model, *args)
             theirs = torch.compile(copy.deepcopy(model))
