@@ -448,6 +448,10 @@ class _Roles:
     same K loop besides `a` and `b`, each with whether it is a B (N-side) operand."""
     accumulators: int = 1
     """Accumulators live in the K loop: one per contraction it runs."""
+    held: tuple[_Operand, ...] = ()
+    """Operand tiles of the group's other contractions (over other reduction dims,
+    `held_dims`), which every tile computes once with their reduction whole."""
+    held_dims: tuple[int, ...] = ()
 
     @property
     def operand_bytes(self) -> int:
@@ -492,24 +496,33 @@ def _accumulator_bytes(graph: Graph) -> int:
 
 def sibling_contractions(graph: Graph, dims: SharedDims) -> list[Node]:
     """The group's primary contraction and the others tile-and-fuse runs in its K loop
-    (`passes/sibling_loops.py`): those over reduction dims of the same extents, with
-    the same output dims and dot operand type, that neither feed it nor are fed by it
-    (LLaMA's gate and up projections of one input). Their loops become one: each K
-    step loads every operand tile of all of them, and every accumulator is live."""
+    (`passes/sibling_loops.py`): those over the same reduction dims (one K: LLaMA's
+    gate and up projections of one input), with the same output dims and dot operand
+    type, that neither feed it nor are fed by it. Their loops become one: each K step
+    loads every operand tile of all of them, and every accumulator is live."""
     contractions = [n for n in graph.nodes if n.kind == CONTRACTION]
     if not contractions:
         return []
-    # the primary: the longest reduction (a 3x3 convolution's 9 x C over a 1x1 skip
-    # convolution's C added to it), the first of equals; not the first written
-    first = max(contractions, key=lambda n: math.prod(dims.dim(n, d).extent for d in n.s.reduction_dims))
+    first = max(contractions, key=lambda n: _primary_rank(n, dims))
 
     def shape(n: Node) -> tuple:
-        return (sorted(dims.dim(n, d).extent for d in n.s.reduction_dims),
+        return (sorted(dims.of[(n.index, d)] for d in n.s.reduction_dims),
                 tuple(dims.of[(n.index, d)] for d in n.s.operand_dims(len(n.s.inputs))),
                 operand_dtype(n.s), len(n.s.inputs))  # fmt: skip
 
     return [first] + [n for n in contractions if n is not first and shape(n) == shape(first)
                       and not _reaches(graph, n, first) and not _reaches(graph, first, n)]
+
+
+def _primary_rank(n: Node, dims: SharedDims) -> tuple[bool, int]:
+    """Which contraction of a group its tiles are planned for (the largest rank; the
+    first written of equals): one with an M and an N side (a matrix product, not a row
+    dot whose output dims both operands have), then the longest reduction (a 3x3
+    convolution's 9 x C over a 1x1 skip convolution's C added to it)."""
+    a, b = (set(n.s.operand_dims(i)) for i in range(2))
+    out = n.s.operand_dims(len(n.s.inputs))
+    both_sides = any(d in a and d not in b for d in out) and any(d in b and d not in a for d in out)
+    return both_sides, math.prod(dims.dim(n, d).extent for d in n.s.reduction_dims)
 
 
 def _reaches(graph: Graph, src: Node, dst: Node) -> bool:
@@ -559,8 +572,14 @@ def _roles(graph: Graph, dims: SharedDims) -> _Roles:
                 counted.add(key)
                 tile = _operand(graph, dims, s, i, dot)
                 extra.append((tile, n is not None and n in tile.dims))
+    held, held_dims = [], set()
+    for c in graph.nodes:
+        if c.kind == CONTRACTION and c not in siblings:
+            held += [_operand(graph, dims, c, i, dot) for i in range(len(c.s.inputs))]
+            held_dims |= {dims.of[(c.index, d)] for d in c.s.reduction_dims} - {k, *other_k}
     return _Roles(m, n, k, other_k, a_bytes, b_bytes, a, b, dot_bytes, _accumulator_bytes(graph),
-                  _store_bytes(graph), tuple(extra), len(siblings))  # fmt: skip
+                  _store_bytes(graph), tuple(extra), len(siblings), tuple(held),
+                  tuple(sorted(held_dims)))  # fmt: skip
 
 
 def _epilogue_library_calls(graph: Graph) -> int:
@@ -852,7 +871,8 @@ PERSISTENT_SMEM_SLACK = 1024
 def _contraction_smem(roles: _Roles, ext, blocks: dict[int, int], warps: int,
                       stages: int = 1, persistent: bool = False) -> int:  # fmt: skip
     """Shared memory of one contraction tile (`budget.contraction_smem`): pipelined
-    when the K loop has more than one trip. A persistent program's epilogue runs
+    when the K loop has more than one trip; the group's other contractions' operand
+    tiles once each, their reductions whole (one tile each in the dot's type). A persistent program's epilogue runs
     while the next tile's loads are in flight, so its layout conversion does not
     reuse the pipeline's buffers: they add, at most a BM x BN tile of the stored
     type (ptxas, sm_90, Triton 3.9: 8-64 KB for bf16 stores of 64-256 x 128-256
@@ -861,15 +881,17 @@ def _contraction_smem(roles: _Roles, ext, blocks: dict[int, int], warps: int,
         bm, bn = (blocks.get(d, 1) if d is not None else 1 for d in (roles.m, roles.n))
         operands = _contraction_smem(replace(roles, acc_bytes=0), ext, blocks, warps, stages)
         return operands + bm * bn * roles.store_bytes + PERSISTENT_SMEM_SLACK
+    whole = {**blocks, **{d: pow2(ext[d]) for d in roles.held_dims}}
+    held = sum(t.tile(whole).elements for t in roles.held) * roles.dot_bytes  # (counted once)
     trips = math.ceil(ext[roles.k] / blocks[roles.k]) * math.prod(ext[d] for d in roles.other_k)
     bm = blocks.get(roles.m, 1) if roles.m is not None else 1
     bn = blocks.get(roles.n, 1) if roles.n is not None else 1
     mma = FMA if roles.dot_bytes > 2 else WGMMA if bm >= 64 else MMA
     rows = min(bm, WGMMA_ROWS_PER_WARP * warps) if mma == WGMMA else bm
-    return contraction_smem(roles.a.tile(blocks), roles.b.tile(blocks), roles.dot_bytes,
-                            stages, trips > 1, rows * bn * roles.acc_bytes, mma,
-                            ext[roles.k] % blocks[roles.k] != 0,
-                            tuple((t.tile(blocks), second) for t, second in roles.extra))  # fmt: skip
+    return held + contraction_smem(roles.a.tile(blocks), roles.b.tile(blocks), roles.dot_bytes,
+                                   stages, trips > 1, rows * bn * roles.acc_bytes, mma,
+                                   ext[roles.k] % blocks[roles.k] != 0,
+                                   tuple((t.tile(blocks), second) for t, second in roles.extra))  # fmt: skip
 
 
 FLASH_MIN_BLOCK, FLASH_MAX_BLOCK = 16, 128
