@@ -872,7 +872,8 @@ def _contraction_smem(roles: _Roles, ext, blocks: dict[int, int], warps: int,
                       stages: int = 1, persistent: bool = False) -> int:  # fmt: skip
     """Shared memory of one contraction tile (`budget.contraction_smem`): pipelined
     when the K loop has more than one trip; the group's other contractions' operand
-    tiles once each, their reductions whole (one tile each in the dot's type). A persistent program's epilogue runs
+    tiles once each, their reductions whole (one tile each in the dot's type). A
+    persistent program's epilogue runs
     while the next tile's loads are in flight, so its layout conversion does not
     reuse the pipeline's buffers: they add, at most a BM x BN tile of the stored
     type (ptxas, sm_90, Triton 3.9: 8-64 KB for bf16 stores of 64-256 x 128-256
@@ -882,7 +883,7 @@ def _contraction_smem(roles: _Roles, ext, blocks: dict[int, int], warps: int,
         operands = _contraction_smem(replace(roles, acc_bytes=0), ext, blocks, warps, stages)
         return operands + bm * bn * roles.store_bytes + PERSISTENT_SMEM_SLACK
     whole = {**blocks, **{d: pow2(ext[d]) for d in roles.held_dims}}
-    held = sum(t.tile(whole).elements for t in roles.held) * roles.dot_bytes  # (counted once)
+    held = sum(t.tile(whole).elements for t in roles.held) * roles.dot_bytes
     trips = math.ceil(ext[roles.k] / blocks[roles.k]) * math.prod(ext[d] for d in roles.other_k)
     bm = blocks.get(roles.m, 1) if roles.m is not None else 1
     bn = blocks.get(roles.n, 1) if roles.n is not None else 1

@@ -61,9 +61,9 @@ def _holds_contraction(loop: scf.ForOp) -> bool:
     """The loop accumulates a contraction: a generic with a reduction whose output is
     one of the loop's carried values."""
     carried = set(loop.body.block.args[1:])
-    return any(isinstance(op, linalg.GenericOp) and any(op.iterator_types.data[i].data.value == "reduction"
-                                                        for i in range(len(op.iterator_types)))
-               and any(v in carried for v in op.outputs) and len(op.inputs) == 2
+    return any(isinstance(op, linalg.GenericOp) and len(op.inputs) == 2
+               and any(t.data.value == "reduction" for t in op.iterator_types.data)
+               and any(v in carried for v in op.outputs)
                for op in loop.body.block.ops)  # fmt: skip
 
 

@@ -239,8 +239,8 @@ class KernelPrinter(Emitter):
         self.uses_dot_constexprs = False
         self.loop_stack: list[Sequence[SSAValue]] = []
         plan = self.grid.plan
-        single = len(self.grids) == 1 or self.stacked is not None
-        self.persistent = plan.persistent.data if single and plan is not None else 0
+        one_body = len(self.grids) == 1 or self.stacked is not None
+        self.persistent = plan.persistent.data if one_body and plan is not None else 0
         """Programs launched when they loop over the tiles (0: one per tile); a stacked
         bundle's are split among its members (`horizontal_plan.persistent_programs`)."""
         self.descriptors: dict[tuple[SSAValue, tuple[int, ...]], str] = {}
