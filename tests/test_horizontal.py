@@ -294,3 +294,25 @@ def test_a_persistent_bundle_splits_its_programs_among_the_members():
     # fewer tiles than SMs: each member still gets its share of the SMs, at most its tiles
     assert persistent_programs(3, 64, 64, H200) == 3 * 44
     assert persistent_programs(3, 20, 20, H200) == 60
+
+
+def test_dynamic_grids_stack_only_with_their_own_tile_program():
+    """A dynamic grid's program count is known at launch: kernels of its tile
+    program (one key: one program over the same run-time sizes) stack, any other
+    kernel keeps its launch, the refusal said."""
+    def rows(name, key, dynamic=True):
+        return KernelInfo(name, frozenset(), 4, 1, -1 if dynamic else 8, 4e-6, key, dynamic=dynamic)
+
+    plan = plan_horizontal([rows("a", 0), rows("b", 0), rows("c", 1), rows("d", 2, dynamic=False)], H200)
+    assert plan.bundles == (("a", "b"), ("c",), ("d",))
+    refused = [d for d in plan.decisions if not d.taken]
+    assert refused and all("dynamic grid shares a launch only with kernels running its tile program"
+                           in d.reason for d in refused)  # fmt: skip
+    assert "a run-time count of programs" in plan.decisions[0].reason
+
+
+def test_a_dynamic_persistent_bundle_launches_each_member_its_share():
+    # the tiles known at launch: each member's share of the SMs (the kernel takes
+    # the least of it and the member's tiles)
+    assert persistent_programs(3, None, 132, H200) == 132
+    assert persistent_programs(2, None, 264, H200) == 264

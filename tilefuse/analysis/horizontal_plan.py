@@ -23,6 +23,15 @@ The rule, per candidate joining a bundle (kernels in program order, greedy):
   LLaMA-7B-sized projections (three 32 MB weights) evicted each other's tiles (H100:
   241 us stacked against 180 us as three launches; BERT's, 16 MB in all, 53 against
   64 us);
+- **dynamic grids** (their program counts known at launch) join only kernels
+  running the same tile program whose grids are sized from the same run-time
+  sizes (`dim_facts.size_origin`): a program finds its member as `pid // share`
+  with `share` computed from those sizes in the kernel, where branches would
+  need run-time segment bounds. A kernel with variants (`tile-and-fuse`'s
+  `VARIANTS`) joins as its whole family: every variant runs the same tile
+  program as the other members' variant serving the same sizes, and each level
+  becomes a bundle (the transformer block's Q, K and V projections at a
+  dynamic sequence length: three launches -> one, whichever variant runs);
 - **one launch configuration**: equal `num_stages` (they size the pipelined
   loops' shared memory); branches of different programs run at the largest
   member's `num_warps`, which changes no result;
@@ -50,13 +59,26 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from xdsl.dialects import arith, tensor
+from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, TensorType
+from xdsl.ir import SSAValue
+
 from tilefuse.analysis.cost.opcost import tensor_bytes
 from tilefuse.analysis.cost.roofline import format_seconds, predicted_time
 from tilefuse.analysis.cost.target import Target
 from tilefuse.analysis.dataflow import host_sources
+from tilefuse.analysis.dim_facts import size_origin
 from tilefuse.analysis.dot import contraction_dtypes
 from tilefuse.analysis.fusion_plan import Decision
-from tilefuse.ir.tilefuse import GroupOp, TileGridOp, same_tile_program
+from tilefuse.ir.tilefuse import (
+    SERVES,
+    VARIANT_OF,
+    VARIANTS,
+    GroupOp,
+    TileGridOp,
+    grid_inputs,
+    same_tile_program,
+)
 
 MIN_SAVING = 0.05
 """A launch saved must be worth this share of the merged kernel's time."""
@@ -93,6 +115,8 @@ class KernelInfo:
     reads: frozenset = frozenset()
     """(tensor, bytes) of each tensor it reads: members of a bundle that read one
     tensor share it in L2."""
+    dynamic: bool = False
+    """Its grid's program count is known at launch (`TileGridOp.sizes`)."""
 
 
 @dataclass(frozen=True)
@@ -173,22 +197,12 @@ def _accept(joining: list[KernelInfo], bundle: list[KernelInfo], target: Target)
     everyone = [*bundle, *joining]
     keys = {m.body_key for m in everyone}
     saved = format_seconds(target.launch_overhead)
+    if len(keys) > 1 and any(m.dynamic for m in everyone):
+        return False, ("horizontal: a dynamic grid shares a launch only with kernels running "
+                       "its tile program on tensors of its sizes (branches of run-time "
+                       "program counts have no static bounds)")  # fmt: skip
     if any(m.persistent for m in everyone):
-        if len(keys) > 1 or not all(m.persistent for m in everyone):
-            return False, ("horizontal: a persistent kernel shares a launch only with kernels "
-                           "running its tile program (its TMA operands are made once per "
-                           "program, for one member)")  # fmt: skip
-        read = sum(b for _, b in frozenset().union(*(m.reads for m in everyone)))
-        if read > target.l2_bytes:
-            return False, (
-                f"horizontal: the members' operands together ({read / 2**20:.0f} MB) exceed "
-                f"the L2 ({target.l2_bytes / 2**20:.0f} MB): run together, each member's "
-                f"tiles would evict the others' operands; apart, each streams its own")
-        return True, (
-            f"independent, same persistent tile program: {len(everyone)} grids of "
-            f"{everyone[0].programs} tiles in one launch, its programs split among them "
-            f"(each makes its member's TMA descriptors once), one compile, {saved} launch saved"
-        )
+        return _accept_persistent(everyone, target)
     dots = {m.dot_dtype for m in everyone} - {None}
     if len(dots) > 1:
         return False, f"horizontal: contractions on different operand types ({', '.join(sorted(dots))})"
@@ -206,9 +220,10 @@ def _accept(joining: list[KernelInfo], bundle: list[KernelInfo], target: Target)
         )
     programs = sum(m.programs for m in everyone)
     if len(keys) == 1:
+        count = "a run-time count of" if everyone[0].dynamic else str(programs)
         return True, (
             f"independent, same tile program: {len(everyone)} grids in one launch of "
-            f"{programs} programs, one compile, {saved} launch saved"
+            f"{count} programs, one compile, {saved} launch saved"
         )
     if len(keys) > MAX_BRANCHES:
         return False, f"horizontal: more than {MAX_BRANCHES} different tile programs in one kernel"
@@ -224,6 +239,26 @@ def _accept(joining: list[KernelInfo], bundle: list[KernelInfo], target: Target)
         f"{programs} programs at {warps} warps, {saved} launch saved"
     )
 
+
+def _accept_persistent(everyone: list[KernelInfo], target: Target) -> tuple[bool, str]:
+    """A bundle with a persistent member: one tile program, operands within the L2."""
+    if len({m.body_key for m in everyone}) > 1 or not all(m.persistent for m in everyone):
+        return False, ("horizontal: a persistent kernel shares a launch only with kernels "
+                       "running its tile program (its TMA operands are made once per "
+                       "program, for one member)")  # fmt: skip
+    read = sum(b for _, b in frozenset().union(*(m.reads for m in everyone)))
+    if read > target.l2_bytes:
+        return False, (
+            f"horizontal: the members' operands together ({read / 2**20:.0f} MB) exceed "
+            f"the L2 ({target.l2_bytes / 2**20:.0f} MB): run together, each member's "
+            f"tiles would evict the others' operands; apart, each streams its own")
+    tiles = "a run-time count of" if everyone[0].dynamic else str(everyone[0].programs)
+    return True, (
+        f"independent, same persistent tile program: {len(everyone)} grids of {tiles} "
+        f"tiles in one launch, its programs split among them (each makes its member's "
+        f"TMA descriptors once), one compile, {format_seconds(target.launch_overhead)} "
+        f"launch saved"
+    )
 
 def branches_smem(branches: Iterable[tuple[int, bool]]) -> int:
     """Shared memory of one kernel whose branches use (bytes, has a contraction)
@@ -245,26 +280,31 @@ def _bundle_smem(members: list[KernelInfo], target: Target) -> tuple[int, int]:
 def kernel_infos(groups: list[GroupOp], target: Target) -> list[KernelInfo]:
     """What `plan_horizontal` needs of each tiled group of a function, in order: its
     launch shape, predicted time, the groups it reads, and which tile program it runs
-    (groups running the same program on other tensors share one key)."""
-    keys: list[TileGridOp] = []  # one grid per distinct tile program
+    (groups running the same program on other tensors share one key). A group with
+    variants stands for its family: its key is its variants' and its own programs,
+    the sizes each serves, and the run-time sizes of its grids; the variants
+    themselves are no kernels of their own here (`family`)."""
+    keys: list[tuple[TileGridOp, ...]] = []  # one family of grids per distinct key
     out = []
     for g in groups:
+        if VARIANT_OF in g.attributes:
+            continue  # (launched where the group it stands in for is: planned with it)
         deps = frozenset(
             owner.sym_name.data for v in g.inputs for root in host_sources(v)
             if isinstance(owner := root.owner, GroupOp)
         )
-        gs = g.grids
-        if len(gs) != 1 or g.cost is None or gs[0].sizes:
-            # untiled (or already merged), or a dynamic grid (its program count known
-            # at launch: no static segments to branch on): a node, never a member
+        levels = family(g, groups)
+        if any(len(m.grids) != 1 for m in levels) or g.cost is None:
+            # untiled (or already merged): a node, never a member
             out.append(KernelInfo(g.sym_name.data, deps, 0, 0, 0, 0.0, -1 - len(out),
                                   mergeable=False))  # fmt: skip
             continue
-        (grid,) = gs
-        key = next((i for i, k in enumerate(keys) if same_tile_program(k, grid) is not None), None)
+        grids = tuple(m.grids[0] for m in levels)
+        key = next((i for i, k in enumerate(keys) if _same_family(k, grids)), None)
         if key is None:
-            keys.append(grid)
+            keys.append(grids)
             key = len(keys) - 1
+        grid = grids[-1]
         out.append(KernelInfo(
             g.sym_name.data, deps, grid.num_warps.value.data, grid.num_stages.value.data,
             math.prod(grid.grid_shape), predicted_time(g.cost, target), key,
@@ -273,16 +313,61 @@ def kernel_infos(groups: list[GroupOp], target: Target) -> list[KernelInfo]:
             smem_budget=plan.smem_budget.data if plan is not None else 0,
             persistent=plan is not None and plan.persistent.data > 0,
             reads=frozenset((v, tensor_bytes(v)) for v in g.inputs),
+            dynamic=bool(grid.sizes),
         ))  # fmt: skip
     return out
 
 
-def persistent_programs(members: int, tiles: int, persistent: int, target: Target) -> int:
+def family(g: GroupOp, groups: Sequence[GroupOp]) -> list[GroupOp]:
+    """`g`'s variants in the order of the sizes they serve, then `g`."""
+    by_name = {m.sym_name.data: m for m in groups}
+    names = g.attributes.get(VARIANTS)
+    return [*(by_name[n.data] for n in names.data), g] if isinstance(names, ArrayAttr) else [g]  # pyright: ignore
+
+
+def _same_family(a: tuple[TileGridOp, ...], b: tuple[TileGridOp, ...]) -> bool:
+    """Each level of `b` runs `a`'s tile program for the same sizes, on tensors whose
+    dynamic dims are those of `a`'s at run time (one `size_origin` each)."""
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b, strict=True):
+        pairs = same_tile_program(x, y)
+        if pairs is None or _serves(x) != _serves(y):
+            return False
+        for v, w in [*pairs, *zip(x.outs, y.outs, strict=True)]:
+            shape = v.type.get_shape()  # pyright: ignore[reportAttributeAccessIssue]
+            if any(n < 0 and size_origin(v, i) != size_origin(w, i) for i, n in enumerate(shape)):
+                return False
+        sizes = [(v, w) for v, w in zip(grid_inputs(x), grid_inputs(y), strict=True)
+                 if not isinstance(v.type, TensorType)]  # fmt: skip
+        if any(_size_origin(v) != _size_origin(w) for v, w in [*sizes, *zip(x.sizes, y.sizes, strict=True)]):
+            return False
+    return True
+
+
+def _size_origin(size: SSAValue) -> object:
+    """`size_origin` of the dim a size value reads (`same_tile_program`'s `tensor.dim`s)."""
+    read = size.owner
+    if isinstance(read, tensor.DimOp) and isinstance(index := read.index.owner, arith.ConstantOp):
+        return size_origin(read.source, index.value.value.data)  # pyright: ignore
+    return size
+
+
+def _serves(grid: TileGridOp) -> tuple[int, ...]:
+    group = grid.parent_op()
+    serves = group.attributes.get(SERVES) if group is not None else None
+    return tuple(serves.get_values()) if isinstance(serves, DenseArrayBase) else ()  # pyright: ignore
+
+
+def persistent_programs(members: int, tiles: int | None, persistent: int, target: Target) -> int:
     """Programs of a persistent bundle of `members` grids of `tiles` tiles each, whose
     plan launches `persistent` programs for one grid: each member gets as many
     programs as it has tiles, at most its share of the slots one grid fills (its
     `persistent` when that is below its tiles, else the SMs), so the bundle fills
     the GPU as one grid does. A multiple of `members`: program `pid` runs member
-    `pid // (programs / members)`."""
-    slots = persistent if persistent < tiles else max(persistent, target.sm_count)
-    return members * min(tiles, -(-slots // members))
+    `pid // (programs / members)`. A dynamic grid (`tiles` None) gets the whole
+    share; the kernel takes each member's programs as the least of its share and
+    its run-time tiles, and the host launches that many per member."""
+    slots = persistent if tiles is not None and persistent < tiles else max(persistent, target.sm_count)
+    share = -(-slots // members)
+    return members * (share if tiles is None else min(tiles, share))

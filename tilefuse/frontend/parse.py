@@ -37,7 +37,7 @@ from xdsl.utils.mlir_lexer import MLIRTokenKind
 from tilefuse.frontend.resources import read_resources, split_resources
 from tilefuse.ir.constants import STORAGE
 from tilefuse.ir.diagnostics import CompileError, op_location
-from tilefuse.ir.dynamic import DimRange, set_ranges
+from tilefuse.ir.dynamic import DimRange, set_ranges, stated_ranges
 from tilefuse.ir.module import entry_function
 from tilefuse.ir.resources import BlobStore, register
 
@@ -145,6 +145,9 @@ def parse_module(
             for block in region.blocks:
                 _check_defined_before_use(block, set())
     _resolve_resources(module, blobs)
+    if dim_ranges is None and any(isinstance(f, func.FuncOp) for f in module.ops):
+        # (a module printed with its ranges declared, read back: they stand)
+        dim_ranges = stated_ranges(entry_function(module))
     verify(module, dynamic=dim_ranges is not None)
     _check_has_body(module, filename)
     if dim_ranges is not None:

@@ -175,6 +175,27 @@ def declared_ranges(f: func.FuncOp) -> dict[str, DimRange]:
     return out
 
 
+def stated_ranges(f: func.FuncOp) -> dict[str, DimRange] | None:
+    """The ranges `f` states in its `tilefuse.dim_ranges` attribute (a module printed
+    after the ranges were declared, read back), None without one; a CompileError at
+    `f` where an entry is not `[lo, hi]` or `[lo, hi, divisor]` of a valid range."""
+    attr = f.attributes.get(RANGES_ATTR)
+    if attr is None:
+        return None
+    if not isinstance(attr, DictionaryAttr):
+        raise CompileError(f"{RANGES_ATTR} maps dim names to [lo, hi] ranges, not {attr}", op_location(f))
+    out = {}
+    for name, value in attr.data.items():
+        numbers = value.data if isinstance(value, ArrayAttr) else ()
+        try:
+            if not numbers or not all(isinstance(v, IntAttr) for v in numbers):
+                raise ValueError("it is not [lo, hi] or [lo, hi, divisor]")
+            out[name] = DimRange(*(v.data for v in numbers))  # pyright: ignore
+        except (TypeError, ValueError) as e:
+            raise CompileError(f"{RANGES_ATTR}: the range of {name} ({value}): {e}", op_location(f)) from None
+    return out
+
+
 def check_sizes(f: func.FuncOp, shapes: Sequence[tuple[int, ...]]) -> None:
     """Argument shapes against `f`'s types (a `?` takes any size) and the declared
     ranges of its dynamic dims; a CompileError says which argument breaks which."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from xdsl.dialects import arith, tensor
 from xdsl.dialects.builtin import (
     I64,
     AffineMapAttr,
@@ -856,15 +857,23 @@ def same_tile_program(a: TileGridOp, b: TileGridOp) -> list[tuple[SSAValue, SSAV
 
     The grids must be structurally equal once `a`'s outside values (tensors
     read, in first-use order) are mapped one-to-one to `b`'s, and both read only
-    block arguments of their groups (no outside constants to compare).
+    block arguments of their groups (no outside constants to compare) or the
+    sizes of their dims (`tensor.dim` of a block argument by one constant axis:
+    a dynamic grid's program counts and masks; not paired: whether they agree at
+    run time is the caller's question, `dim_facts.size_origin`).
     """
     ins_a, ins_b = grid_inputs(a), grid_inputs(b)
     if len(ins_a) != len(ins_b) or len(set(ins_b)) != len(ins_b) or len(a.outs) != len(b.outs):
         return None
-    if not all(isinstance(v, BlockArgument) and v.type == w.type and isinstance(w, BlockArgument)
-               for v, w in zip(ins_a, ins_b, strict=True)):  # fmt: skip
+    if len(a.sizes) != len(b.sizes):
         return None
-    context: dict = dict(zip(ins_a, ins_b, strict=True))
+    context: dict = {}
+    for v, w in zip([*ins_a, *a.sizes], [*ins_b, *b.sizes], strict=True):
+        if not (_same_dim_read(v, w) or (isinstance(v, BlockArgument) and isinstance(w, BlockArgument)
+                and v.type == w.type)):  # fmt: skip
+            return None
+        if context.setdefault(v, w) is not w:
+            return None
     context.update(zip(a.outs, b.outs, strict=True))
     if a.parent is not None and b.parent is not None:
         context[a.parent] = b.parent
@@ -874,7 +883,19 @@ def same_tile_program(a: TileGridOp, b: TileGridOp) -> list[tuple[SSAValue, SSAV
     for x, y in zip(a.walk(), b.walk(), strict=True):
         if [r.type for r in x.results] != [r.type for r in y.results]:
             return None
-    return list(zip(ins_a, ins_b, strict=True))
+    return [(v, w) for v, w in zip(ins_a, ins_b, strict=True) if isinstance(v, BlockArgument)]
+
+
+def _same_dim_read(v: SSAValue, w: SSAValue) -> bool:
+    """`v` and `w` read one constant axis of block arguments of one type."""
+    dims = [x.owner for x in (v, w)]
+    if not all(isinstance(d, tensor.DimOp) and isinstance(d.source, BlockArgument) for d in dims):
+        return False
+    dv, dw = dims
+    assert isinstance(dv, tensor.DimOp) and isinstance(dw, tensor.DimOp)
+    iv, iw = dv.index.owner, dw.index.owner
+    return (dv.source.type == dw.source.type and isinstance(iv, arith.ConstantOp)
+            and isinstance(iw, arith.ConstantOp) and iv.value == iw.value)  # fmt: skip
 
 
 Tilefuse = Dialect(

@@ -30,18 +30,25 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
-from xdsl.ir import Block, Region, SSAValue
+from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, IntegerAttr, ModuleOp, i64
+from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from tilefuse.analysis.cost.target import Target, get_target
 from tilefuse.analysis.horizontal_plan import (
     HorizontalPlan,
+    family,
     kernel_infos,
     persistent_programs,
     plan_horizontal,
 )
+from tilefuse.ir.dynamic import PLANNING_SIZE_ATTR
 from tilefuse.ir.tilefuse import (
+    SAME_SIZES,
+    SERVES,
+    STATIC_SIZES,
+    VARIANT_OF,
+    VARIANTS,
     GroupOp,
     YieldOp,
 )
@@ -63,7 +70,11 @@ class HorizontalFusionPass(ModulePass):
 
 
 def fuse_horizontally(f: func.FuncOp, target: Target) -> HorizontalPlan:
-    """Plan and apply the bundles of `f`; returns the plan (decisions included)."""
+    """Plan and apply the bundles of `f`; returns the plan (decisions included).
+
+    A bundle of groups with variants (`tile-and-fuse`) is a bundle per level: the
+    members' variants serving the same sizes merge as their groups do, and the
+    merged group names the merged variants."""
     groups = [o for o in f.body.block.ops if isinstance(o, GroupOp)]
     plan = plan_horizontal(kernel_infos(groups, target), target)
     by_name = {g.sym_name.data: g for g in groups}
@@ -72,7 +83,14 @@ def fuse_horizontally(f: func.FuncOp, target: Target) -> HorizontalPlan:
     for bundle in plan.bundles:
         if len(bundle) > 1:
             reason = next((r for ops, r in why.items() if ops == bundle), "")
-            merge_groups([by_name[n] for n in bundle], reason, target)
+            families = [family(by_name[n], groups) for n in bundle]
+            levels = [merge_groups(list(level), reason, target)
+                      for level in zip(*families, strict=True)]  # fmt: skip
+            *variants, base = levels
+            if variants:
+                base.attributes[VARIANTS] = ArrayAttr([v.sym_name for v in variants])
+                for v in variants:
+                    v.attributes[VARIANT_OF] = base.sym_name
             merged = True
     if merged:
         sort_top_level(f.body.block)
@@ -103,6 +121,7 @@ def merge_groups(members: list[GroupOp], reason: str, target: Target) -> GroupOp
     merged = GroupOp(members[0].sym_name.data, inputs, [v.type for v in yielded],
                      Region(block), f"horizontal fusion of {names} ({reason}): {parts}")  # fmt: skip
     _merge_attributes(merged, members, target)
+    _merge_size_facts(merged, members, inputs)
     last = members[-1]
     last.parent_block().insert_op_before(merged, last)
     results = iter(merged.results)
@@ -113,6 +132,29 @@ def merge_groups(members: list[GroupOp], reason: str, target: Target) -> GroupOp
         g.detach()
         g.erase(safe_erase=False)
     return merged
+
+
+def _merge_size_facts(merged: GroupOp, members: list[GroupOp], inputs: list[SSAValue]) -> None:
+    """What the host checks of the members' dynamic sizes (`SAME_SIZES`,
+    `STATIC_SIZES`: input indices, renumbered for the merged group's inputs), and
+    the sizes the members serve and were planned at (equal: `kernel_infos`)."""
+    same: list[Attribute] = []
+    fixed: list[Attribute] = []
+    for g in members:
+        index = [inputs.index(v) for v in g.inputs]
+        for group in g.attributes.get(SAME_SIZES, ArrayAttr([])).data:  # pyright: ignore
+            same.append(ArrayAttr([DenseArrayBase.from_list(i64, [index[i], axis])
+                                   for i, axis in (a.get_values() for a in group.data)]))  # fmt: skip
+        for entry in g.attributes.get(STATIC_SIZES, ArrayAttr([])).data:  # pyright: ignore
+            i, axis, size = entry.get_values()
+            fixed.append(DenseArrayBase.from_list(i64, [index[i], axis, size]))
+    if same:
+        merged.attributes[SAME_SIZES] = ArrayAttr(same)
+    if fixed:
+        merged.attributes[STATIC_SIZES] = ArrayAttr(fixed)
+    for name in (SERVES, PLANNING_SIZE_ATTR):
+        if name in members[0].attributes:
+            merged.attributes[name] = members[0].attributes[name]
 
 
 def _merge_attributes(merged: GroupOp, members: list[GroupOp], target: Target) -> None:
@@ -131,8 +173,8 @@ def _merge_attributes(merged: GroupOp, members: list[GroupOp], target: Target) -
     if all(p is not None and p.persistent.data for p in plans):
         first = plans[0]
         assert first is not None
-        programs = persistent_programs(len(plans), math.prod(merged.grids[0].grid_shape),
-                                       first.persistent.data, target)  # fmt: skip
+        tiles = math.prod(merged.grids[0].grid_shape) if not merged.grids[0].sizes else None
+        programs = persistent_programs(len(plans), tiles, first.persistent.data, target)
         for g in merged.grids:
             assert g.plan is not None
             g.plan = g.plan.with_persistent(programs)

@@ -138,13 +138,14 @@ class HostPrinter:
         device = f"{args[0]}.device" if args else 'torch.device("cuda" if _ON_GPU else "cpu")'
         params = [*args, "*", *(["constants"] if table else []), "dot_dtype=None"]
         params += ["check_error=RuntimeError"] * bool(self.checks)
+        launches = sum(isinstance(op, GroupOp) and VARIANT_OF not in op.attributes for op in f.body.block.ops)
         lines = [f"KERNELS = {self.kernels!r}",
                  f"CONSTANTS = ({listed})  # the host function's `constants`: name, shape, dtype",
                  f"ENTRY = {entry!r}  # the host function of @{f.sym_name.data}"]
         if self.checks:
             lines.append(f"CHECKS = {self.checks!r}  # runtime checks: number -> (message, location)")
         lines += ["", f"def {entry}({', '.join(params)}):",
-                  f'    """Run @{f.sym_name.data}: {len(self.kernels)} kernel launch(es)."""',
+                  f'    """Run @{f.sym_name.data}: {launches} kernel launch(es)."""',
                   f"    device = {device}", *size.lines]  # fmt: skip
         if table:
             lines.append(f"    {', '.join(c.name for c in self.constants)}, = constants")
@@ -169,7 +170,8 @@ class HostPrinter:
     def launch(self, g: GroupOp) -> list[str]:
         _, stacked, _ = self.launches[g]
         names = self.names
-        lines = self._equal_strides(g, stacked)
+        variants = [self.by_name[n.data] for n in g.attributes.get(VARIANTS, ArrayAttr([])).data]  # pyright: ignore
+        lines = self._equal_strides(g, stacked, variants)
         for i, v in enumerate(g.inputs):
             if (order := g.input_layout(i)) is not None:  # (a no-op once it is so)
                 lines.append(f"    {names(v)} = _in_order({names(v)}, {order})")
@@ -183,7 +185,6 @@ class HostPrinter:
                           f"    {names(r)} = {names(pad.result)}[{_pad_spans(pad)}]"]  # fmt: skip
                 continue
             lines.append(f"    {names(r)} = {_empty(shape, g.layout(i), dtype, 'device')}")
-        variants = [self.by_name[n.data] for n in g.attributes.get(VARIANTS, ArrayAttr([])).data]  # pyright: ignore
         if not variants:
             return lines + self._call(g, g)
         # the variant serving the launch's largest dynamic size (`tile-and-fuse`)
@@ -222,7 +223,9 @@ class HostPrinter:
         programs = " * ".join([*([str(sig.programs)] if sig.programs != 1 or not sig.grid_sizes else []),
                                *(_ceil_div(size_of.get(n, n), b) for n, b in sig.grid_sizes)])
         if sig.grid_sizes and sig.persistent:  # (a persistent kernel: one program per tile at most)
-            programs = f"min({programs}, {sig.persistent})"
+            programs = f"min({programs}, {sig.persistent // sig.members})"
+        if sig.grid_sizes and sig.members > 1:  # (a stacked bundle: each member's programs)
+            programs = f"{sig.members} * {programs}"
         lines.append(f"    {sig.name}[({programs},)]({', '.join(call)}, "
                      f"num_warps={sig.num_warps}, num_stages={sig.num_stages})")  # fmt: skip
         return lines
@@ -281,17 +284,18 @@ class HostPrinter:
                       f"{{{size_of[n]}}} whole in blocks of {b}: compile with a larger declared range')"]  # fmt: skip
         return lines
 
-    def _equal_strides(self, g: GroupOp, stacked) -> list[str]:
+    def _equal_strides(self, g: GroupOp, stacked, variants: Sequence[GroupOp] = ()) -> list[str]:
         """A stacked kernel reads its first member's strides for every member's
         tensors: make them equal (contiguous copies) when the caller's differ. Tensors
-        it reads through TMA descriptors: all as TMA reads them with equal strides,
-        else row-major copies of all (`_tma_same`)."""
+        it (or one of its `variants`, stacks of the same members) reads through TMA
+        descriptors: all as TMA reads them with equal strides, else row-major copies
+        of all (`_tma_same`)."""
         names = self.names
         lines = []
         outer = dict(zip(g.entry.args, g.inputs, strict=True))
-        sig = self.launches[g][2]
-        values_of = [*g.inputs, *g.results]
-        described = {values_of[p.tensor] for p in sig.params if p.descriptor and p.tensor is not None}
+        values_of = [*g.inputs, *g.results]  # (a variant's inputs and results in this order)
+        described = {values_of[p.tensor] for k in [g, *variants] for p in self.launches[k][2].params
+                     if p.descriptor and p.tensor is not None}  # fmt: skip
         for column in stacked or []:
             values = list(dict.fromkeys(outer[v] for v in column if v in outer))
             if len(values) > 1 and values[0] in described:

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 from xdsl.dialects import arith, cf, scf, tensor
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, IntegerType
-from xdsl.ir import Block, Operation, OpResult, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 
 from tilefuse.analysis.dataflow import tma_tensor
 from tilefuse.analysis.dim_facts import size_origin
@@ -339,8 +339,12 @@ class KernelPrinter(Emitter):
             first, step, at = "pid", self.persistent, 1
             if self.stacked is not None:
                 # a stacked bundle: program `pid` loops over member `pid // share`'s
-                # tiles, reading its tensors through pointers (and descriptors) picked once
+                # tiles, reading its tensors through pointers (and descriptors) picked
+                # once; a dynamic grid's share is the least of its tiles and the planned
+                # share (as the host launches)
                 step = self.persistent // len(self.grids)
+                if self.grid.sizes:
+                    step = self.assign("share", f"min({tiles}, {step})")
                 self.assign("seg", f"pid // {step}")
                 self.pick_members(self.stacked)
                 first, at = self.assign("mpid", f"pid % {step}"), len(self.lines)
@@ -401,14 +405,15 @@ class KernelPrinter(Emitter):
             params += [Param("DOT_DTYPE", CONSTEXPR, "tl.dtype", value=dtype.removeprefix("tl.")),
                        Param("DOT_PRECISION", CONSTEXPR, "str", value=precision)]  # fmt: skip
         grid = self.grid
-        if grid.sizes:  # (a dynamic grid is never bundled: horizontal_plan)
+        if grid.sizes:  # (bundled only as a stack: members of one program and sizes)
             dynamic = [(self.ref(v), b, m) for v, (_, b, m) in
                        zip(grid.sizes, [d for d in grid.plan.dims if d[0] < 0], strict=True)]
             static = math.prod(n for n in grid.grid_shape if n >= 0)
             return KernelSignature(
                 self.name, tuple(params), grid.num_warps.value.data, grid.num_stages.value.data,
                 static, tuple((n, b) for n, b, m in dynamic if m == GRID),
-                tuple((n, b) for n, b, m in dynamic if m == WHOLE), self.persistent)  # fmt: skip
+                tuple((n, b) for n, b, m in dynamic if m == WHOLE), self.persistent,
+                members=len(self.grids))  # fmt: skip
         programs = self.persistent or sum(math.prod(g.grid_shape) for g in self.grids)
         return KernelSignature(self.name, tuple(params), grid.num_warps.value.data,
                                grid.num_stages.value.data, programs)  # fmt: skip
@@ -437,8 +442,12 @@ class KernelPrinter(Emitter):
             self.print_block(grid.body.block)
 
     def print_stacked(self, stacked: list[list[SSAValue]]) -> None:
-        """One body for grids running the same program: pick each member's tensors."""
-        programs = math.prod(self.grid.grid_shape)
+        """One body for grids running the same program: pick each member's tensors.
+        (A dynamic grid: its run-time count, each member's tensors of its sizes.)"""
+        if self.grid.sizes:
+            programs = self._product(self._counts(self.grid), range(len(self.grid.grid_shape))) or "1"
+        else:
+            programs = str(math.prod(self.grid.grid_shape))
         self.assign("seg", f"pid // {programs}")
         self.pick_members(stacked)
         self.assign("pid", f"pid % {programs}")
@@ -850,7 +859,8 @@ def stacked_tensors(grids: Sequence[TileGridOp]) -> list[list[SSAValue]] | None:
     if len(grids) < 2:
         return None
     first = grids[0]
-    columns = [[v] for v in grid_inputs(first)] + [[d] for d in first.destinations]
+    columns = [[v] for v in grid_inputs(first) if isinstance(v, BlockArgument)]  # (tensors, not sizes)
+    columns += [[d] for d in first.destinations]
     for other in grids[1:]:
         pairs = same_tile_program(first, other)
         if pairs is None:

@@ -88,6 +88,9 @@ class KernelSignature:
     persistent: int = 0
     """With `grid_sizes`: a persistent kernel's programs (each loops over the tiles
     `pid, pid + persistent, ...`); the launch has at most that many."""
+    members: int = 1
+    """With `grid_sizes`: the grids of a stacked bundle, launched side by side, each
+    with the programs counted above (a persistent one `persistent / members` at most)."""
 
     @property
     def unspecialized(self) -> tuple[str, ...]:
