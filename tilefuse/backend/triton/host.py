@@ -31,7 +31,7 @@ from xdsl.dialects.builtin import (
     IntegerType,
     TensorType,
 )
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from tilefuse.analysis.dataflow import pad_value, reshape_root
 from tilefuse.analysis.dim_facts import size_origin
@@ -62,28 +62,40 @@ from tilefuse.ir.tilefuse import (
 
 class SizeReader:
     """The host's expression for a dynamic size: each dynamic dim of an argument is
-    read once, at the top (`x_n0 = x.shape[0]`), and every size made from it
-    (`dim_facts.size_origin`: through views, kernels' results, inits) is that name;
-    any other size is read from its tensor (`y.shape[1]`). (A dynamic transformer
-    block read ~100 sizes from tensors a call: `.shape` builds a `torch.Size`.)"""
+    read once, at the top (`x_n0 = x.shape[0]`), each dim a host op makes as its own
+    size (a reshape's merged rows: GPT-2's `8 x T`) once, after that op (`defined`),
+    and every size made from one of them (`dim_facts.size_origin`: through views,
+    kernels' results, inits) is that name; any other size is read from its tensor
+    (`y.shape[1]`). (A dynamic transformer block read ~100 sizes from tensors a call:
+    `.shape` builds a `torch.Size`.)"""
 
     def __init__(self, f: func.FuncOp, names: Names):
         self.names = names
-        self.of_argument: dict[tuple[SSAValue, int], str] = {}
+        self.of_origin: dict[tuple[SSAValue, int], str] = {}
         self.lines: list[str] = []
         for a in f.body.block.args:
-            shape = a.type.get_shape() if isinstance(a.type, TensorType) else ()
-            for axis, n in enumerate(shape):
-                if n == DYNAMIC_INDEX:
-                    name = names.fresh(f"{names(a)}_n{axis}")
-                    self.of_argument[(a, axis)] = name
-                    self.lines.append(f"    {name} = {names(a)}.shape[{axis}]")
+            self.lines += self._read(a)
+
+    def _read(self, value: SSAValue) -> list[str]:
+        """Name the dynamic dims that are their own origin in `value`."""
+        lines = []
+        shape = value.type.get_shape() if isinstance(value.type, TensorType) else ()
+        for axis, n in enumerate(shape):
+            if n == DYNAMIC_INDEX and (isinstance(value, BlockArgument) or size_origin(value, axis) == (value, axis)):
+                name = self.names.fresh(f"{self.names(value)}_n{axis}")
+                self.of_origin[(value, axis)] = name
+                lines.append(f"    {name} = {self.names(value)}.shape[{axis}]")
+        return lines
+
+    def defined(self, op: Operation) -> list[str]:
+        """After a host op: its results' own dynamic sizes, named."""
+        return [line for r in op.results for line in self._read(r)]
 
     def __call__(self, value: SSAValue, axis: int) -> str:
-        if self.of_argument:
+        if self.of_origin:
             origin = size_origin(value, axis)
-            if isinstance(origin, tuple) and origin in self.of_argument:
-                return self.of_argument[origin]
+            if isinstance(origin, tuple) and origin in self.of_origin:
+                return self.of_origin[origin]
         return f"{self.names(value)}.shape[{axis}]"
 
 
@@ -165,6 +177,8 @@ class HostPrinter:
                               "    if failed:",
                               "        raise check_error(*CHECKS[failed])"]  # fmt: skip
                 lines += _host_op(op, names, size)
+                if not isinstance(op, func.ReturnOp):
+                    lines += size.defined(op)
         return "\n".join(lines) + "\n"
 
     def launch(self, g: GroupOp) -> list[str]:
