@@ -18,6 +18,7 @@ def main(x, *, constants, dot_dtype=None):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -86,6 +87,14 @@ class SizeReader:
                 self.of_origin[(value, axis)] = name
                 lines.append(f"    {name} = {self.names(value)}.shape[{axis}]")
         return lines
+
+    def used(self, lines: list[str]) -> list[str]:
+        """`lines` without the reads of sizes nothing reads (a result's rows read
+        after its reshape, the function returning it)."""
+        text = "\n".join(lines)
+        unused = {f"    {name} = " for name in self.of_origin.values()
+                  if len(re.findall(rf"\b{name}\b", text)) == 1}  # fmt: skip
+        return [line for line in lines if not any(line.startswith(u) for u in unused)]
 
     def defined(self, op: Operation) -> list[str]:
         """After a host op: its results' own dynamic sizes, named."""
@@ -179,7 +188,7 @@ class HostPrinter:
                 lines += _host_op(op, names, size)
                 if not isinstance(op, func.ReturnOp):
                     lines += size.defined(op)
-        return "\n".join(lines) + "\n"
+        return "\n".join(size.used(lines)) + "\n"
 
     def launch(self, g: GroupOp) -> list[str]:
         _, stacked, _ = self.launches[g]
