@@ -1,5 +1,6 @@
-"""Every kernel of every sample, test program (tests/programs/) and zoo model, and
-of the zoo models at the sizes issue 16's benchmark runs them (`zoo.BENCH`, bf16),
+"""Every kernel of every sample, test program (tests/programs/) and zoo model, of
+the zoo models at the sizes issue 16's benchmark runs them (`zoo.BENCH`, bf16), and
+of dynamic forms of samples (their sizes run-time `i32` arguments, `DYNAMIC`),
 compiles for sm_90 (no GPU needed) within the H200's limits, and the plan's count
 of shared memory is the one ptxas reports:
 
@@ -29,6 +30,7 @@ from tilefuse.analysis.cost.target import get_target
 from tilefuse.analysis.tile_plan import GRID, LOOP, DimTile, TilePlan
 from tilefuse.backend.triton.emit import emit_module
 from tilefuse.frontend.program import load_program
+from tilefuse.frontend.specialize import dynamic_form, specialize
 from tilefuse.gpu.check import (
     KernelReport,
     TileSummary,
@@ -40,6 +42,7 @@ from tilefuse.gpu.check import (
     kernel_specs,
     tile_summary,
 )
+from tilefuse.ir.dynamic import DimRange
 from tilefuse.pipeline import run_pipeline
 from tilefuse.testing.zoo import BENCH, ZOO
 from tilefuse.tools.gpu_check import main
@@ -61,13 +64,18 @@ plus this many bytes."""
 
 @dataclass(frozen=True)
 class Case:
-    kind: str  # sample, program, zoo, bench
+    kind: str  # sample, program, zoo, bench, dynamic
     name: str
     dims: tuple[tuple[str, int], ...] | None = None
     dtype: str | None = None
+    dynamic: tuple[str, tuple[str, ...], int] | None = None
+    """(the header dim made dynamic, the argument dims it is, the range's end)."""
 
     @property
     def id(self) -> str:
+        if self.kind == "dynamic":
+            assert self.dynamic is not None
+            return f"dynamic:{self.name}-{self.dynamic[0]}"
         if self.kind != "sample":
             return f"{self.kind}:{self.name}"
         if self.dims is None:
@@ -85,10 +93,17 @@ REALISTIC = [
     Case("sample", "attention", (("B", 2), ("H", 4), ("S", 1024), ("D", 64)), "bf16"),
     Case("sample", "attention", (("B", 2), ("H", 4), ("S", 1024), ("D", 128)), "bf16"),
 ]
+# Dynamic forms: variants, stacked projections, run-time masks and loop bounds.
+DYNAMIC = [
+    Case("dynamic", "attention", (("B", 2), ("H", 4), ("D", 128)), "bf16", ("S", ("q.2", "k.2", "v.2"), 4096)),
+    Case("dynamic", "transformer_block", (("E", 1024), ("H", 16), ("Dh", 64), ("F", 4096)), "bf16",
+         ("S", ("x.0",), 4096)),
+    Case("dynamic", "linear_bias_relu", (("K", 4096), ("N", 11008)), "bf16", ("M", ("x.0",), 16384)),
+]
 TORCH = pytest.mark.skipif(not HAVE_TORCH_MLIR, reason="torch-mlir exports the zoo")
 CASES = (
     [pytest.param(Case("sample", n), id=n) for n in NAMES]
-    + [pytest.param(c, id=c.id) for c in REALISTIC]
+    + [pytest.param(c, id=c.id) for c in REALISTIC + DYNAMIC]
     + [pytest.param(Case("program", p.stem), id=f"program:{p.stem}")
        for p in sorted(PROGRAMS.glob("*.mlir"))]
     + [pytest.param(Case("zoo", n), id=f"zoo:{n}", marks=TORCH) for n in sorted(ZOO)]
@@ -107,6 +122,11 @@ def _exported(case: Case):
 def compiled(case: Case):
     if case.kind == "sample":
         module = load_program(SAMPLES / f"{case.name}.mlir", dict(case.dims or ()), case.dtype)
+    elif case.kind == "dynamic":
+        assert case.dynamic is not None
+        dim, names, hi = case.dynamic
+        text = specialize((SAMPLES / f"{case.name}.mlir").read_text(), dict(case.dims or ()), case.dtype)
+        module = load_program(dynamic_form(text, dim), dim_ranges=dict.fromkeys(names, DimRange(1, hi)))
     elif case.kind == "program":
         module = load_program(PROGRAMS / f"{case.name}.mlir")
     else:
@@ -140,11 +160,11 @@ def reports(request):
     return out
 
 
-def check_report(r: KernelReport, spill_free: bool) -> None:
+def check_report(r: KernelReport, spill_free: bool, contractions_too: bool = False) -> None:
     assert r.smem_limit == TARGET.smem_per_block
     assert r.fits, f"{r.name}: {r.shared_bytes} B shared > {r.smem_limit} B"
     assert r.registers <= TARGET.max_regs_per_thread, r
-    if spill_free and not r.contraction:  # contractions may spill (reported above)
+    if spill_free and (contractions_too or not r.contraction):  # contractions may spill (reported above)
         assert r.spills == 0, f"{r.name} spills {r.spills} words/thread"
     assert r.predicted_regs is not None and r.predicted_working_set is not None
     assert r.shared_bytes <= r.predicted_working_set, (
@@ -175,7 +195,10 @@ def test_kernels_fit_sm90(case, reports):
             with pytest.raises(AssertionError, match="the plan counts"):
                 check_report(r, spill_free=False)
             continue
-        check_report(r, spill_free=case.kind == "sample")
+        # (a dynamic attention's store mask was once one value with its Q load's,
+        # held across the key loops: spills on sm_90, 0.72x the static kernel)
+        check_report(r, spill_free=case.kind in ("sample", "dynamic"),
+                     contractions_too=case.id == "dynamic:attention-S")
     # tanh of bf16 ops is the SFU instruction on the GPU; f16 (the sample's
     # test dtype) and f32 keep the exact formula
     if case.name == "bias_gelu":

@@ -45,7 +45,7 @@ from tilefuse.analysis.dataflow import is_contraction
 from tilefuse.analysis.dot import contraction_dtypes
 from tilefuse.analysis.horizontal_plan import branches_smem
 from tilefuse.backend.triton.emit import emit_module
-from tilefuse.backend.triton.signature import POINTER, STRIDE, KernelSignature
+from tilefuse.backend.triton.signature import POINTER, SIZE, STRIDE, KernelSignature
 from tilefuse.gpu import aot as cubin
 from tilefuse.gpu.aot import (
     CompiledKernel,
@@ -148,12 +148,19 @@ def _signature(
     sig: dict[str, str] = {}
     consts: dict[str, object] = {}
     div: list[str] = []
+    unspecialized = set(kernel.unspecialized)
     for p in kernel.params:
         if p.kind is POINTER:
             if p.dtype not in POINTER_TYPE:
                 raise CubinCompileError(f"no Triton pointer type for element type {p.dtype}")
             sig[p.name] = POINTER_TYPE[p.dtype]
             div.append(p.name)
+        elif p.kind is SIZE or (p.kind is STRIDE and any(n < 0 for n in p.shape[(p.dim or 0) + 1 :])):
+            # a run-time size, or a stride over one: an i32 Triton specialises only
+            # where the kernel lets it (a multiple of 16 at every size)
+            sig[p.name] = "i32"
+            if p.kind is STRIDE and p.name not in unspecialized:
+                div.append(p.name)
         elif p.kind is STRIDE:
             assert p.dim is not None
             stride = contiguous_strides(p.shape)[p.dim]
