@@ -26,6 +26,7 @@ Where a dynamic program loses to the static build (issue 18), on the GPU.
 - `host`: the host's time per call of the transformer-block sample at S = 512,
   dynamic and static: as emitted, with `triton.cdiv` as integer arithmetic (a no-op
   since `a88779d`: the host emits integer ceil-division), and with every launch a no-op.
+- `host_calls`: the same two programs' host time per function (cProfile).
 - `dynamo`: `torch.compile(model, backend="tilefuse", dynamic=True)` on the same
   block: compiles counted over 64 T, first-call time, timed at the bench T beside
   eager and default torch.compile (torch-mlir needed).
@@ -339,6 +340,38 @@ def host_profile() -> dict:
     return out
 
 
+def host_calls() -> dict:
+    """Where the host's time goes, per function (cProfile, 300 calls after warm-up):
+    the transformer-block sample at S = 512, dynamic and static."""
+    import cProfile
+    import io
+    import pstats
+
+    fixed = {"E": 1024, "H": 16, "Dh": 64, "F": 4096}
+    text = specialize((SAMPLES / "transformer_block.mlir").read_text(), fixed, "bf16")
+    dyn = dynamic_form(text, "S")
+    ranges = {"x.0": DimRange(1, 4096)}
+    module = load_program(dyn, dim_ranges=ranges)
+    args = inputs(module, {"x.0": 512}, torch.bfloat16)
+    out: dict = {}
+    for name, prog in [("dynamic", tf.compile(dyn, dim_ranges=ranges)),
+                       ("static", tf.compile(specialize(text, {"S": 512}, None)))]:  # fmt: skip
+        for _ in range(20):
+            prog(*args)
+        torch.cuda.synchronize()
+        profile = cProfile.Profile()
+        profile.enable()
+        for _ in range(300):
+            prog(*args)
+        profile.disable()
+        torch.cuda.synchronize()
+        text_out = io.StringIO()
+        pstats.Stats(profile, stream=text_out).sort_stats("tottime").print_stats(14)
+        out[name] = text_out.getvalue()
+        print(name, text_out.getvalue(), flush=True)
+    return out
+
+
 def dynamo() -> dict:
     from dynamic_gpt2 import BATCH, BENCH, T_MAX, WIDTH, block
 
@@ -386,7 +419,8 @@ def main() -> None:
     results = {}
     parts = {"gemm": gemm, "attention": attention, "gpt2": lambda: gpt2(Path(args.gpt2)),
              "dynamo": dynamo, "block": sample_block,
-             "gpt2_attention": lambda: gpt2_attention(Path(args.gpt2)), "host": host_profile}  # fmt: skip
+             "gpt2_attention": lambda: gpt2_attention(Path(args.gpt2)), "host": host_profile,
+             "host_calls": host_calls}  # fmt: skip
     for part in args.parts:
         try:
             results[part] = parts[part]()
