@@ -665,8 +665,15 @@ class KernelPrinter(Emitter):
             if _in_place(op, arg, y):
                 self.names.of[y] = name
         iv = self.names(body.args[0], "k")
-        self.emit(f"for {iv} in range({self.ref(op.lb)}, {self.ref(op.ub)}, {self.ref(op.step)}):")
-        self.push()
+        if _at_most_once(op):
+            # (a dynamic dim's last, partial chunk: a branch, not a loop Triton
+            # would pipeline, with its prologue's registers and buffers)
+            self.emit(f"if {self.ref(op.lb)} < {self.ref(op.ub)}:")
+            self.push()
+            self.assign(iv, self.ref(op.lb))
+        else:
+            self.emit(f"for {iv} in range({self.ref(op.lb)}, {self.ref(op.ub)}, {self.ref(op.step)}):")
+            self.push()
         self.loop_stack.append(carried)
         self.print_block(body)
         self.loop_stack.pop()
@@ -792,6 +799,22 @@ class KernelPrinter(Emitter):
                 masks.append(f"({term} < {extent})")
         mask = self.value("mask", " & ".join(masks), MASK) if masks else ""
         return " + ".join(ptr), mask
+
+
+def _at_most_once(loop: scf.ForOp) -> bool:
+    """`loop` runs from `(ub // B) * B` to `ub` by `B`: once or not at all."""
+    end, step = loop.lb.owner, _constant(loop.step)
+    if not isinstance(end, arith.MuliOp) or step is None or _constant(end.rhs) != step:
+        return False
+    chunks = end.lhs.owner
+    return isinstance(chunks, arith.DivSIOp) and chunks.lhs is loop.ub and _constant(chunks.rhs) == step
+
+
+def _constant(v: SSAValue) -> int | None:
+    c = v.owner
+    if isinstance(c, arith.ConstantOp) and isinstance(c.value, IntegerAttr):
+        return c.value.value.data
+    return None
 
 
 def loop_first(block: Block) -> list[Operation]:
