@@ -220,7 +220,7 @@ def _accept(joining: list[KernelInfo], bundle: list[KernelInfo], target: Target)
         )
     programs = sum(m.programs for m in everyone)
     if len(keys) == 1:
-        count = "a run-time count of" if everyone[0].dynamic else str(programs)
+        count = "a run-time count of" if everyone[0].programs < 0 else str(programs)
         return True, (
             f"independent, same tile program: {len(everyone)} grids in one launch of "
             f"{count} programs, one compile, {saved} launch saved"
@@ -252,7 +252,7 @@ def _accept_persistent(everyone: list[KernelInfo], target: Target) -> tuple[bool
             f"horizontal: the members' operands together ({read / 2**20:.0f} MB) exceed "
             f"the L2 ({target.l2_bytes / 2**20:.0f} MB): run together, each member's "
             f"tiles would evict the others' operands; apart, each streams its own")
-    tiles = "a run-time count of" if everyone[0].dynamic else str(everyone[0].programs)
+    tiles = "a run-time count of" if everyone[0].programs < 0 else str(everyone[0].programs)
     return True, (
         f"independent, same persistent tile program: {len(everyone)} grids of {tiles} "
         f"tiles in one launch, its programs split among them (each makes its member's "

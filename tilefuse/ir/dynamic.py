@@ -29,6 +29,7 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     DictionaryAttr,
     IntAttr,
+    IntegerAttr,
     ModuleOp,
     TensorType,
 )
@@ -186,11 +187,13 @@ def stated_ranges(f: func.FuncOp) -> dict[str, DimRange] | None:
         raise CompileError(f"{RANGES_ATTR} maps dim names to [lo, hi] ranges, not {attr}", op_location(f))
     out = {}
     for name, value in attr.data.items():
-        numbers = value.data if isinstance(value, ArrayAttr) else ()
+        # (`[1, 64]` written by hand parses as i64 integers; printed, as `#builtin.int`s)
+        numbers = [v.data if isinstance(v, IntAttr) else v.value.data if isinstance(v, IntegerAttr) else None
+                   for v in (value.data if isinstance(value, ArrayAttr) else ())]  # fmt: skip
         try:
-            if not numbers or not all(isinstance(v, IntAttr) for v in numbers):
+            if not numbers or any(n is None for n in numbers):
                 raise ValueError("it is not [lo, hi] or [lo, hi, divisor]")
-            out[name] = DimRange(*(v.data for v in numbers))  # pyright: ignore
+            out[name] = DimRange(*numbers)  # pyright: ignore
         except (TypeError, ValueError) as e:
             raise CompileError(f"{RANGES_ATTR}: the range of {name} ({value}): {e}", op_location(f)) from None
     return out

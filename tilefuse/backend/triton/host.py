@@ -245,9 +245,11 @@ class HostPrinter:
         # function, ~2 us a call, one per launch of a dynamic program)
         programs = " * ".join([*([str(sig.programs)] if sig.programs != 1 or not sig.grid_sizes else []),
                                *(_ceil_div(size_of.get(n, n), b) for n, b in sig.grid_sizes)])
-        if sig.grid_sizes and sig.persistent:  # (a persistent kernel: one program per tile at most)
+        # (`sig.programs` is one member's tiles here, its grid static or not: a stack of
+        # grids with static counts whose loops take run-time sizes too)
+        if sig.persistent:  # (a persistent kernel: one program per tile at most)
             programs = f"min({programs}, {sig.persistent // sig.members})"
-        if sig.grid_sizes and sig.members > 1:  # (a stacked bundle: each member's programs)
+        if sig.members > 1:  # (a stacked bundle: each member's programs)
             programs = f"{sig.members} * {programs}"
         lines.append(f"    {sig.name}[({programs},)]({', '.join(call)}, "
                      f"num_warps={sig.num_warps}, num_stages={sig.num_stages})")  # fmt: skip

@@ -89,8 +89,9 @@ class KernelSignature:
     """With `grid_sizes`: a persistent kernel's programs (each loops over the tiles
     `pid, pid + persistent, ...`); the launch has at most that many."""
     members: int = 1
-    """With `grid_sizes`: the grids of a stacked bundle, launched side by side, each
-    with the programs counted above (a persistent one `persistent / members` at most)."""
+    """Of a kernel with run-time sizes (`grid_sizes` or not): the grids of a stacked
+    bundle, launched side by side, each with the programs counted above (a persistent
+    one `persistent / members` at most)."""
 
     @property
     def unspecialized(self) -> tuple[str, ...]:
