@@ -1017,14 +1017,15 @@ def _attention_smem(br: int, bc: int, head: int, width: int, ebytes: int, p_byte
       and 128 (Triton 3.6 and 3.9: d 128 at 128 x 128, 3 stages, 224 KB, which the
       first count put at 192.5 KB; `tools/experiments/attention_smem.py`).
 
-    All keys in one tile (no key loop): the K and V tiles once (Q and the
-    probabilities stay in registers; ptxas, Triton 3.9 and 3.6: exactly that at
-    64 x 64 / d 64, 64 x 64 / d 128 and 128 x 128 / d 128, which the staged count put
-    at twice as much)."""
+    All keys in one tile (no key loop), 16-bit operands: the K and V tiles once (Q
+    and the probabilities stay in registers; ptxas, Triton 3.9 and 3.6: exactly that
+    at 64 x 64 / d 64, 64 x 64 / d 128 and 128 x 128 / d 128, which the staged count put
+    at twice as much). An f32 dot keeps the staged count (ViT's small f32 heads: 6 KB
+    where K and V are 4 KB)."""
     q, kv = br * head * ebytes, bc * (head + width) * ebytes
     p = br * bc * p_bytes
     v_again = bc * width * p_bytes if p_bytes != ebytes else 0
-    if not pipelined:
+    if not pipelined and ebytes <= 2:
         return kv + v_again
     staged = q + max(1, stages - 1) * kv + p + v_again + br * COMPUTE_BYTES
     return max(staged, q + stages * kv)
