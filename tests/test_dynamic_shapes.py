@@ -939,17 +939,7 @@ def test_a_kernel_sized_by_an_input_it_does_not_read_takes_that_size_alone():
         assert got.shape == (n, 4) and relative_error(got.cpu().numpy(), want) <= tolerance("f32"), n
 
 
-QKV = """func.func @qkv(%x: tensor<?x128xbf16>, %wq: tensor<128x512xbf16>, %wk: tensor<128x512xbf16>, %wv: tensor<128x512xbf16>) -> (tensor<?x512xbf16>, tensor<?x512xbf16>, tensor<?x512xbf16>) {
-  %c0 = arith.constant 0 : index
-  %n = tensor.dim %x, %c0 : tensor<?x128xbf16>
-  %z = arith.constant 0.0 : bf16
-  %e = tensor.empty(%n) : tensor<?x512xbf16>
-  %f = linalg.fill ins(%z : bf16) outs(%e : tensor<?x512xbf16>) -> tensor<?x512xbf16>
-  %q = linalg.matmul ins(%x, %wq : tensor<?x128xbf16>, tensor<128x512xbf16>) outs(%f : tensor<?x512xbf16>) -> tensor<?x512xbf16>
-  %k = linalg.matmul ins(%x, %wk : tensor<?x128xbf16>, tensor<128x512xbf16>) outs(%f : tensor<?x512xbf16>) -> tensor<?x512xbf16>
-  %v = linalg.matmul ins(%x, %wv : tensor<?x128xbf16>, tensor<128x512xbf16>) outs(%f : tensor<?x512xbf16>) -> tensor<?x512xbf16>
-  return %q, %k, %v : tensor<?x512xbf16>, tensor<?x512xbf16>, tensor<?x512xbf16>
-}"""
+QKV = (Path(__file__).parent / "programs_dynamic" / "qkv_projections.mlir").read_text()
 
 
 def test_independent_dynamic_gemms_of_one_program_share_a_launch_at_every_variant():

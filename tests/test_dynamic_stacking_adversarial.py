@@ -199,17 +199,7 @@ def test_stacked_softmaxes_of_a_dynamic_row_are_right_at_every_variant():
 
 # -- 3. a stacked family with a persistent level, strided and transposed weights ------
 
-QKV = """func.func @qkv(%x: tensor<?x128xbf16>, %wq: tensor<128x512xbf16>, %wk: tensor<128x512xbf16>, %wv: tensor<128x512xbf16>) -> (tensor<?x512xbf16>, tensor<?x512xbf16>, tensor<?x512xbf16>) {
-  %c0 = arith.constant 0 : index
-  %n = tensor.dim %x, %c0 : tensor<?x128xbf16>
-  %z = arith.constant 0.0 : bf16
-  %e = tensor.empty(%n) : tensor<?x512xbf16>
-  %f = linalg.fill ins(%z : bf16) outs(%e : tensor<?x512xbf16>) -> tensor<?x512xbf16>
-  %q = linalg.matmul ins(%x, %wq : tensor<?x128xbf16>, tensor<128x512xbf16>) outs(%f : tensor<?x512xbf16>) -> tensor<?x512xbf16>
-  %k = linalg.matmul ins(%x, %wk : tensor<?x128xbf16>, tensor<128x512xbf16>) outs(%f : tensor<?x512xbf16>) -> tensor<?x512xbf16>
-  %v = linalg.matmul ins(%x, %wv : tensor<?x128xbf16>, tensor<128x512xbf16>) outs(%f : tensor<?x512xbf16>) -> tensor<?x512xbf16>
-  return %q, %k, %v : tensor<?x512xbf16>, tensor<?x512xbf16>, tensor<?x512xbf16>
-}"""
+QKV = (Path(__file__).parent / "programs_dynamic" / "qkv_projections.mlir").read_text()
 
 
 def _qkv_args(module, m: int, seed: int) -> list[torch.Tensor]:

@@ -144,7 +144,7 @@ def size_facts(value: SSAValue, depth: int = 0) -> DimFacts | None:
     return None
 
 
-def size_origin(value: SSAValue, axis: int) -> SSAValue | tuple[SSAValue, int]:
+def size_origin(value: SSAValue, axis: int | None = None) -> SSAValue | tuple[SSAValue, int]:
     """Where dynamic dim `axis` of `value` was sized: the (tensor, axis) or size value
     it is by construction, followed through views, inits, `tensor.dim` and kernels (a
     group's result is what its body yields, a tile grid's its destination's, a
@@ -154,8 +154,8 @@ def size_origin(value: SSAValue, axis: int) -> SSAValue | tuple[SSAValue, int]:
     trust: the sizes it states are what the source must have, not what it has (an
     argument expanded by another's size: the host reshapes and checks). An expanded
     dim alone in its group (the others 1) is its source's dim; any other is its own
-    origin."""
-    at: SSAValue | tuple[SSAValue, int] = (value, axis)
+    origin. Without `axis`, `value` is a size (an index: a grid's run-time extent)."""
+    at: SSAValue | tuple[SSAValue, int] = value if axis is None else (value, axis)
     for _ in range(256):  # (views and kernels: never a cycle in SSA)
         if not isinstance(at, tuple):
             read = at.owner

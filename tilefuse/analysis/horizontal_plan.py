@@ -56,12 +56,10 @@ fusion log's style (`Decision`).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects import arith, tensor
-from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, TensorType
-from xdsl.ir import SSAValue
+from xdsl.dialects.builtin import DenseArrayBase, TensorType
 
 from tilefuse.analysis.cost.opcost import tensor_bytes
 from tilefuse.analysis.cost.roofline import format_seconds, predicted_time
@@ -73,11 +71,11 @@ from tilefuse.analysis.fusion_plan import Decision
 from tilefuse.ir.tilefuse import (
     SERVES,
     VARIANT_OF,
-    VARIANTS,
     GroupOp,
     TileGridOp,
     grid_inputs,
     same_tile_program,
+    variants_of,
 )
 
 MIN_SAVING = 0.05
@@ -286,6 +284,7 @@ def kernel_infos(groups: list[GroupOp], target: Target) -> list[KernelInfo]:
     themselves are no kernels of their own here (`family`)."""
     keys: list[tuple[TileGridOp, ...]] = []  # one family of grids per distinct key
     out = []
+    by_name = {g.sym_name.data: g for g in groups}
     for g in groups:
         if VARIANT_OF in g.attributes:
             continue  # (launched where the group it stands in for is: planned with it)
@@ -293,7 +292,7 @@ def kernel_infos(groups: list[GroupOp], target: Target) -> list[KernelInfo]:
             owner.sym_name.data for v in g.inputs for root in host_sources(v)
             if isinstance(owner := root.owner, GroupOp)
         )
-        levels = family(g, groups)
+        levels = family(g, by_name)
         if any(len(m.grids) != 1 for m in levels) or g.cost is None:
             # untiled (or already merged): a node, never a member
             out.append(KernelInfo(g.sym_name.data, deps, 0, 0, 0, 0.0, -1 - len(out),
@@ -318,11 +317,9 @@ def kernel_infos(groups: list[GroupOp], target: Target) -> list[KernelInfo]:
     return out
 
 
-def family(g: GroupOp, groups: Sequence[GroupOp]) -> list[GroupOp]:
+def family(g: GroupOp, by_name: Mapping[str, GroupOp]) -> list[GroupOp]:
     """`g`'s variants in the order of the sizes they serve, then `g`."""
-    by_name = {m.sym_name.data: m for m in groups}
-    names = g.attributes.get(VARIANTS)
-    return [*(by_name[n.data] for n in names.data), g] if isinstance(names, ArrayAttr) else [g]  # pyright: ignore
+    return [*variants_of(g, by_name), g]
 
 
 def _same_family(a: tuple[TileGridOp, ...], b: tuple[TileGridOp, ...]) -> bool:
@@ -340,17 +337,9 @@ def _same_family(a: tuple[TileGridOp, ...], b: tuple[TileGridOp, ...]) -> bool:
                 return False
         sizes = [(v, w) for v, w in zip(grid_inputs(x), grid_inputs(y), strict=True)
                  if not isinstance(v.type, TensorType)]  # fmt: skip
-        if any(_size_origin(v) != _size_origin(w) for v, w in [*sizes, *zip(x.sizes, y.sizes, strict=True)]):
+        if any(size_origin(v) != size_origin(w) for v, w in [*sizes, *zip(x.sizes, y.sizes, strict=True)]):
             return False
     return True
-
-
-def _size_origin(size: SSAValue) -> object:
-    """`size_origin` of the dim a size value reads (`same_tile_program`'s `tensor.dim`s)."""
-    read = size.owner
-    if isinstance(read, tensor.DimOp) and isinstance(index := read.index.owner, arith.ConstantOp):
-        return size_origin(read.source, index.value.value.data)  # pyright: ignore
-    return size
 
 
 def _serves(grid: TileGridOp) -> tuple[int, ...]:

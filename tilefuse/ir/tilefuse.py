@@ -12,7 +12,7 @@ tiled (`#tilefuse.tile_plan`, written by `tile-and-fuse`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
 from xdsl.dialects import arith, tensor
@@ -426,6 +426,12 @@ VARIANTS = "tilefuse.variants"
 (`tile-and-fuse`): the names of its variants, the groups before it with the same
 inputs and body tiled for smaller sizes, in order of the sizes they serve. The
 host launches the first whose `SERVES` holds the launch's largest dynamic size."""
+
+def variants_of(group: GroupOp, by_name: Mapping[str, GroupOp]) -> list[GroupOp]:
+    """The groups `group`'s `VARIANTS` names, in order (none without the attribute)."""
+    names = group.attributes.get(VARIANTS)
+    return [by_name[n.data] for n in names.data] if isinstance(names, ArrayAttr) else []  # pyright: ignore
+
 
 VARIANT_OF = "tilefuse.variant_of"
 """On a variant: the name of the group it stands in for (its results are unused:
@@ -888,13 +894,12 @@ def same_tile_program(a: TileGridOp, b: TileGridOp) -> list[tuple[SSAValue, SSAV
 
 def _same_dim_read(v: SSAValue, w: SSAValue) -> bool:
     """`v` and `w` read one constant axis of block arguments of one type."""
-    dims = [x.owner for x in (v, w)]
-    if not all(isinstance(d, tensor.DimOp) and isinstance(d.source, BlockArgument) for d in dims):
+    dv, dw = v.owner, w.owner
+    if not (isinstance(dv, tensor.DimOp) and isinstance(dw, tensor.DimOp)):
         return False
-    dv, dw = dims
-    assert isinstance(dv, tensor.DimOp) and isinstance(dw, tensor.DimOp)
     iv, iw = dv.index.owner, dw.index.owner
-    return (dv.source.type == dw.source.type and isinstance(iv, arith.ConstantOp)
+    return (isinstance(dv.source, BlockArgument) and isinstance(dw.source, BlockArgument)
+            and dv.source.type == dw.source.type and isinstance(iv, arith.ConstantOp)
             and isinstance(iw, arith.ConstantOp) and iv.value == iw.value)  # fmt: skip
 
 

@@ -83,7 +83,7 @@ def fuse_horizontally(f: func.FuncOp, target: Target) -> HorizontalPlan:
     for bundle in plan.bundles:
         if len(bundle) > 1:
             reason = next((r for ops, r in why.items() if ops == bundle), "")
-            families = [family(by_name[n], groups) for n in bundle]
+            families = [family(by_name[n], by_name) for n in bundle]
             levels = [merge_groups(list(level), reason, target)
                       for level in zip(*families, strict=True)]  # fmt: skip
             *variants, base = levels

@@ -308,6 +308,18 @@ class _NoLaunch:
         return lambda *args, **kwargs: None
 
 
+def block_at_512() -> tuple[list[torch.Tensor], list[tuple[str, object]]]:
+    """The transformer-block sample's arguments at S = 512, and its dynamic (S 1:4096)
+    and static programs."""
+    fixed = {"E": 1024, "H": 16, "Dh": 64, "F": 4096}
+    text = specialize((SAMPLES / "transformer_block.mlir").read_text(), fixed, "bf16")
+    dyn = dynamic_form(text, "S")
+    ranges = {"x.0": DimRange(1, 4096)}
+    args = inputs(load_program(dyn, dim_ranges=ranges), {"x.0": 512}, torch.bfloat16)
+    return args, [("dynamic", tf.compile(dyn, dim_ranges=ranges)),
+                  ("static", tf.compile(specialize(text, {"S": 512}, None)))]
+
+
 def host_profile() -> dict:
     """Host µs per call of the transformer-block sample at S = 512, dynamic and static:
     as emitted, with `triton.cdiv` (a Triton constexpr function: its call wraps and
@@ -315,15 +327,9 @@ def host_profile() -> dict:
     the host spends besides the launches)."""
     import copy
 
-    fixed = {"E": 1024, "H": 16, "Dh": 64, "F": 4096}
-    text = specialize((SAMPLES / "transformer_block.mlir").read_text(), fixed, "bf16")
-    dyn = dynamic_form(text, "S")
-    ranges = {"x.0": DimRange(1, 4096)}
-    module = load_program(dyn, dim_ranges=ranges)
-    args = inputs(module, {"x.0": 512}, torch.bfloat16)
+    args, programs = block_at_512()
     out: dict = {}
-    for name, prog in [("dynamic", tf.compile(dyn, dim_ranges=ranges)),
-                       ("static", tf.compile(specialize(text, {"S": 512}, None)))]:  # fmt: skip
+    for name, prog in programs:
         int_cdiv = copy.copy(prog)
         source = prog.source.replace("triton.cdiv(", "_int_cdiv(")
         source += "\n\ndef _int_cdiv(a, b):\n    return -(-a // b)\n"
@@ -347,15 +353,9 @@ def host_calls() -> dict:
     import io
     import pstats
 
-    fixed = {"E": 1024, "H": 16, "Dh": 64, "F": 4096}
-    text = specialize((SAMPLES / "transformer_block.mlir").read_text(), fixed, "bf16")
-    dyn = dynamic_form(text, "S")
-    ranges = {"x.0": DimRange(1, 4096)}
-    module = load_program(dyn, dim_ranges=ranges)
-    args = inputs(module, {"x.0": 512}, torch.bfloat16)
+    args, programs = block_at_512()
     out: dict = {}
-    for name, prog in [("dynamic", tf.compile(dyn, dim_ranges=ranges)),
-                       ("static", tf.compile(specialize(text, {"S": 512}, None)))]:  # fmt: skip
+    for name, prog in programs:
         for _ in range(20):
             prog(*args)
         torch.cuda.synchronize()

@@ -54,10 +54,10 @@ from tilefuse.ir.tilefuse import (
     SERVES,
     STATIC_SIZES,
     VARIANT_OF,
-    VARIANTS,
     GroupOp,
     TileGridOp,
     WindowOp,
+    variants_of,
 )
 
 
@@ -193,7 +193,7 @@ class HostPrinter:
     def launch(self, g: GroupOp) -> list[str]:
         _, stacked, _ = self.launches[g]
         names = self.names
-        variants = [self.by_name[n.data] for n in g.attributes.get(VARIANTS, ArrayAttr([])).data]  # pyright: ignore
+        variants = variants_of(g, self.by_name)
         lines = self._equal_strides(g, stacked, variants)
         for i, v in enumerate(g.inputs):
             if (order := g.input_layout(i)) is not None:  # (a no-op once it is so)
