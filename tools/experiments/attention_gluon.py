@@ -18,8 +18,8 @@ algorithm, not from any one implementation:
   loop is FA-2's: S_j, wait, softmax, O += P_j V_j, wait.
 - A buffer is refilled once both warpgroups have waited for the MMAs that read it
   (`gl.thread_barrier`, then the next TMA into it).
-- Causal: the key loop ends at the diagonal; the mask is applied on every block in this
-  version (the diagonal split is a later step); query tiles run longest first.
+- Causal: the key loop ends at the diagonal; only blocks the diagonal crosses are masked
+  (a branch per block); query tiles run longest first.
 - GQA: K/V rows of head `h // G` read directly (no copies).
 
     python tools/experiments/attention_gluon.py            # on the GPU: correctness + timings
@@ -32,6 +32,7 @@ against SDPA's output (bf16), and JSON lines (for docs/PERF.md).
 
 import json
 import math
+import re
 import sys
 
 import torch
@@ -64,13 +65,14 @@ def _refill(desc, bars, smem, block, n_blocks, kv_row0, BN: gl.constexpr, STAGES
 
 
 @gluon.jit
-def _softmax_step(s, m_i, l_i, q_rows, j, qk_scale, BN: gl.constexpr, CAUSAL: gl.constexpr,
+def _softmax_step(s, m_i, l_i, q_rows, q_rows0, j, qk_scale, BN: gl.constexpr, CAUSAL: gl.constexpr,
                   s_layout: gl.constexpr):  # fmt: skip
     """The online-softmax update of one score block: new max, probabilities, row sums and
     the factor the running output is rescaled by (base-2 exponentials, scale folded)."""
     if CAUSAL:
-        cols = j * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, s_layout))
-        s = gl.where(cols[None, :] <= q_rows[:, None], s, float("-inf"))
+        if (j + 1) * BN > q_rows0 + 1:  # a block the diagonal crosses: masked
+            cols = j * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, s_layout))
+            s = gl.where(cols[None, :] <= q_rows[:, None], s, float("-inf"))
     m_new = gl.maximum(m_i, gl.max(s, axis=1) * qk_scale)
     p = gl.exp2(s * qk_scale - m_new[:, None])
     alpha = gl.exp2(m_i - m_new)
@@ -137,7 +139,7 @@ def _attention_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, S, H: gl.constexpr,
         mbarrier.wait(k_bars.index(0), 0)
         s = warpgroup_mma(q_smem, k_smem.index(0).permute((1, 0)), s_zero, use_acc=False, is_async=True)
         s = warpgroup_mma_wait(0, deps=(s, ))
-        p, m_i, l_i, alpha = _softmax_step(s, m_i, l_i, q_rows, 0, qk_scale, BN, CAUSAL, s_layout)
+        p, m_i, l_i, alpha = _softmax_step(s, m_i, l_i, q_rows, pid_m * BM, 0, qk_scale, BN, CAUSAL, s_layout)
         p_op = gl.convert_layout(p.to(dtype), p_layout)
         for j in range(1, n_blocks):
             mbarrier.wait(k_bars.index(j % KSTAGES), (j // KSTAGES) & 1)
@@ -147,7 +149,7 @@ def _attention_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, S, H: gl.constexpr,
             mbarrier.wait(v_bars.index(prev % VSTAGES), (prev // VSTAGES) & 1)
             acc = warpgroup_mma(p_op, v_smem.index(prev % VSTAGES), acc, is_async=True)
             s = warpgroup_mma_wait(1, deps=(s, ))
-            p, m_i, l_i, alpha = _softmax_step(s, m_i, l_i, q_rows, j, qk_scale, BN, CAUSAL, s_layout)
+            p, m_i, l_i, alpha = _softmax_step(s, m_i, l_i, q_rows, pid_m * BM, j, qk_scale, BN, CAUSAL, s_layout)
             acc = warpgroup_mma_wait(0, deps=(acc, ))
             acc = acc * gl.convert_layout(alpha, row_o)[:, None]
             p_op = gl.convert_layout(p.to(dtype), p_layout)
@@ -165,7 +167,7 @@ def _attention_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, S, H: gl.constexpr,
             s = warpgroup_mma(q_smem, k_smem.index(j % KSTAGES).permute((1, 0)), s_zero, use_acc=False,
                               is_async=True)  # fmt: skip
             s = warpgroup_mma_wait(0, deps=(s, ))
-            p, m_i, l_i, alpha = _softmax_step(s, m_i, l_i, q_rows, j, qk_scale, BN, CAUSAL, s_layout)
+            p, m_i, l_i, alpha = _softmax_step(s, m_i, l_i, q_rows, pid_m * BM, j, qk_scale, BN, CAUSAL, s_layout)
             acc = acc * gl.convert_layout(alpha, row_o)[:, None]
             p_op = gl.convert_layout(p.to(dtype), p_layout)
             mbarrier.wait(v_bars.index(j % VSTAGES), (j // VSTAGES) & 1)
@@ -188,13 +190,155 @@ def _attention_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, S, H: gl.constexpr,
     tma.store_wait(pendings=0)
 
 
-VARIANTS = [  # name, BM, BN, KSTAGES, VSTAGES, OVERLAP
-    ("fa2 k2v2", 128, 128, 2, 2, False),
-    ("fa3 k2v2", 128, 128, 2, 2, True),
-    ("fa3 k3v2", 128, 128, 3, 2, True),
-    ("fa3 k3v3", 128, 128, 3, 3, True),
-    ("fa3 k4v4", 128, 128, 4, 4, True),
-    ("fa3 bn64 k3v3", 128, 64, 3, 3, True),
+@gluon.jit
+def _ws_loader(k_desc, v_desc, k_smem, v_smem, k_ready, k_empty, v_ready, v_empty, kv_row0, n_blocks,
+               BN: gl.constexpr, KSTAGES: gl.constexpr, VSTAGES: gl.constexpr):  # fmt: skip
+    """The producer warp: K and V blocks into their rings as slots come free (both consumer
+    warpgroups arrive on a slot's `empty` barrier once their MMAs reading it are done)."""
+    for j in range(n_blocks):
+        ks = j % KSTAGES
+        mbarrier.wait(k_empty.index(ks), ((j // KSTAGES) & 1) ^ 1)
+        mbarrier.expect(k_ready.index(ks), k_desc.block_type.nbytes)
+        tma_load(k_desc, [kv_row0 + j * BN, 0], k_ready.index(ks), k_smem.index(ks))
+        vs = j % VSTAGES
+        mbarrier.wait(v_empty.index(vs), ((j // VSTAGES) & 1) ^ 1)
+        mbarrier.expect(v_ready.index(vs), v_desc.block_type.nbytes)
+        tma_load(v_desc, [kv_row0 + j * BN, 0], v_ready.index(vs), v_smem.index(vs))
+
+
+@gluon.jit
+def _ws_consumer(q_smem, k_smem, v_smem, o_smem, q_ready, k_ready, k_empty, v_ready, v_empty, turn, qk_scale,
+                 q_rows0, n_blocks, WG: gl.constexpr, PINGPONG: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr,
+                 D: gl.constexpr, KSTAGES: gl.constexpr, VSTAGES: gl.constexpr, CAUSAL: gl.constexpr):  # fmt: skip
+    """One consumer warpgroup: 64 query rows (`WG` picks which half of the tile), FA-3's
+    overlapped loop; with `PINGPONG` the two warpgroups take turns issuing their MMAs."""
+    dtype: gl.constexpr = q_smem.dtype
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BN, 16])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, D, 16])
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    row_s: gl.constexpr = gl.SliceLayout(1, s_layout)
+    row_o: gl.constexpr = gl.SliceLayout(1, o_layout)
+    HALF: gl.constexpr = BM // 2
+    q = q_smem.index(WG)
+    q_rows = gl.arange(0, HALF, layout=row_s) + q_rows0
+    m_i = gl.full([HALF], float("-inf"), gl.float32, layout=row_s)
+    l_i = gl.full([HALF], 0.0, gl.float32, layout=row_s)
+    acc = gl.zeros([HALF, D], gl.float32, layout=o_layout)
+    s_zero = gl.zeros([HALF, BN], gl.float32, layout=s_layout)
+    mbarrier.wait(q_ready, 0)
+
+    if PINGPONG:
+        mbarrier.wait(turn.index(WG), WG ^ 1)
+    mbarrier.wait(k_ready.index(0), 0)
+    s = warpgroup_mma(q, k_smem.index(0).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+    if PINGPONG:
+        mbarrier.arrive(turn.index(1 - WG), count=1)
+    s = warpgroup_mma_wait(0, deps=(s, ))
+    mbarrier.arrive(k_empty.index(0), count=1)
+    p, m_i, l_i, alpha = _softmax_step(s, m_i, l_i, q_rows, q_rows0, 0, qk_scale, BN, CAUSAL, s_layout)
+    p_op = gl.convert_layout(p.to(dtype), p_layout)
+    for j in range(1, n_blocks):
+        ks = j % KSTAGES
+        prev = j - 1
+        vs = prev % VSTAGES
+        if PINGPONG:
+            mbarrier.wait(turn.index(WG), (j & 1) ^ WG ^ 1)
+        mbarrier.wait(k_ready.index(ks), (j // KSTAGES) & 1)
+        s = warpgroup_mma(q, k_smem.index(ks).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        mbarrier.wait(v_ready.index(vs), (prev // VSTAGES) & 1)
+        acc = warpgroup_mma(p_op, v_smem.index(vs), acc, is_async=True)
+        if PINGPONG:
+            mbarrier.arrive(turn.index(1 - WG), count=1)
+        s = warpgroup_mma_wait(1, deps=(s, ))
+        mbarrier.arrive(k_empty.index(ks), count=1)
+        p, m_i, l_i, alpha = _softmax_step(s, m_i, l_i, q_rows, q_rows0, j, qk_scale, BN, CAUSAL, s_layout)
+        acc = warpgroup_mma_wait(0, deps=(acc, ))
+        mbarrier.arrive(v_empty.index(vs), count=1)
+        acc = acc * gl.convert_layout(alpha, row_o)[:, None]
+        p_op = gl.convert_layout(p.to(dtype), p_layout)
+    last = n_blocks - 1
+    mbarrier.wait(v_ready.index(last % VSTAGES), (last // VSTAGES) & 1)
+    acc = warpgroup_mma(p_op, v_smem.index(last % VSTAGES), acc, is_async=True)
+    acc = warpgroup_mma_wait(0, deps=(acc, ))
+    mbarrier.arrive(v_empty.index(last % VSTAGES), count=1)
+    out = acc / gl.convert_layout(l_i, row_o)[:, None]
+    o_smem.index(WG).store(out.to(dtype))
+
+
+@gluon.jit
+def _attention_ws(q_desc, k_desc, v_desc, o_desc, qk_scale, S, H: gl.constexpr, G: gl.constexpr,
+                  BM: gl.constexpr, BN: gl.constexpr, D: gl.constexpr, KSTAGES: gl.constexpr,
+                  VSTAGES: gl.constexpr, PINGPONG: gl.constexpr, CAUSAL: gl.constexpr, CONSUMER_REGS: gl.constexpr,
+                  num_warps: gl.constexpr):  # fmt: skip
+    """FA-3's warp-specialised schedule: a producer warp (TMA), two consumer warpgroups of
+    64 query rows each (the default partition is consumer 0), launched with 4 warps."""
+    dtype: gl.constexpr = q_desc.dtype
+    HALF: gl.constexpr = BM // 2
+    n_m = gl.cdiv(S, BM)
+    pid_m = gl.program_id(0)
+    if CAUSAL:
+        pid_m = n_m - 1 - pid_m
+    bh = gl.program_id(1)
+    kv_bh = (bh // H) * (H // G) + (bh % H) // G
+    q_row0 = bh * S + pid_m * BM
+    kv_row0 = kv_bh * S
+    if CAUSAL:
+        n_blocks = gl.cdiv((pid_m + 1) * BM, BN)
+    else:
+        n_blocks = gl.cdiv(S, BN)
+
+    q_smem = gl.allocate_shared_memory(dtype, [2, HALF, D], q_desc.layout)
+    k_smem = gl.allocate_shared_memory(dtype, [KSTAGES, BN, D], k_desc.layout)
+    v_smem = gl.allocate_shared_memory(dtype, [VSTAGES, BN, D], v_desc.layout)
+    q_ready = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    k_ready = gl.allocate_shared_memory(gl.int64, [KSTAGES, 1], mbarrier.MBarrierLayout())
+    k_empty = gl.allocate_shared_memory(gl.int64, [KSTAGES, 1], mbarrier.MBarrierLayout())
+    v_ready = gl.allocate_shared_memory(gl.int64, [VSTAGES, 1], mbarrier.MBarrierLayout())
+    v_empty = gl.allocate_shared_memory(gl.int64, [VSTAGES, 1], mbarrier.MBarrierLayout())
+    turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    mbarrier.init(q_ready, count=1)
+    for i in gl.static_range(KSTAGES):
+        mbarrier.init(k_ready.index(i), count=1)
+        mbarrier.init(k_empty.index(i), count=2)
+    for i in gl.static_range(VSTAGES):
+        mbarrier.init(v_ready.index(i), count=1)
+        mbarrier.init(v_empty.index(i), count=2)
+    mbarrier.init(turn.index(0), count=1)
+    mbarrier.init(turn.index(1), count=1)
+    mbarrier.expect(q_ready, 2 * q_desc.block_type.nbytes)
+    tma_load(q_desc, [q_row0, 0], q_ready, q_smem.index(0))
+    tma_load(q_desc, [q_row0 + HALF, 0], q_ready, q_smem.index(1))
+
+    gl.warp_specialize([
+        (_ws_consumer, (q_smem, k_smem, v_smem, q_smem, q_ready, k_ready, k_empty, v_ready, v_empty, turn, qk_scale,
+                        pid_m * BM, n_blocks, 0, PINGPONG, BM, BN, D, KSTAGES, VSTAGES, CAUSAL)),
+        (_ws_consumer, (q_smem, k_smem, v_smem, q_smem, q_ready, k_ready, k_empty, v_ready, v_empty, turn, qk_scale,
+                        pid_m * BM + HALF, n_blocks, 1, PINGPONG, BM, BN, D, KSTAGES, VSTAGES, CAUSAL)),
+        (_ws_loader, (k_desc, v_desc, k_smem, v_smem, k_ready, k_empty, v_ready, v_empty, kv_row0, n_blocks, BN,
+                      KSTAGES, VSTAGES)),
+    ], [4, 1], [CONSUMER_REGS, 24])  # fmt: skip
+    fence_async_shared()
+    tma_store(o_desc, [q_row0, 0], q_smem.index(0))
+    tma_store(o_desc, [q_row0 + HALF, 0], q_smem.index(1))
+    tma.store_wait(pendings=0)
+
+
+VARIANTS = [  # name, BM, BN, KSTAGES, VSTAGES, OVERLAP, warps
+    ("fa2 k2v2", 128, 128, 2, 2, False, 8),
+    ("fa3 k3v2", 128, 128, 3, 2, True, 8),
+    # one warpgroup a program: several programs an SM, no lockstep between warpgroups
+    ("bm64 fa2 k2v2", 64, 128, 2, 2, False, 4),
+    ("bm64 fa3 bn64 k3v3", 64, 64, 3, 3, True, 4),
+    ("bm64 fa3 bn64 k3v2", 64, 64, 3, 2, True, 4),
+]
+# Measured on an H100 (2026-12-05) and dropped: bm64 with BN 128 and 2-3 stages overlapped
+# (0.51-0.72x SDPA), bm64 BN 64 with 4 stages (one program an SM: 0.50-0.68x), BN 64 with 8
+# warps (0.68-0.74x).
+
+WS_VARIANTS = [  # name, BM, BN, KSTAGES, VSTAGES, PINGPONG, consumer registers
+    ("ws k2v2", 128, 128, 2, 2, False, 240),
+    ("ws pingpong k2v2", 128, 128, 2, 2, True, 240),
+    ("ws pingpong bn64 k3v3", 128, 64, 3, 3, True, 240),
 ]
 
 SHAPES = [  # b, h, hkv, s, d, causal
@@ -214,7 +358,7 @@ def _smem_bytes(bm, bn, d, ks, vs):
     return 2 * (bm * d + (ks + vs) * bn * d)
 
 
-def run(q, k, v, causal, bm, bn, ks, vs, overlap):
+def run(q, k, v, causal, bm, bn, ks, vs, overlap, warps):
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
     b, h, s, d = q.shape
@@ -226,8 +370,40 @@ def run(q, k, v, causal, bm, bn, ks, vs, overlap):
     od = TensorDescriptor.from_tensor(rows(o), [bm, d], _layout([bm, d]))
     grid = (triton.cdiv(s, bm), b * h)
     _attention_fwd[grid](qd, kd, vd, od, 1.4426950408889634 / math.sqrt(d), s, H=h, G=h // k.shape[1], BM=bm, BN=bn,
-                         D=d, KSTAGES=ks, VSTAGES=vs, OVERLAP=overlap, CAUSAL=causal, num_warps=8)  # fmt: skip
+                         D=d, KSTAGES=ks, VSTAGES=vs, OVERLAP=overlap, CAUSAL=causal, num_warps=warps)  # fmt: skip
     return o
+
+
+def run_ws(q, k, v, causal, bm, bn, ks, vs, pingpong, regs):
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    b, h, s, d = q.shape
+    o = torch.empty_like(q)
+    rows = lambda t: t.view(-1, d)  # noqa: E731
+    qd = TensorDescriptor.from_tensor(rows(q), [bm // 2, d], _layout([bm // 2, d]))
+    kd = TensorDescriptor.from_tensor(rows(k), [bn, d], _layout([bn, d]))
+    vd = TensorDescriptor.from_tensor(rows(v), [bn, d], _layout([bn, d]))
+    od = TensorDescriptor.from_tensor(rows(o), [bm // 2, d], _layout([bm // 2, d]))
+    grid = (triton.cdiv(s, bm), b * h)
+    _attention_ws[grid](qd, kd, vd, od, 1.4426950408889634 / math.sqrt(d), s, H=h, G=h // k.shape[1], BM=bm, BN=bn,
+                        D=d, KSTAGES=ks, VSTAGES=vs, PINGPONG=pingpong, CAUSAL=causal, CONSUMER_REGS=regs,
+                        num_warps=4)  # fmt: skip
+    return o
+
+
+def _variants(d):
+    """(label, kernel, signature blocks, constexprs, num_warps, runner config) that fit."""
+    out = []
+    for name, bm, bn, ks, vs, overlap, warps in VARIANTS:
+        if _smem_bytes(bm, bn, d, ks, vs) <= 220 * 1024:
+            consts = dict(BM=bm, BN=bn, D=d, KSTAGES=ks, VSTAGES=vs, OVERLAP=overlap)
+            out.append((f"gluon {name}", _attention_fwd, (bm, bn), consts, warps, run, (bm, bn, ks, vs, overlap, warps)))
+    for name, bm, bn, ks, vs, pingpong, regs in WS_VARIANTS:
+        if _smem_bytes(bm, bn, d, ks, vs) <= 220 * 1024:
+            consts = dict(BM=bm, BN=bn, D=d, KSTAGES=ks, VSTAGES=vs, PINGPONG=pingpong, CONSUMER_REGS=regs)
+            out.append((f"gluon {name}", _attention_ws, (bm // 2, bn), consts, 4, run_ws,
+                        (bm, bn, ks, vs, pingpong, regs)))  # fmt: skip
+    return out
 
 
 def aot():
@@ -238,26 +414,28 @@ def aot():
     from tilefuse.gpu.aot import _resource_usage
 
     target = GPUTarget("cuda", 90, 32)
+    only = sys.argv[2] if len(sys.argv) > 2 else ""
     for d in (128, 64):
         for causal in (False, True):
-            for name, bm, bn, ks, vs, overlap in VARIANTS:
-                if _smem_bytes(bm, bn, d, ks, vs) > 220 * 1024:
+            for label, kernel, (qb, kb), consts, warps, _, _ in _variants(d):
+                if only not in label:
                     continue
                 desc = lambda blk: f"tensordesc<bf16[{blk[0]}, {blk[1]}],{_layout(blk)!r}>"  # noqa: E731
-                sig = {"q_desc": desc([bm, d]), "k_desc": desc([bn, d]), "v_desc": desc([bn, d]),
-                       "o_desc": desc([bm, d]), "qk_scale": "fp32", "S": "i32"}  # fmt: skip
-                consts = dict(H=32, G=1, BM=bm, BN=bn, D=d, KSTAGES=ks, VSTAGES=vs, OVERLAP=overlap, CAUSAL=causal,
-                              num_warps=8)  # fmt: skip
-                for c in consts:
-                    sig[c] = "constexpr"
+                sig = {"q_desc": desc([qb, d]), "k_desc": desc([kb, d]), "v_desc": desc([kb, d]),
+                       "o_desc": desc([qb, d]), "qk_scale": "fp32", "S": "i32"}  # fmt: skip
+                consts = dict(consts, H=32, G=1, CAUSAL=causal, num_warps=warps)
+                for c in kernel.arg_names:
+                    if c not in sig:
+                        sig[c] = "constexpr"
                 try:
-                    src = GluonASTSource(_attention_fwd, sig, constexprs=consts)
-                    k = triton.compile(src, target=target, options={"num_warps": 8})
+                    src = GluonASTSource(kernel, sig, constexprs=consts)
+                    k = triton.compile(src, target=target, options={"num_warps": warps})
                     regs, local, _ = _resource_usage(k.name, k.asm["cubin"], k.asm["ptx"], 90)
-                    print(f"D{d} {'causal ' if causal else ''}{name:16s} regs {regs} local {local} B "
-                          f"smem {k.metadata.shared} B")  # fmt: skip
+                    nreg = sorted(set(re.findall(r"setmaxnreg[.a-z]*\.u32 (\d+)", k.asm["ptx"])))
+                    print(f"D{d} {'causal ' if causal else ''}{label:24s} regs {regs} local {local} B "
+                          f"smem {k.metadata.shared} B setmaxnreg {nreg}")  # fmt: skip
                 except Exception as e:  # noqa: BLE001
-                    print(f"D{d} {'causal ' if causal else ''}{name:16s} FAILED {type(e).__name__}: {str(e)[:2000]}")
+                    print(f"D{d} {'causal ' if causal else ''}{label:24s} FAILED {type(e).__name__}: {str(e)[:3000]}")
 
 
 def bench(fn, reps=30):
@@ -296,10 +474,8 @@ def main():
         print(f"\nB{b} H{h} S{s} D{d}{' causal' if causal else ''}{gqa}: SDPA {sdpa_us:.0f} us "
               f"{flops / sdpa_us / 1e6:.0f} TF/s")  # fmt: skip
         runs = [("triton fa2 as printed", lambda q=q, k=k, v=v, c=causal: attention_hopper.run(q, k, v, c, *printed))]
-        for name, bm, bn, ks, vs, overlap in VARIANTS:
-            if _smem_bytes(bm, bn, d, ks, vs) <= 220 * 1024:
-                runs.append((f"gluon {name}", lambda q=q, k=k, v=v, c=causal, cfg=(bm, bn, ks, vs, overlap): run(
-                    q, k, v, c, *cfg)))  # fmt: skip
+        for label, _, _, _, _, runner, cfg in _variants(d):
+            runs.append((label, lambda q=q, k=k, v=v, c=causal, runner=runner, cfg=cfg: runner(q, k, v, c, *cfg)))
         for name, fn in runs:
             try:
                 out = fn()
