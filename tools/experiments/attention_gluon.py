@@ -324,11 +324,9 @@ def _attention_ws(q_desc, k_desc, v_desc, o_desc, qk_scale, S, H: gl.constexpr, 
 
 
 VARIANTS = [  # name, BM, BN, KSTAGES, VSTAGES, OVERLAP, warps
-    ("fa2 k2v2", 128, 128, 2, 2, False, 8),
     ("fa3 k3v2", 128, 128, 3, 2, True, 8),
     # one warpgroup a program: several programs an SM, no lockstep between warpgroups
     ("bm64 fa2 k2v2", 64, 128, 2, 2, False, 4),
-    ("bm64 fa3 bn64 k3v3", 64, 64, 3, 3, True, 4),
     ("bm64 fa3 bn64 k3v2", 64, 64, 3, 2, True, 4),
 ]
 # Measured on an H100 (2026-12-05) and dropped: bm64 with BN 128 and 2-3 stages overlapped
@@ -337,8 +335,11 @@ VARIANTS = [  # name, BM, BN, KSTAGES, VSTAGES, OVERLAP, warps
 
 WS_VARIANTS = [  # name, BM, BN, KSTAGES, VSTAGES, PINGPONG, consumer registers
     ("ws k2v2", 128, 128, 2, 2, False, 240),
+    ("ws k3v2", 128, 128, 3, 2, False, 240),
+    ("ws k3v3", 128, 128, 3, 3, False, 240),
+    ("ws k4v4", 128, 128, 4, 4, False, 240),
+    ("ws bn64 k4v4", 128, 64, 4, 4, False, 240),
     ("ws pingpong k2v2", 128, 128, 2, 2, True, 240),
-    ("ws pingpong bn64 k3v3", 128, 64, 3, 3, True, 240),
 ]
 
 SHAPES = [  # b, h, hkv, s, d, causal
