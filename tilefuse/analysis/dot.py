@@ -129,7 +129,7 @@ def allowing_tf32(plan: TilePlanAttr) -> TilePlanAttr:
     return TilePlanAttr(plan.dims, plan.warps.data, plan.stages.data, plan.working_set.data,
                         plan.smem_budget.data, plan.regs.data, plan.occupancy.data,
                         plan.swizzle, plan.group_m, TF32, plan.note.data,
-                        plan.persistent.data)  # fmt: skip
+                        plan.persistent.data, plan.consumers.data)  # fmt: skip
 
 
 def contraction_dtypes(root: Operation) -> tuple[str, ...]:

@@ -42,6 +42,7 @@ from tilefuse.analysis.budget import (
     pow2,
     regs_per_thread,
 )
+from tilefuse.analysis.causal import key_bound
 from tilefuse.analysis.cost.occupancy import occupancy
 from tilefuse.analysis.cost.opcost import payload_library_calls
 from tilefuse.analysis.cost.schedule import matmul_programs, simulate
@@ -115,6 +116,9 @@ class TilePlan:
     persistent: int = 0
     """Programs launched when they loop over the tiles (the Hopper lowering,
     `hopper_lowering`); 0: one program per tile."""
+    consumers: int = 0
+    """Tiles a warp-specialised attention program runs, a consumer warpgroup each
+    (`warp_specialized_attention`); 0: a Triton kernel."""
 
     @property
     def grid(self) -> tuple[int, ...]:
@@ -132,7 +136,7 @@ class TilePlan:
             [(-1 if d.dynamic else d.extent, d.block, d.mode) for d in self.dims],
             self.num_warps, self.num_stages,
             self.working_set, self.smem_budget, self.regs_per_thread, self.occupancy,
-            self.swizzle, self.group_m, dot, self.schedule_note, self.persistent,
+            self.swizzle, self.group_m, dot, self.schedule_note, self.persistent, self.consumers,
         )  # fmt: skip
 
     def describe(self) -> str:
@@ -935,6 +939,8 @@ def _plan_attention(graph: Graph, dims: SharedDims, target: Target, budget: int,
     head = math.prod(pow2(ext[d]) for d in head_dims)
     out_width = math.prod(pow2(ext[d]) for d in out_dims)
     ebytes = dtype_bytes(scores[0].s.inputs[0].type) if scores else COMPUTE_BYTES
+    outs = [r for r in sm.linear if r.kind == CONTRACTION]
+    p_dtype = operand_dtype(outs[0].s) if outs else "f32"
     br, bc, _ = flash_tile(target, head, ebytes)
     if ebytes <= 2:
         # Key tile = head dim within [64, 128]: calibrated on the H200 with
@@ -950,13 +956,14 @@ def _plan_attention(graph: Graph, dims: SharedDims, target: Target, budget: int,
             tiles.append(DimTile(d.id, d.extent, pow2(d.extent), WHOLE))
         else:
             tiles.append(DimTile(d.id, d.extent, br if d.id == row else 1, GRID))
+    why_not = warp_specialized_attention(graph, dims, target, sm, head, out_width, ebytes, p_dtype)
+    if why_not is None:
+        return _plan_warp_specialized(dims, target, budget, j, row, head_dims | out_dims, head, out_width)
     # The score tile and the output accumulator live in registers: 8 warps keep
     # a 128x128 tile (bf16) or a 64x64 one (fp32, FMA dot) free of spills.
     warps = 8 if br * bc >= 64 * 64 else 4
     # Three stages pipeline the K/V tile loads (the sweep: 0.72x -> 0.77x SDPA at d=128).
     stages = 3 if ebytes <= 2 else 2
-    outs = [r for r in sm.linear if r.kind == CONTRACTION]
-    p_dtype = operand_dtype(outs[0].s) if outs else "f32"
     blocks = {t.dim: t.block for t in tiles}
     # One trip of the key loop (all keys in one tile) is not pipelined: one buffer each.
     buffered = stages if bc < ext[j] else 2
@@ -967,7 +974,108 @@ def _plan_attention(graph: Graph, dims: SharedDims, target: Target, budget: int,
     regs = min(target.max_regs_per_thread,
                math.ceil((br * bc + br * out_width) / (warps * target.warp_size)) + REG_OVERHEAD + 16)  # fmt: skip
     occ = occupancy(target, regs, warps * target.warp_size, ws).occupancy
-    return TilePlan(tuple(tiles), warps, stages, ws, budget, regs, occ, True)
+    # (why a 16-bit attention on Hopper keeps the Triton kernel: the plan says so)
+    note = f"not warp-specialised: {why_not}" if target.compute_capability[0] == 9 and ebytes == 2 else ""
+    return TilePlan(tuple(tiles), warps, stages, ws, budget, regs, occ, True, schedule_note=note)
+
+
+WS_QUERY_ROWS = 64
+"""Query rows of one consumer warpgroup in the warp-specialised attention (a wgmma's
+64-row M: a 64 x 128 score tile and a 64 x 128 output accumulator in 240 registers)."""
+WS_KEY_BLOCK = 128
+WS_CONSUMERS = 2
+WS_STAGES = 2
+"""K and V tiles in flight: more stages changed nothing measured (the producer warp
+keeps up with two; tools/experiments/attention_gluon.py, docs/PERF.md)."""
+WS_CONSUMER_REGS = 240
+WS_SYNC_BYTES = 512
+"""The mbarriers and what the partitions exchange in shared memory (ptxas: 296-312 B at
+head dim 128, Triton 3.6 and 3.9)."""
+
+
+def warp_specialized_attention(graph: Graph, dims: SharedDims, target: Target, sm, head: int,
+                               out_width: int, ebytes: int, p_dtype: str) -> str | None:  # fmt: skip
+    """Why this FlashAttention group cannot take the warp-specialised Hopper kernel
+    (None: it can). That kernel (FlashAttention-3's schedule, printed in Gluon by
+    `backend/triton/attention_ws.py`): a producer warp loads key and value tiles by
+    TMA into rings of shared memory; two consumer warpgroups, each with 64 query rows
+    of its own (two consecutive tiles of the grid), run the key loop with both
+    products on asynchronous wgmma, the softmax of one key tile overlapping the
+    P x V product of the previous. Measured on an H100 at head dim 128, bf16: 0.87-0.99x
+    cuDNN's SDPA where Triton's loop reaches 0.67-0.70x (docs/PERF.md); at head dim 64
+    it is no faster than the Triton loop, so it is not taken there.
+
+    It takes: an sm_90 target; one score contraction and one P x V contraction,
+    16-bit operands read as the host passes them (Q, K, V kernel arguments; K and V
+    row-major for TMA); head dim and output width 128; no causal bound and no other
+    tensor read along the key dim (masks, biases: later); static sizes, the query rows
+    a multiple of two tiles (the two consumers' tiles share a batch and head) and more
+    than one key tile."""
+    reasons = []
+    if target.compute_capability[0] != 9:
+        reasons.append("not an sm_90 target")
+    if ebytes != 2 or DTYPES.get(p_dtype) is None or DTYPES[p_dtype].bytes != 2:
+        reasons.append("operands not 16-bit")
+    if head != 128 or out_width != 128:
+        reasons.append(f"head dim {head}, output width {out_width} (128 measured)")
+    if any(d.dynamic for d in dims.dims):
+        reasons.append("dynamic sizes")
+    scores = [n for n in graph.nodes if n.kind == CONTRACTION and n not in sm.linear]
+    outs = [r for r in sm.linear if r.kind == CONTRACTION]
+    if len(scores) != 1 or len(outs) != 1 or len(sm.linear) != 2:
+        reasons.append("not one score product, one row sum and one P x V product")
+    elif not reasons:
+        reasons += _ws_operand_reasons(graph, dims, sm, scores[0], outs[0])
+    return "; ".join(dict.fromkeys(reasons)) or None
+
+
+def _ws_operand_reasons(graph: Graph, dims: SharedDims, sm, score: Node, out: Node) -> list[str]:
+    """`warp_specialized_attention`'s conditions on the operands, the mask and the sizes."""
+    reasons = []
+    a = sm.max_node
+    (j_loop,) = a.s.reduction_dims
+    j = dims.of[(a.index, j_loop)]
+    if key_bound(graph, dims, sm, j):
+        reasons.append("a causal bound (later)")
+    group = graph.block.parent_op()
+    args = list(graph.block.args)
+    for n, i in ((score, 0), (score, 1), (out, 1)):
+        v = n.s.inputs[i]
+        if graph.producer_of(v) is not None or v not in args or not isinstance(group, GroupOp):
+            reasons.append("an operand computed in the group")
+        elif (n, i) != (score, 0) and not tma_tensor(group.inputs[args.index(v)]):
+            reasons.append("K or V not row-major for TMA")
+    if _key_tile_loads(graph, dims, j, {d.id: 1 for d in dims.dims}, [score, out]):
+        reasons.append("a tensor read along the key dim besides K and V")
+    rows = [dims.of[(a.index, d)] for d in a.s.operand_dims(1)]
+    row = max(_query_rows([score], dims, j, rows), key=lambda d: dims.dims[d].extent)
+    if dims.dims[row].extent % (WS_CONSUMERS * WS_QUERY_ROWS):
+        reasons.append(f"query rows not a multiple of {WS_CONSUMERS * WS_QUERY_ROWS}")
+    if dims.dims[j].extent <= WS_KEY_BLOCK:
+        reasons.append("one key tile")
+    return reasons
+
+
+def _plan_warp_specialized(dims: SharedDims, target: Target, budget: int, j: int, row: int,
+                           whole: set[int], head: int, out_width: int) -> TilePlan:  # fmt: skip
+    """The warp-specialised attention's tiles: 64 query rows a consumer, key tiles of 128
+    in a loop, the head and output dims whole; a program's shared memory is its
+    consumers' Q tiles and the K and V rings."""
+    tiles = []
+    for d in dims.dims:
+        if d.id == j:
+            tiles.append(DimTile(d.id, d.extent, WS_KEY_BLOCK, LOOP))
+        elif d.id in whole:
+            tiles.append(DimTile(d.id, d.extent, pow2(d.extent), WHOLE))
+        else:
+            tiles.append(DimTile(d.id, d.extent, WS_QUERY_ROWS if d.id == row else 1, GRID))
+    ws = WS_CONSUMERS * WS_QUERY_ROWS * head * 2 + WS_STAGES * WS_KEY_BLOCK * (head + out_width) * 2
+    ws += WS_SYNC_BYTES
+    threads = (WS_CONSUMERS * 4 + 4) * target.warp_size  # (the producer warp's group counts whole)
+    regs = min(target.max_regs_per_thread, target.regs_per_sm // threads // 8 * 8)  # (at launch)
+    occ = occupancy(target, regs, threads, ws).occupancy
+    return TilePlan(tuple(tiles), 4, WS_STAGES, ws, budget, WS_CONSUMER_REGS, occ, True,
+                    consumers=WS_CONSUMERS)  # fmt: skip
 
 
 def _key_tile_loads(graph: Graph, dims: SharedDims, j: int, blocks: dict[int, int],

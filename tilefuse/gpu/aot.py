@@ -324,6 +324,8 @@ def _make_source(
 ) -> Any:
     from triton.compiler import ASTSource
 
+    if getattr(fn, "is_gluon", lambda: False)():  # (a Gluon kernel: Gluon's own front end)
+        from triton.experimental.gluon._runtime import GluonASTSource as ASTSource
     params = inspect.signature(ASTSource.__init__).parameters
     index = {arg: i for i, arg in enumerate(fn.arg_names)}
     attrs = {(index[arg],): [["tt.divisibility", 16]] for arg in divisible_by_16}

@@ -190,22 +190,27 @@ def kernel_specs(module: Any, emitted: Any) -> list[KernelSpec]:
     for g in entry_function(module).body.block.ops:
         if not isinstance(g, GroupOp):
             continue
-        kernel = emitted.kernel(g.sym_name.data)
-        sig, consts, div = _signature(kernel)
-        specs.append(KernelSpec(
-            name=kernel.name,
-            signature=tuple(sig.items()),
-            constexprs=tuple(consts.items()),
-            divisible_by_16=tuple(div),
-            num_warps=kernel.num_warps,
-            num_stages=kernel.num_stages,
-            predicted=group_summary(g),
-            contraction=_is_contraction_group(g),
-            dot=next((p.dot_dtype for gr in g.grids if (p := gr.plan) is not None and p.dot_dtype),
-                     None),
-            branches=len(g.grids),
-        ))  # fmt: skip
+        for kernel in filter(None, (emitted.kernel(g.sym_name.data), emitted.kernel(g.sym_name.data).gpu)):
+            specs.append(_spec(g, kernel))
     return specs
+
+
+def _spec(g: GroupOp, kernel: KernelSignature) -> KernelSpec:
+    """The spec of `g`'s kernel `kernel` (its Triton kernel or its Gluon twin)."""
+    sig, consts, div = _signature(kernel)
+    return KernelSpec(
+        name=kernel.name,
+        signature=tuple(sig.items()),
+        constexprs=tuple(consts.items()),
+        divisible_by_16=tuple(div),
+        num_warps=kernel.num_warps,
+        num_stages=kernel.num_stages,
+        predicted=group_summary(g),
+        contraction=_is_contraction_group(g),
+        dot=next((p.dot_dtype for gr in g.grids if (p := gr.plan) is not None and p.dot_dtype),
+                 None),
+        branches=len(g.grids),
+    )  # fmt: skip
 
 
 # --------------------------------------------------------------------------
@@ -256,6 +261,8 @@ def kernel_key(source_text: str, spec: KernelSpec, arch: int) -> str:
     import hashlib
 
     start = source_text.find(f"def {spec.name}(")
+    helpers = source_text.find(f"def {spec.name}_")  # (a Gluon kernel's partitions come first)
+    start = min(start, helpers) if helpers >= 0 else start
     end = source_text.find("\n@triton.jit", start)
     end = source_text.find("\ndef ", start + 1) if end < 0 else end
     body = source_text[start:end if end > 0 else None].replace(spec.name, "KERNEL")

@@ -66,17 +66,17 @@ from tilefuse.ir.dtypes import FLOATS
 _T = TypeVar("_T")
 
 
-def _parse_plan_tail(parser: AttrParser) -> tuple[int, str]:
-    """A tile plan's optional `, persistent = N` and `, note = "..."`."""
-    persistent, note = 0, ""
-    if parser.parse_optional_punctuation(",") is None:
-        return persistent, note
-    if parser.parse_optional_keyword("persistent") is not None:
+def _parse_plan_tail(parser: AttrParser) -> tuple[int, int, str]:
+    """A tile plan's optional `, persistent = N`, `, consumers = N` and `, note = "..."`."""
+    counts, note = {"persistent": 0, "consumers": 0}, ""
+    while parser.parse_optional_punctuation(",") is not None:
+        key = next((k for k in counts if parser.parse_optional_keyword(k) is not None), None)
+        if key is None:
+            note = _parse_field(parser, "note", parser.parse_str_literal, first=True)
+            break
         parser.parse_punctuation("=")
-        persistent = parser.parse_integer()
-        if parser.parse_optional_punctuation(",") is None:
-            return persistent, note
-    return persistent, _parse_field(parser, "note", parser.parse_str_literal, first=True)
+        counts[key] = parser.parse_integer()
+    return counts["persistent"], counts["consumers"], note
 
 
 def _parse_field(parser: AttrParser, name: str, value: Callable[[], _T], first: bool = False) -> _T:
@@ -221,6 +221,10 @@ class TilePlanAttr(ParametrizedAttribute):
     persistent: IntAttr
     """0: one program per tile; else the programs launched, each looping over the
     tiles `pid, pid + persistent, ...` (the Hopper lowering)."""
+    consumers: IntAttr
+    """0: a Triton kernel; else the warp-specialised Hopper attention (Gluon): each
+    program runs this many consecutive tiles, one consumer warpgroup each, sharing the
+    key and value tiles a producer warp loads (`tile_plan.warp_specialized_attention`)."""
     note: StringAttr
 
     def __init__(
@@ -237,24 +241,27 @@ class TilePlanAttr(ParametrizedAttribute):
         dot: str | None = None,
         note: str = "",
         persistent: int = 0,
+        consumers: int = 0,
     ):
         """`dims`: (extent, block, mode) per dim; `swizzle`: the positions of M and N
         among the grid dims, walked `group_m` rows at a time (None: row order);
-        `persistent`: programs launched when they loop over the tiles (0: one per tile)."""
+        `persistent`: programs launched when they loop over the tiles (0: one per tile);
+        `consumers`: tiles a warp-specialised attention program runs (0: none)."""
         order = () if swizzle is None else (*swizzle, group_m)
         super().__init__(
             ArrayAttr(IntAttr(e) for e, _, _ in dims), ArrayAttr(IntAttr(b) for _, b, _ in dims),
             ArrayAttr(StringAttr(m) for _, _, m in dims), IntAttr(warps), IntAttr(stages),
             IntAttr(int(working_set)), IntAttr(smem_budget), IntAttr(regs), FloatData(float(occupancy)),
             ArrayAttr(IntAttr(i) for i in order), NoneAttr() if dot is None else StringAttr(dot),
-            IntAttr(persistent), StringAttr(note),
+            IntAttr(persistent), IntAttr(consumers), StringAttr(note),
         )  # fmt: skip
 
     def with_persistent(self, programs: int) -> TilePlanAttr:
         """This plan launching `programs` persistent programs (a bundle's, `horizontal-fusion`)."""
         return TilePlanAttr(self.dims, self.warps.data, self.stages.data, self.working_set.data,
                             self.smem_budget.data, self.regs.data, self.occupancy.data,
-                            self.swizzle, self.group_m, self.dot_dtype, self.note.data, programs)  # fmt: skip
+                            self.swizzle, self.group_m, self.dot_dtype, self.note.data, programs,
+                            self.consumers.data)  # fmt: skip
 
     @property
     def dims(self) -> tuple[tuple[int, int, str], ...]:
@@ -291,6 +298,9 @@ class TilePlanAttr(ParametrizedAttribute):
         if self.persistent.data:
             note = f"persistent: {self.persistent.data} programs loop over the tiles" + (
                 f"; {note}" if note else "")
+        if self.consumers.data:
+            note = (f"warp-specialised (Gluon): {self.consumers.data} tiles a program, a "
+                    "consumer warpgroup each, K/V tiles from a producer warp" + (f"; {note}" if note else ""))
         return (
             f"tile {tile}, grid {'x'.join('?' if g < 0 else str(g) for g in self.grid) or '1'}, working set "
             f"{self.working_set.data / 1024:.1f} KB of {self.smem_budget.data / 1024:.0f} KB, "
@@ -318,6 +328,8 @@ class TilePlanAttr(ParametrizedAttribute):
             printer.print_string("none")
         if self.persistent.data:
             printer.print_string(f", persistent = {self.persistent.data}")
+        if self.consumers.data:
+            printer.print_string(f", consumers = {self.consumers.data}")
         if self.note.data:
             printer.print_string(", note = ")
             printer.print_string_literal(self.note.data)
@@ -358,8 +370,8 @@ class TilePlanAttr(ParametrizedAttribute):
                 field("occupancy", lambda: FloatData(float(parser.parse_number()))),
                 field("order", order), field("dot", dot),
             ]  # fmt: skip
-            persistent, note = _parse_plan_tail(parser)
-        return [*params, IntAttr(persistent), StringAttr(note)]
+            persistent, consumers, note = _parse_plan_tail(parser)
+        return [*params, IntAttr(persistent), IntAttr(consumers), StringAttr(note)]
 
     def verify(self) -> None:
         n = (len(self.extents.data), len(self.blocks.data), len(self.modes.data))

@@ -142,11 +142,17 @@ class _Warmup:
         return submit
 
 
+def every_kernel(python: ModuleType) -> tuple[str, ...]:
+    """A generated module's kernels: one per group (`KERNELS`), and the twins some
+    groups launch instead on a GPU (`GPU_KERNELS`: warp-specialised attention)."""
+    return (*python.KERNELS, *getattr(python, "GPU_KERNELS", ()))
+
+
 @contextlib.contextmanager
 def kernels_replaced(python: ModuleType, stand_in: Any) -> Iterator[None]:
     """Within the block, each kernel `k` of a generated module is `stand_in(name, k)`
     (the host function looks its kernels up at call time); restored after."""
-    kernels = {name: getattr(python, name) for name in python.KERNELS}
+    kernels = {name: getattr(python, name) for name in every_kernel(python)}
     try:
         for name, kernel in kernels.items():
             setattr(python, name, stand_in(name, kernel))
@@ -168,7 +174,7 @@ def compile_in_parallel(python: ModuleType, fn: Any, args: tuple[Any, ...]) -> N
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    if not python.KERNELS:
+    if not every_kernel(python):
         return
     if gpu_available():
         from triton.runtime.driver import driver
@@ -177,7 +183,7 @@ def compile_in_parallel(python: ModuleType, fn: Any, args: tuple[Any, ...]) -> N
         # gcc): once, here, rather than by every thread racing to it.
         driver.active.get_current_device()
     futures: list[Any] = []
-    workers = min(len(python.KERNELS), os.cpu_count() or 1)
+    workers = min(len(every_kernel(python)), os.cpu_count() or 1)
     with ThreadPoolExecutor(max_workers=workers) as pool:
         with kernels_replaced(python, lambda _, k: _Warmup(k, pool, futures)):
             fn(*args)
@@ -187,7 +193,7 @@ def compile_in_parallel(python: ModuleType, fn: Any, args: tuple[Any, ...]) -> N
 
 def fast_launches(python: ModuleType) -> None:
     """Wrap each kernel of a generated module in a `launcher.FastKernel` (once)."""
-    for name in python.KERNELS:
+    for name in every_kernel(python):
         kernel = getattr(python, name)
         if not isinstance(kernel, FastKernel):
             setattr(python, name, FastKernel(kernel))

@@ -136,8 +136,10 @@ class HostPrinter:
         self.padded_in_place: set[tensor.PadOp] = set()
         """Pads whose source kernel writes their interior (`_pad_in_place`)."""
         kernels = [sig.name for _, _, _, sig in launches]
+        self.gpu_kernels = [sig.gpu.name for _, _, _, sig in launches if sig.gpu is not None]
+        """Kernels launched in their group's place on a GPU (`KernelSignature.gpu`)."""
         self.kernels = kernels
-        self.names = Names(kernels)  # kernels are module globals
+        self.names = Names(kernels + self.gpu_kernels)  # kernels are module globals
         self.constants: list[HostConstant] = []
         self.size: SizeReader | None = None
         """Dynamic sizes as the host reads them (made when printing starts)."""
@@ -161,6 +163,8 @@ class HostPrinter:
         params += ["check_error=RuntimeError"] * bool(self.checks)
         launches = sum(isinstance(op, GroupOp) and VARIANT_OF not in op.attributes for op in f.body.block.ops)
         lines = [f"KERNELS = {self.kernels!r}",
+                 *([f"GPU_KERNELS = {self.gpu_kernels!r}  # launched in their groups' place on a GPU"]
+                   if self.gpu_kernels else []),
                  f"CONSTANTS = ({listed})  # the host function's `constants`: name, shape, dtype",
                  f"ENTRY = {entry!r}  # the host function of @{f.sym_name.data}"]
         if self.checks:
@@ -226,8 +230,16 @@ class HostPrinter:
     def _call(self, g: GroupOp, owner: GroupOp, sizes_only: bool = False) -> list[str]:
         """The launch of `g`'s kernel writing `owner`'s results (a variant writes the
         results of the group it stands in for); `sizes_only`: the host expressions of
-        its dynamic sizes."""
+        its dynamic sizes. A kernel with a GPU twin (`KernelSignature.gpu`) launches the
+        twin on a GPU, itself under the interpreter."""
         sig = self.launches[g][2]
+        if sig.gpu is None or sizes_only:
+            return self._launch(g, sig, owner, sizes_only)
+        gpu, here = self._launch(g, sig.gpu, owner), self._launch(g, sig, owner)
+        return ["    if _ON_GPU:", *("    " + s for s in gpu), "    else:", *("    " + s for s in here)]
+
+    def _launch(self, g: GroupOp, sig: KernelSignature, owner: GroupOp, sizes_only: bool = False) -> list[str]:
+        """`_call` of the kernel `sig` (`g`'s, or its GPU twin)."""
         lines: list[str] = []
         call, size_of = self._tensor_arguments(g, sig, lines, owner.results)
         if sizes_only:

@@ -88,6 +88,9 @@ class KernelSignature:
     persistent: int = 0
     """With `grid_sizes`: a persistent kernel's programs (each loops over the tiles
     `pid, pid + persistent, ...`); the launch has at most that many."""
+    gpu: KernelSignature | None = None
+    """Launched instead on a GPU: the warp-specialised Gluon kernel of the same tile
+    program (`attention_ws.py`; Gluon does not run under the interpreter)."""
     members: int = 1
     """Of a kernel with run-time sizes (`grid_sizes` or not): the grids of a stacked
     bundle, launched side by side, each with the programs counted above (a persistent
@@ -116,9 +119,9 @@ class KernelSignature:
 
     @property
     def has_descriptors(self) -> bool:
-        """Does the kernel read a tensor through a TMA descriptor (made in the kernel:
-        Triton asks the allocator for scratch at launch)?"""
-        return any(p.descriptor for p in self.params)
+        """Does the kernel (or its GPU twin) read a tensor through a TMA descriptor (made
+        in the kernel: Triton asks the allocator for scratch at launch)?"""
+        return any(p.descriptor for p in self.params) or (self.gpu is not None and self.gpu.has_descriptors)
 
     @property
     def has_dot_constexprs(self) -> bool:
