@@ -66,13 +66,17 @@ def _refill(desc, bars, smem, block, n_blocks, kv_row0, BN: gl.constexpr, STAGES
 
 @gluon.jit
 def _softmax_step(s, m_i, l_i, q_rows, q_rows0, j, qk_scale, BN: gl.constexpr, CAUSAL: gl.constexpr,
-                  s_layout: gl.constexpr):  # fmt: skip
+                  s_layout: gl.constexpr, S=None):  # fmt: skip
     """The online-softmax update of one score block: new max, probabilities, row sums and
     the factor the running output is rescaled by (base-2 exponentials, scale folded)."""
-    if CAUSAL:
+    if CAUSAL:  # noqa: SIM102 (a constexpr branch around a run-time one)
         if (j + 1) * BN > q_rows0 + 1:  # a block the diagonal crosses: masked
             cols = j * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, s_layout))
             s = gl.where(cols[None, :] <= q_rows[:, None], s, float("-inf"))
+    if S is not None:  # noqa: SIM102
+        if (j + 1) * BN > S:  # the last key block past the keys (TMA fills zeros): masked
+            cols = j * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, s_layout))
+            s = gl.where(cols[None, :] < S, s, float("-inf"))
     m_new = gl.maximum(m_i, gl.max(s, axis=1) * qk_scale)
     p = gl.exp2(s * qk_scale - m_new[:, None])
     alpha = gl.exp2(m_i - m_new)
@@ -81,7 +85,7 @@ def _softmax_step(s, m_i, l_i, q_rows, q_rows0, j, qk_scale, BN: gl.constexpr, C
 
 
 @gluon.jit
-def _attention_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, S, H: gl.constexpr, G: gl.constexpr,
+def _attention_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, S, H: gl.constexpr, G: gl.constexpr,  # noqa: C901
                    BM: gl.constexpr, BN: gl.constexpr, D: gl.constexpr, KSTAGES: gl.constexpr,
                    VSTAGES: gl.constexpr, OVERLAP: gl.constexpr, CAUSAL: gl.constexpr,
                    num_warps: gl.constexpr):  # fmt: skip
@@ -94,7 +98,7 @@ def _attention_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, S, H: gl.constexpr,
     kv_bh = (bh // H) * (H // G) + (bh % H) // G
     q_row0 = bh * S + pid_m * BM
     kv_row0 = kv_bh * S
-    if CAUSAL:
+    if CAUSAL:  # noqa: SIM108 (a constexpr branch)
         n_blocks = gl.cdiv((pid_m + 1) * BM, BN)
     else:
         n_blocks = gl.cdiv(S, BN)
@@ -191,7 +195,7 @@ def _attention_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, S, H: gl.constexpr,
 
 
 @gluon.jit
-def _ws_loader(k_desc, v_desc, k_smem, v_smem, k_ready, k_empty, v_ready, v_empty, kv_row0, n_blocks,
+def _ws_loader(k_desc, v_desc, k_smem, v_smem, k_ready, k_empty, v_ready, v_empty, kv_bh, n_blocks,
                BN: gl.constexpr, KSTAGES: gl.constexpr, VSTAGES: gl.constexpr):  # fmt: skip
     """The producer warp: K and V blocks into their rings as slots come free (both consumer
     warpgroups arrive on a slot's `empty` barrier once their MMAs reading it are done)."""
@@ -199,18 +203,19 @@ def _ws_loader(k_desc, v_desc, k_smem, v_smem, k_ready, k_empty, v_ready, v_empt
         ks = j % KSTAGES
         mbarrier.wait(k_empty.index(ks), ((j // KSTAGES) & 1) ^ 1)
         mbarrier.expect(k_ready.index(ks), k_desc.block_type.nbytes)
-        tma_load(k_desc, [kv_row0 + j * BN, 0], k_ready.index(ks), k_smem.index(ks))
+        tma_load(k_desc, [kv_bh, j * BN, 0], k_ready.index(ks), k_smem.index(ks))
         vs = j % VSTAGES
         mbarrier.wait(v_empty.index(vs), ((j // VSTAGES) & 1) ^ 1)
         mbarrier.expect(v_ready.index(vs), v_desc.block_type.nbytes)
-        tma_load(v_desc, [kv_row0 + j * BN, 0], v_ready.index(vs), v_smem.index(vs))
+        tma_load(v_desc, [kv_bh, j * BN, 0], v_ready.index(vs), v_smem.index(vs))
 
 
 @gluon.jit
 def _ws_consumer(q_smem, k_smem, v_smem, o_smem, q_ready, k_ready, k_empty, v_ready, v_empty, turn, qk_scale,
-                 q_rows0, n_blocks, WG: gl.constexpr, PINGPONG: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr,
-                 D: gl.constexpr, KSTAGES: gl.constexpr, VSTAGES: gl.constexpr, CAUSAL: gl.constexpr):  # fmt: skip
-    """One consumer warpgroup: 64 query rows (`WG` picks which half of the tile), FA-3's
+                 q_rows0, n_blocks, S, WG: gl.constexpr, PINGPONG: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr,
+                 D: gl.constexpr, KSTAGES: gl.constexpr, VSTAGES: gl.constexpr, CAUSAL: gl.constexpr,
+                 CONSUMERS: gl.constexpr):  # fmt: skip
+    """One consumer warpgroup: BM / CONSUMERS query rows (`WG` picks which), FA-3's
     overlapped loop; with `PINGPONG` the two warpgroups take turns issuing their MMAs."""
     dtype: gl.constexpr = q_smem.dtype
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BN, 16])
@@ -218,8 +223,8 @@ def _ws_consumer(q_smem, k_smem, v_smem, o_smem, q_ready, k_ready, k_empty, v_re
     p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
     row_s: gl.constexpr = gl.SliceLayout(1, s_layout)
     row_o: gl.constexpr = gl.SliceLayout(1, o_layout)
-    HALF: gl.constexpr = BM // 2
-    q = q_smem.index(WG)
+    HALF: gl.constexpr = BM // CONSUMERS
+    q = q_smem.index(WG).reshape([HALF, D])  # (the 3-D TMA box [1, rows, D] as a 2-D operand)
     q_rows = gl.arange(0, HALF, layout=row_s) + q_rows0
     m_i = gl.full([HALF], float("-inf"), gl.float32, layout=row_s)
     l_i = gl.full([HALF], 0.0, gl.float32, layout=row_s)
@@ -230,12 +235,12 @@ def _ws_consumer(q_smem, k_smem, v_smem, o_smem, q_ready, k_ready, k_empty, v_re
     if PINGPONG:
         mbarrier.wait(turn.index(WG), WG ^ 1)
     mbarrier.wait(k_ready.index(0), 0)
-    s = warpgroup_mma(q, k_smem.index(0).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+    s = warpgroup_mma(q, k_smem.index(0).reshape([BN, D]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
     if PINGPONG:
         mbarrier.arrive(turn.index(1 - WG), count=1)
     s = warpgroup_mma_wait(0, deps=(s, ))
     mbarrier.arrive(k_empty.index(0), count=1)
-    p, m_i, l_i, alpha = _softmax_step(s, m_i, l_i, q_rows, q_rows0, 0, qk_scale, BN, CAUSAL, s_layout)
+    p, m_i, l_i, alpha = _softmax_step(s, m_i, l_i, q_rows, q_rows0, 0, qk_scale, BN, CAUSAL, s_layout, S)
     p_op = gl.convert_layout(p.to(dtype), p_layout)
     for j in range(1, n_blocks):
         ks = j % KSTAGES
@@ -244,52 +249,54 @@ def _ws_consumer(q_smem, k_smem, v_smem, o_smem, q_ready, k_ready, k_empty, v_re
         if PINGPONG:
             mbarrier.wait(turn.index(WG), (j & 1) ^ WG ^ 1)
         mbarrier.wait(k_ready.index(ks), (j // KSTAGES) & 1)
-        s = warpgroup_mma(q, k_smem.index(ks).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        s = warpgroup_mma(q, k_smem.index(ks).reshape([BN, D]).permute((1, 0)), s_zero, use_acc=False,
+                          is_async=True)  # fmt: skip
         mbarrier.wait(v_ready.index(vs), (prev // VSTAGES) & 1)
-        acc = warpgroup_mma(p_op, v_smem.index(vs), acc, is_async=True)
+        acc = warpgroup_mma(p_op, v_smem.index(vs).reshape([BN, D]), acc, is_async=True)
         if PINGPONG:
             mbarrier.arrive(turn.index(1 - WG), count=1)
         s = warpgroup_mma_wait(1, deps=(s, ))
         mbarrier.arrive(k_empty.index(ks), count=1)
-        p, m_i, l_i, alpha = _softmax_step(s, m_i, l_i, q_rows, q_rows0, j, qk_scale, BN, CAUSAL, s_layout)
+        p, m_i, l_i, alpha = _softmax_step(s, m_i, l_i, q_rows, q_rows0, j, qk_scale, BN, CAUSAL, s_layout, S)
         acc = warpgroup_mma_wait(0, deps=(acc, ))
         mbarrier.arrive(v_empty.index(vs), count=1)
         acc = acc * gl.convert_layout(alpha, row_o)[:, None]
         p_op = gl.convert_layout(p.to(dtype), p_layout)
     last = n_blocks - 1
     mbarrier.wait(v_ready.index(last % VSTAGES), (last // VSTAGES) & 1)
-    acc = warpgroup_mma(p_op, v_smem.index(last % VSTAGES), acc, is_async=True)
+    acc = warpgroup_mma(p_op, v_smem.index(last % VSTAGES).reshape([BN, D]), acc, is_async=True)
     acc = warpgroup_mma_wait(0, deps=(acc, ))
     mbarrier.arrive(v_empty.index(last % VSTAGES), count=1)
     out = acc / gl.convert_layout(l_i, row_o)[:, None]
-    o_smem.index(WG).store(out.to(dtype))
+    o_smem.index(WG).reshape([HALF, D]).store(out.to(dtype))
 
 
 @gluon.jit
 def _attention_ws(q_desc, k_desc, v_desc, o_desc, qk_scale, S, H: gl.constexpr, G: gl.constexpr,
                   BM: gl.constexpr, BN: gl.constexpr, D: gl.constexpr, KSTAGES: gl.constexpr,
                   VSTAGES: gl.constexpr, PINGPONG: gl.constexpr, CAUSAL: gl.constexpr, CONSUMER_REGS: gl.constexpr,
-                  num_warps: gl.constexpr):  # fmt: skip
-    """FA-3's warp-specialised schedule: a producer warp (TMA), two consumer warpgroups of
-    64 query rows each (the default partition is consumer 0), launched with 4 warps."""
+                  CONSUMERS: gl.constexpr, num_warps: gl.constexpr):  # fmt: skip
+    """FA-3's warp-specialised schedule: a producer warp (TMA), one or two consumer
+    warpgroups of BM / CONSUMERS query rows each (the default partition is consumer 0),
+    launched with 4 warps."""
     dtype: gl.constexpr = q_desc.dtype
-    HALF: gl.constexpr = BM // 2
+    HALF: gl.constexpr = BM // CONSUMERS
     n_m = gl.cdiv(S, BM)
     pid_m = gl.program_id(0)
     if CAUSAL:
         pid_m = n_m - 1 - pid_m
     bh = gl.program_id(1)
     kv_bh = (bh // H) * (H // G) + (bh % H) // G
-    q_row0 = bh * S + pid_m * BM
-    kv_row0 = kv_bh * S
+    q0 = pid_m * BM
     if CAUSAL:
-        n_blocks = gl.cdiv((pid_m + 1) * BM, BN)
+        n_blocks = gl.cdiv(gl.minimum((pid_m + 1) * BM, S), BN)
     else:
         n_blocks = gl.cdiv(S, BN)
 
-    q_smem = gl.allocate_shared_memory(dtype, [2, HALF, D], q_desc.layout)
-    k_smem = gl.allocate_shared_memory(dtype, [KSTAGES, BN, D], k_desc.layout)
-    v_smem = gl.allocate_shared_memory(dtype, [VSTAGES, BN, D], v_desc.layout)
+    # 3-D boxes [1, rows, D] of [B*H, S, D]: a tile past S reads zeros and stores nothing
+    q_smem = gl.allocate_shared_memory(dtype, [CONSUMERS, 1, HALF, D], q_desc.layout)
+    k_smem = gl.allocate_shared_memory(dtype, [KSTAGES, 1, BN, D], k_desc.layout)
+    v_smem = gl.allocate_shared_memory(dtype, [VSTAGES, 1, BN, D], v_desc.layout)
     q_ready = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     k_ready = gl.allocate_shared_memory(gl.int64, [KSTAGES, 1], mbarrier.MBarrierLayout())
     k_empty = gl.allocate_shared_memory(gl.int64, [KSTAGES, 1], mbarrier.MBarrierLayout())
@@ -299,27 +306,46 @@ def _attention_ws(q_desc, k_desc, v_desc, o_desc, qk_scale, S, H: gl.constexpr, 
     mbarrier.init(q_ready, count=1)
     for i in gl.static_range(KSTAGES):
         mbarrier.init(k_ready.index(i), count=1)
-        mbarrier.init(k_empty.index(i), count=2)
+        mbarrier.init(k_empty.index(i), count=CONSUMERS)
     for i in gl.static_range(VSTAGES):
         mbarrier.init(v_ready.index(i), count=1)
-        mbarrier.init(v_empty.index(i), count=2)
+        mbarrier.init(v_empty.index(i), count=CONSUMERS)
     mbarrier.init(turn.index(0), count=1)
     mbarrier.init(turn.index(1), count=1)
-    mbarrier.expect(q_ready, 2 * q_desc.block_type.nbytes)
-    tma_load(q_desc, [q_row0, 0], q_ready, q_smem.index(0))
-    tma_load(q_desc, [q_row0 + HALF, 0], q_ready, q_smem.index(1))
+    mbarrier.expect(q_ready, CONSUMERS * q_desc.block_type.nbytes)
+    for c in gl.static_range(CONSUMERS):
+        tma_load(q_desc, [bh, q0 + c * HALF, 0], q_ready, q_smem.index(c))
 
-    gl.warp_specialize([
-        (_ws_consumer, (q_smem, k_smem, v_smem, q_smem, q_ready, k_ready, k_empty, v_ready, v_empty, turn, qk_scale,
-                        pid_m * BM, n_blocks, 0, PINGPONG, BM, BN, D, KSTAGES, VSTAGES, CAUSAL)),
-        (_ws_consumer, (q_smem, k_smem, v_smem, q_smem, q_ready, k_ready, k_empty, v_ready, v_empty, turn, qk_scale,
-                        pid_m * BM + HALF, n_blocks, 1, PINGPONG, BM, BN, D, KSTAGES, VSTAGES, CAUSAL)),
-        (_ws_loader, (k_desc, v_desc, k_smem, v_smem, k_ready, k_empty, v_ready, v_empty, kv_row0, n_blocks, BN,
-                      KSTAGES, VSTAGES)),
-    ], [4, 1], [CONSUMER_REGS, 24])  # fmt: skip
+    if CONSUMERS == 3:
+        gl.warp_specialize([
+            (_ws_consumer, (q_smem, k_smem, v_smem, q_smem, q_ready, k_ready, k_empty, v_ready, v_empty, turn, qk_scale,
+                            q0, n_blocks, S, 0, False, BM, BN, D, KSTAGES, VSTAGES, CAUSAL, CONSUMERS)),
+            (_ws_consumer, (q_smem, k_smem, v_smem, q_smem, q_ready, k_ready, k_empty, v_ready, v_empty, turn, qk_scale,
+                            q0 + HALF, n_blocks, S, 1, False, BM, BN, D, KSTAGES, VSTAGES, CAUSAL, CONSUMERS)),
+            (_ws_consumer, (q_smem, k_smem, v_smem, q_smem, q_ready, k_ready, k_empty, v_ready, v_empty, turn, qk_scale,
+                            q0 + 2 * HALF, n_blocks, S, 2, False, BM, BN, D, KSTAGES, VSTAGES, CAUSAL, CONSUMERS)),
+            (_ws_loader, (k_desc, v_desc, k_smem, v_smem, k_ready, k_empty, v_ready, v_empty, kv_bh, n_blocks, BN,
+                          KSTAGES, VSTAGES)),
+        ], [4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, 24])  # fmt: skip
+    elif CONSUMERS == 2:
+        gl.warp_specialize([
+            (_ws_consumer, (q_smem, k_smem, v_smem, q_smem, q_ready, k_ready, k_empty, v_ready, v_empty, turn, qk_scale,
+                            q0, n_blocks, S, 0, PINGPONG, BM, BN, D, KSTAGES, VSTAGES, CAUSAL, CONSUMERS)),
+            (_ws_consumer, (q_smem, k_smem, v_smem, q_smem, q_ready, k_ready, k_empty, v_ready, v_empty, turn, qk_scale,
+                            q0 + HALF, n_blocks, S, 1, PINGPONG, BM, BN, D, KSTAGES, VSTAGES, CAUSAL, CONSUMERS)),
+            (_ws_loader, (k_desc, v_desc, k_smem, v_smem, k_ready, k_empty, v_ready, v_empty, kv_bh, n_blocks, BN,
+                          KSTAGES, VSTAGES)),
+        ], [4, 1], [CONSUMER_REGS, 24])  # fmt: skip
+    else:
+        gl.warp_specialize([
+            (_ws_consumer, (q_smem, k_smem, v_smem, q_smem, q_ready, k_ready, k_empty, v_ready, v_empty, turn, qk_scale,
+                            q0, n_blocks, S, 0, False, BM, BN, D, KSTAGES, VSTAGES, CAUSAL, CONSUMERS)),
+            (_ws_loader, (k_desc, v_desc, k_smem, v_smem, k_ready, k_empty, v_ready, v_empty, kv_bh, n_blocks, BN,
+                          KSTAGES, VSTAGES)),
+        ], [1], [24])  # fmt: skip
     fence_async_shared()
-    tma_store(o_desc, [q_row0, 0], q_smem.index(0))
-    tma_store(o_desc, [q_row0 + HALF, 0], q_smem.index(1))
+    for c in gl.static_range(CONSUMERS):
+        tma_store(o_desc, [bh, q0 + c * HALF, 0], q_smem.index(c))
     tma.store_wait(pendings=0)
 
 
@@ -333,14 +359,17 @@ VARIANTS = [  # name, BM, BN, KSTAGES, VSTAGES, OVERLAP, warps
 # (0.51-0.72x SDPA), bm64 BN 64 with 4 stages (one program an SM: 0.50-0.68x), BN 64 with 8
 # warps (0.68-0.74x).
 
-WS_VARIANTS = [  # name, BM, BN, KSTAGES, VSTAGES, PINGPONG, consumer registers
-    ("ws k2v2", 128, 128, 2, 2, False, 240),
-    ("ws k3v2", 128, 128, 3, 2, False, 240),
-    ("ws k3v3", 128, 128, 3, 3, False, 240),
-    ("ws k4v4", 128, 128, 4, 4, False, 240),
-    ("ws bn64 k4v4", 128, 64, 4, 4, False, 240),
-    ("ws pingpong k2v2", 128, 128, 2, 2, True, 240),
+WS_VARIANTS = [  # name, BM, BN, KSTAGES, VSTAGES, PINGPONG, consumer registers, consumers
+    ("ws k2v2", 128, 128, 2, 2, False, 240, 2),
+    ("ws pingpong k2v2", 128, 128, 2, 2, True, 240, 2),
+    # three consumer warpgroups, 192 query rows (FA-3's head-dim-64 tile)
+    ("ws3 k2v2", 192, 128, 2, 2, False, 160, 3),
+    ("ws3 k3v3", 192, 128, 3, 3, False, 160, 3),
+    ("ws3 bn64 k4v4", 192, 64, 4, 4, False, 160, 3),
 ]
+# Measured on an H100 and dropped: 3 or 4 K/V stages with two consumers (no change at D128,
+# none at D64), BN 64 with two consumers (0.84-0.87x); one consumer of 64 rows a program,
+# two programs an SM (maxnreg 128): 0.83x at D128, 0.71x at D64.
 
 SHAPES = [  # b, h, hkv, s, d, causal
     (4, 32, 32, 4096, 128, False),
@@ -356,6 +385,8 @@ def _layout(block, dtype=gl.bfloat16):
 
 
 def _smem_bytes(bm, bn, d, ks, vs):
+    if bm > 128:
+        return 2 * (bm * d + (ks + vs) * bn * d)
     return 2 * (bm * d + (ks + vs) * bn * d)
 
 
@@ -375,20 +406,26 @@ def run(q, k, v, causal, bm, bn, ks, vs, overlap, warps):
     return o
 
 
-def run_ws(q, k, v, causal, bm, bn, ks, vs, pingpong, regs):
+def _maxnreg(regs, consumers):
+    """One consumer: `regs` caps the launch's registers a thread (two programs an SM)."""
+    return {"maxnreg": regs} if consumers == 1 else {}
+
+
+def run_ws(q, k, v, causal, bm, bn, ks, vs, pingpong, regs, consumers):
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
     b, h, s, d = q.shape
     o = torch.empty_like(q)
-    rows = lambda t: t.view(-1, d)  # noqa: E731
-    qd = TensorDescriptor.from_tensor(rows(q), [bm // 2, d], _layout([bm // 2, d]))
-    kd = TensorDescriptor.from_tensor(rows(k), [bn, d], _layout([bn, d]))
-    vd = TensorDescriptor.from_tensor(rows(v), [bn, d], _layout([bn, d]))
-    od = TensorDescriptor.from_tensor(rows(o), [bm // 2, d], _layout([bm // 2, d]))
+    heads = lambda t: t.view(-1, s, d)  # noqa: E731
+    qb, kb = [1, bm // consumers, d], [1, bn, d]
+    qd = TensorDescriptor.from_tensor(heads(q), qb, _layout(qb))
+    kd = TensorDescriptor.from_tensor(heads(k), kb, _layout(kb))
+    vd = TensorDescriptor.from_tensor(heads(v), kb, _layout(kb))
+    od = TensorDescriptor.from_tensor(heads(o), qb, _layout(qb))
     grid = (triton.cdiv(s, bm), b * h)
     _attention_ws[grid](qd, kd, vd, od, 1.4426950408889634 / math.sqrt(d), s, H=h, G=h // k.shape[1], BM=bm, BN=bn,
                         D=d, KSTAGES=ks, VSTAGES=vs, PINGPONG=pingpong, CAUSAL=causal, CONSUMER_REGS=regs,
-                        num_warps=4)  # fmt: skip
+                        CONSUMERS=consumers, num_warps=4, **_maxnreg(regs, consumers))  # fmt: skip
     return o
 
 
@@ -399,11 +436,12 @@ def _variants(d):
         if _smem_bytes(bm, bn, d, ks, vs) <= 220 * 1024:
             consts = dict(BM=bm, BN=bn, D=d, KSTAGES=ks, VSTAGES=vs, OVERLAP=overlap)
             out.append((f"gluon {name}", _attention_fwd, (bm, bn), consts, warps, run, (bm, bn, ks, vs, overlap, warps)))
-    for name, bm, bn, ks, vs, pingpong, regs in WS_VARIANTS:
+    for name, bm, bn, ks, vs, pingpong, regs, consumers in WS_VARIANTS:
         if _smem_bytes(bm, bn, d, ks, vs) <= 220 * 1024:
-            consts = dict(BM=bm, BN=bn, D=d, KSTAGES=ks, VSTAGES=vs, PINGPONG=pingpong, CONSUMER_REGS=regs)
-            out.append((f"gluon {name}", _attention_ws, (bm // 2, bn), consts, 4, run_ws,
-                        (bm, bn, ks, vs, pingpong, regs)))  # fmt: skip
+            consts = dict(BM=bm, BN=bn, D=d, KSTAGES=ks, VSTAGES=vs, PINGPONG=pingpong, CONSUMER_REGS=regs,
+                          CONSUMERS=consumers)  # fmt: skip
+            out.append((f"gluon {name}", _attention_ws, ([1, bm // consumers], [1, bn]), consts, 4, run_ws,
+                        (bm, bn, ks, vs, pingpong, regs, consumers)))  # fmt: skip
     return out
 
 
@@ -421,21 +459,25 @@ def aot():
             for label, kernel, (qb, kb), consts, warps, _, _ in _variants(d):
                 if only not in label:
                     continue
-                desc = lambda blk: f"tensordesc<bf16[{blk[0]}, {blk[1]}],{_layout(blk)!r}>"  # noqa: E731
-                sig = {"q_desc": desc([qb, d]), "k_desc": desc([kb, d]), "v_desc": desc([kb, d]),
-                       "o_desc": desc([qb, d]), "qk_scale": "fp32", "S": "i32"}  # fmt: skip
+                def desc(rows, d=d):
+                    blk = (rows if isinstance(rows, list) else [rows]) + [d]
+                    return f"tensordesc<bf16[{', '.join(map(str, blk))}],{_layout(blk)!r}>"
+
+                sig = {"q_desc": desc(qb), "k_desc": desc(kb), "v_desc": desc(kb),
+                       "o_desc": desc(qb), "qk_scale": "fp32", "S": "i32"}  # fmt: skip
                 consts = dict(consts, H=32, G=1, CAUSAL=causal, num_warps=warps)
                 for c in kernel.arg_names:
                     if c not in sig:
                         sig[c] = "constexpr"
                 try:
                     src = GluonASTSource(kernel, sig, constexprs=consts)
-                    k = triton.compile(src, target=target, options={"num_warps": warps})
+                    opts = {"num_warps": warps, **_maxnreg(consts.get("CONSUMER_REGS"), consts.get("CONSUMERS"))}
+                    k = triton.compile(src, target=target, options=opts)
                     regs, local, _ = _resource_usage(k.name, k.asm["cubin"], k.asm["ptx"], 90)
                     nreg = sorted(set(re.findall(r"setmaxnreg[.a-z]*\.u32 (\d+)", k.asm["ptx"])))
                     print(f"D{d} {'causal ' if causal else ''}{label:24s} regs {regs} local {local} B "
                           f"smem {k.metadata.shared} B setmaxnreg {nreg}")  # fmt: skip
-                except Exception as e:  # noqa: BLE001
+                except Exception as e:
                     print(f"D{d} {'causal ' if causal else ''}{label:24s} FAILED {type(e).__name__}: {str(e)[:3000]}")
 
 
@@ -486,7 +528,7 @@ def main():
                 row = {"shape": [b, h, hkv, s, d, causal], "variant": name, "us": round(us, 1),
                        "tflops": round(flops / us / 1e6), "vs_sdpa": round(sdpa_us / us, 3), "err": err}  # fmt: skip
                 print(f"  {name:24s} {us:8.0f} us {flops / us / 1e6:5.0f} TF/s {sdpa_us / us:5.2f}x SDPA err {err:.1e}")
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 row = {"shape": [b, h, hkv, s, d, causal], "variant": name, "error": f"{type(e).__name__}: {e}"[:300]}
                 print(f"  {name:24s} FAILED {row['error']}")
             print("JSON", json.dumps(row))

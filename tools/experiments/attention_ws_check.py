@@ -132,7 +132,7 @@ def main() -> None:
     for f in args.files:
         try:
             row = check(f, args.target)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             row = {"case": f.stem, "error": f"{type(e).__name__}: {e}"[:2000]}
         print(json.dumps(row))
         sys.stdout.flush()
