@@ -66,7 +66,6 @@ def test_bf16_head_dim_128_takes_the_warp_specialised_kernel():
     (lambda: load_program(SAMPLE, {"B": 1, "H": 2, "S": 256, "D": 64}, "bf16"), "head dim 64"),
     (lambda: load_program(SAMPLE, {"B": 1, "H": 2, "S": 192, "D": 128}, "bf16"), "query rows not a multiple of 128"),
     (lambda: load_program(SAMPLE, {"B": 1, "H": 2, "S": 128, "D": 128}, "bf16"), "one key tile"),
-    (lambda: load_program(attention_mlir(1, 2, 256, 256, 128, causal=True, dtype="bf16")), "a causal bound"),
     (lambda: load_program(attention_mlir(1, 2, 256, 256, 128, additive_mask=True, dtype="bf16")),
      "a tensor read along the key dim"),
 ])  # fmt: skip
@@ -74,6 +73,19 @@ def test_other_attention_keeps_the_triton_kernel_and_says_why(program, why):
     _, plan = planned(program())
     assert plan.consumers.data == 0
     assert "not warp-specialised: " in plan.note.data and why in plan.note.data, plan.note.data
+
+
+def test_causal_attention_bounds_both_tiles_key_loops_by_their_rows_together():
+    """The consumers' key loops end at the diagonal of the program's last row, one bound
+    for both (`TileProgramBuilder._row_span`); programs run longest first."""
+    module, plan = planned(load_program(attention_mlir(1, 2, 512, 512, 128, causal=True, dtype="bf16")))
+    assert plan.consumers.data == 2
+    text = emit_module(module).text
+    assert "pid = (7 - gl.program_id(0)) * 2 + consumer" in text
+    assert "pid = (7 - gl.program_id(0)) * 2\n" in text  # (the producer: the first tile's loops)
+    loops = re.findall(r"\n    for (k\w*) in range\((.*), 128\):", text.split("def fused_kernel_0_ws_loader")[1])
+    assert len(loops) == 2  # below the diagonal without the mask, then the masked tile
+    assert all("// 128) * 128)" in bound for _, bound in loops), loops
 
 
 @pytest.mark.parametrize(("dtype", "target"), [("f32", "h100"), ("bf16", "a100")])

@@ -42,7 +42,6 @@ from tilefuse.analysis.budget import (
     pow2,
     regs_per_thread,
 )
-from tilefuse.analysis.causal import key_bound
 from tilefuse.analysis.cost.occupancy import occupancy
 from tilefuse.analysis.cost.opcost import payload_library_calls
 from tilefuse.analysis.cost.schedule import matmul_programs, simulate
@@ -1007,10 +1006,11 @@ def warp_specialized_attention(graph: Graph, dims: SharedDims, target: Target, s
 
     It takes: an sm_90 target; one score contraction and one P x V contraction,
     16-bit operands read as the host passes them (Q, K, V kernel arguments; K and V
-    row-major for TMA); head dim and output width 128; no causal bound and no other
-    tensor read along the key dim (masks, biases: later); static sizes, the query rows
-    a multiple of two tiles (the two consumers' tiles share a batch and head) and more
-    than one key tile."""
+    row-major for TMA); head dim and output width 128; no tensor read along the key dim
+    besides K and V (masks, biases from memory: later); static sizes, the query rows a
+    multiple of two tiles (the two consumers' tiles share a batch and head) and more
+    than one key tile. A causal bound is fine: tile-and-fuse bounds the consumers' key
+    loops by their rows together (`TileProgramBuilder._row_span`)."""
     reasons = []
     if target.compute_capability[0] != 9:
         reasons.append("not an sm_90 target")
@@ -1035,8 +1035,6 @@ def _ws_operand_reasons(graph: Graph, dims: SharedDims, sm, score: Node, out: No
     a = sm.max_node
     (j_loop,) = a.s.reduction_dims
     j = dims.of[(a.index, j_loop)]
-    if key_bound(graph, dims, sm, j):
-        reasons.append("a causal bound (later)")
     group = graph.block.parent_op()
     args = list(graph.block.args)
     for n, i in ((score, 0), (score, 1), (out, 1)):

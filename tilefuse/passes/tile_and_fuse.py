@@ -751,7 +751,7 @@ class TileProgramBuilder:
         decided = below_diagonal(self.graph, self.dims, sm, t.dim, q, c)
         if not decided:
             return None
-        q0 = self.outer_offsets[q] if self.tiles[q].mode != WHOLE else self._index(outer, 0)
+        q0 = self._row_span(q, outer)[0] if self.tiles[q].mode != WHOLE else self._index(outer, 0)
         last = arith.AddiOp(q0, self._index(outer, c + 1))
         low = arith.MaxSIOp(last.result, self._index(outer, 0))  # (then / is floor)
         chunks = arith.DivSIOp(low.result, self._index(outer, t.block))
@@ -762,6 +762,21 @@ class TileProgramBuilder:
         end = arith.MinSIOp(start.result, ub)
         outer.block.add_op(end)
         return end.result, decided, False
+
+    def _row_span(self, q: int, outer: _Scope) -> tuple[SSAValue, int]:
+        """The first row and the row count the key loops of a tile of query dim `q` are
+        bounded by: the tile's own; with a warp-specialised plan (`consumers` tiles a
+        program, sharing their key loops) those of the program's tiles together, from
+        the offset rounded down to a multiple of their rows (one value for all of
+        them: the printer checks the bounds read the tile's offset only so)."""
+        block = self.tiles[q].block
+        if self.plan.consumers <= 1:
+            return self.outer_offsets[q], block
+        rows = block * self.plan.consumers
+        pair = arith.DivSIOp(self.outer_offsets[q], self._index(outer, rows))
+        start = arith.MuliOp(pair.result, self._index(outer, rows))
+        outer.block.add_ops([pair, start])
+        return start.result, rows
 
     def _same_size(self, a: int, b: int) -> bool:
         """Dynamic shared dims `a` and `b` are one size at run time: an input read
@@ -806,7 +821,8 @@ class TileProgramBuilder:
             if q == STATIC or self.tiles[q].mode == WHOLE or \
                     (self.tiles[q].block + c >= t.extent and not t.dynamic):  # fmt: skip
                 continue
-            last = arith.AddiOp(self.outer_offsets[q], self._index(outer, self.tiles[q].block + c))
+            start, rows = self._row_span(q, outer)
+            last = arith.AddiOp(start, self._index(outer, rows + c))
             limit = arith.MinSIOp(ub, last.result)
             outer.block.add_ops([last, limit])
             ub = limit.result

@@ -106,10 +106,12 @@ def check(path: Path, target: str) -> dict:
     row = {"case": path.stem, "shape": [b, h, hkv, s, d, causal],
            "gluon": "_ws[" in ws.source, "device": torch.cuda.get_device_name()}  # fmt: skip
     flops = 4 * b * h * s * s * d * (0.5 if causal else 1.0)
+    outs = {}
     for name, fn in (("sdpa", sdpa), ("warp_specialized", lambda: ws(q, k, v)[0]),
                      ("triton", lambda: plain(q, k, v)[0])):  # fmt: skip
-        out = fn()
+        outs[name] = out = fn()
         row[f"{name}_err"] = (out.float() - want).abs().max().item()
+    row["warp_specialized_vs_triton"] = (outs["warp_specialized"].float() - outs["triton"].float()).abs().max().item()
     for _ in range(2):  # alternating rounds
         for name, fn in (("sdpa", sdpa), ("warp_specialized", lambda: ws(q, k, v)), ("triton", lambda: plain(q, k, v))):
             us = bench(fn)

@@ -42,7 +42,8 @@ import math
 import re
 from dataclasses import dataclass
 
-from xdsl.dialects import scf, tensor
+from xdsl.dialects import arith, scf, tensor
+from xdsl.dialects.builtin import IntegerAttr
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Operation, SSAValue
 
@@ -58,7 +59,8 @@ GLUON_NAMES = frozenset((
     "where", "exp", "exp2", "log", "log2", "maximum", "minimum", "full", "arange", "sum", "max",
     "min", "abs", "sqrt", "rsqrt", "fma", "erf", "floor", "ceil", "sin", "cos", "load", "store",
     "permute", "reshape", "expand_dims", "cdiv", "program_id", "static_range", "float32",
-    "float64", "bfloat16", "float16", "int1", "int8", "int16", "int32", "int64", "uint32",
+    "float64", "bfloat16", "float16", "int1", "int8", "int16", "int32", "int64", "uint8", "uint16",
+    "uint32", "uint64",
 ))  # fmt: skip
 """`tl` names Gluon's language module has under the same name and meaning."""
 
@@ -282,9 +284,14 @@ class AttentionPrinter:
         if grid.grid_shape[fastest] % self.consumers:
             raise NotWarpSpecialized("an odd number of query tiles")
         q_pid = grid.program_ids[fastest]
+        rows = self.bm * self.consumers
+        self.causal = any(_reads_pair(v, q_pid, rows) for loop in self.p.loops
+                          for v in (loop.loop.lb, loop.loop.ub))  # fmt: skip
+        """Key loops bounded by the program's rows (a causal mask): programs run from the
+        last (the longest loops) to the first, so the short ones fill the last wave."""
         for loop in self.p.loops:
             for v in (loop.loop.lb, loop.loop.ub, loop.loop.step, *loop.k_load.offsets, *loop.v_load.offsets):
-                if _depends_on(v, q_pid):
+                if _depends_on(v, q_pid, rows):
                     raise NotWarpSpecialized("a key loop bound or K/V offset depends on the query tile")
 
     # -- the kernel -------------------------------------------------------------------
@@ -308,6 +315,13 @@ class AttentionPrinter:
             programs *= n
         sig = KernelSignature(self.name, tuple(described), 4, self.stages, programs // self.consumers)
         return WarpSpecialized(text, sig)
+
+    def _program(self) -> str:
+        """The program's index: launch order, or reversed (`causal`)."""
+        if not self.causal:
+            return "gl.program_id(0)"
+        programs = math.prod(self.p.grid.grid_shape) // self.consumers
+        return f"({programs - 1} - gl.program_id(0))"
 
     def _layouts(self) -> list[str]:
         bm, bn, dv = self.bm, self.bn, self.dv
@@ -359,7 +373,7 @@ class AttentionPrinter:
         into the next ring slot once both consumers are done with it."""
         pr = _GluonPrinter(self.name, self.group, [self.p.grid])
         grid = self.p.grid
-        pr.assign("pid", f"gl.program_id(0) * {self.consumers}")
+        pr.assign("pid", f"{self._program()} * {self.consumers}")
         pr.print_program_ids(grid, "pid")
         for op in grid.body.block.ops:
             if _is_scalar(op):
@@ -451,7 +465,7 @@ class AttentionPrinter:
         pr = _GluonPrinter(self.name, self.group, [self.p.grid])
         grid = self.p.grid
         pr.names.used |= {"consumer", "q_tile", "s", "p_op", "it", "slot", "phase", "prev_slot", "prev_phase"}
-        pr.assign("pid", f"gl.program_id(0) * {self.consumers} + consumer")
+        pr.assign("pid", f"{self._program()} * {self.consumers} + consumer")
         pr.print_program_ids(grid, "pid")
         for line in self._layouts():
             pr.emit(line)
@@ -529,9 +543,10 @@ class AttentionPrinter:
         pr.assign(acc, f"warpgroup_mma_wait(0, deps=({acc}, ))")
         pr.emit("mbarrier.arrive(v_empty.index(prev_slot), count=1)")
         pr.pop()
-        for j, name in enumerate(names):  # (the epilogue meets them with the accumulator)
-            if j != loop.acc:
-                pr.assign(name, f"gl.convert_layout({name}, row_o)")
+        if loop is self.p.loops[-1]:  # (the epilogue meets them with the accumulator)
+            for j, name in enumerate(names):
+                if j != loop.acc:
+                    pr.assign(name, f"gl.convert_layout({name}, row_o)")
 
     def _step(self, pr: _GluonPrinter, loop: KeyLoop, step: _Step, iv: str, names: list[str],
               drained: bool = False) -> None:  # fmt: skip
@@ -592,18 +607,57 @@ def _in_region_of(v: SSAValue, ops) -> bool:
     return False
 
 
-def _depends_on(v: SSAValue, target: SSAValue) -> bool:
+def _depends_on(v: SSAValue, pid: SSAValue, rows: int) -> bool:
+    """Does `v` depend on program id `pid` other than through `(pid * B) // rows` (the
+    first row of the program's consumers' tiles, one value for all of them, the tiles
+    `B` rows each and `rows / B` of them consecutive: `TileProgramBuilder._row_span`)?"""
     seen, todo = set(), [v]
     while todo:
         x = todo.pop()
-        if x is target:
+        if x is pid:
             return True
         if x in seen:
             continue
         seen.add(x)
-        if isinstance(x.owner, Operation):
-            todo.extend(x.owner.operands)
+        op = x.owner
+        if isinstance(op, arith.DivSIOp) and _constant(op.rhs) == rows and _tile_offset(op.lhs, pid, rows):
+            continue
+        if isinstance(op, Operation):
+            todo.extend(op.operands)
     return False
+
+
+def _reads_pair(v: SSAValue, pid: SSAValue, rows: int) -> bool:
+    """Does `v` read the program's first row `(pid * B) // rows` (`_depends_on`)?"""
+    seen, todo = set(), [v]
+    while todo:
+        x = todo.pop()
+        if x in seen:
+            continue
+        seen.add(x)
+        op = x.owner
+        if isinstance(op, arith.DivSIOp) and _constant(op.rhs) == rows and _tile_offset(op.lhs, pid, rows):
+            return True
+        if isinstance(op, Operation):
+            todo.extend(op.operands)
+    return False
+
+
+def _tile_offset(v: SSAValue, pid: SSAValue, rows: int) -> bool:
+    """Is `v` `pid * B` with `B` a divisor of `rows`?"""
+    op = v.owner
+    if not isinstance(op, arith.MuliOp):
+        return False
+    a, b = op.operands
+    block = _constant(b) if a is pid else _constant(a) if b is pid else None
+    return block is not None and block > 0 and rows % block == 0
+
+
+def _constant(v: SSAValue) -> int | None:
+    op = v.owner
+    if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
+        return op.value.value.data
+    return None
 
 
 def _is_scalar(op: Operation) -> bool:
