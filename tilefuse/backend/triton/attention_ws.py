@@ -70,9 +70,7 @@ KEEP_TL = frozenset(("PropagateNan", "constexpr"))
 GLUON_TWINS = {"_max_nan": "_gl_max_nan", "_round_bf16": "_gl_round_bf16", "_to_bf16": "_gl_to_bf16",
                "_round_f16": "_gl_round_f16", "_to_f16": "_gl_to_f16"}  # fmt: skip
 """Prelude helpers (`prelude.py`) and their Gluon twins (`GLUON_PRELUDE`): the GPU
-branch of each, as Gluon never runs under the interpreter. (`tl.exp` becomes `_gl_exp`:
-the flush-to-zero exp2, measured in ptxas's output: 2 FMUL, an FSETP and an FSEL fewer
-an element of the softmax step, whose ALU time the schedule must hide.)"""
+branch of each, as Gluon never runs under the interpreter."""
 
 GLUON_PRELUDE = '''
 # Gluon (Hopper, warp-specialised attention): Triton 3.6 names the TMA copies
@@ -101,14 +99,6 @@ def _gl_max_nan(x, axis: gl.constexpr):
 
 
 @gluon.jit
-def _gl_exp(x):
-    # exp(x) as the ftz exp2 of x log2(e): what tl.exp lowers to (mul.f32, ex2.approx),
-    # except that a result below 2**-126 is 0: without ftz, ptxas fixes the range up
-    # with 2 FMUL, an FSETP and an FSEL an element (the softmax step's ALU bound).
-    return gl.exp2(x * 1.4426950408889634)
-
-
-@gluon.jit
 def _gl_round_bf16(x):
     return x.to(gl.bfloat16).to(gl.float32)
 
@@ -129,7 +119,6 @@ def _gl_to_f16(x):
 '''
 
 _TL = re.compile(r"\btl\.(\w+)")
-_EXP = re.compile(r"\btl\.exp\(")
 _HELPER = re.compile(r"\b(_\w+)\(")
 
 
@@ -230,7 +219,6 @@ def gluon_line(line: str) -> str:
     def helper(m: re.Match) -> str:
         return f"{GLUON_TWINS.get(m[1], m[1])}("
 
-    line = _EXP.sub("_gl_exp(", line)
     return _HELPER.sub(helper, _TL.sub(name, line))
 
 
@@ -242,7 +230,7 @@ class _GluonPrinter(KernelPrinter):
         line = gluon_line(line)
         super().emit(line)
         for h in _HELPER.findall(line):
-            if h.startswith("_") and h not in (*GLUON_TWINS.values(), "_gl_exp") and not h.startswith("_tma"):
+            if h.startswith("_") and h not in GLUON_TWINS.values() and not h.startswith("_tma"):
                 raise NotWarpSpecialized(f"the helper {h} has no Gluon twin")
 
 
@@ -476,16 +464,12 @@ class AttentionPrinter:
         consumer`, its key loops pipelined."""
         pr = _GluonPrinter(self.name, self.group, [self.p.grid])
         grid = self.p.grid
-        pr.names.used |= {"consumer", "q_tile", "s", "s_zero", "p_op", "it", "slot", "phase", "prev_slot",
-                          "prev_phase"}
+        pr.names.used |= {"consumer", "q_tile", "s", "p_op", "it", "slot", "phase", "prev_slot", "prev_phase"}
         pr.assign("pid", f"{self._program()} * {self.consumers} + consumer")
         pr.print_program_ids(grid, "pid")
         for line in self._layouts():
             pr.emit(line)
         pr.assign("q_tile", "q_smem.index(consumer)")
-        # (the score product's accumulator input, ignored (use_acc=False) but an operand:
-        # made once, not 64 registers' worth of zeros every key tile)
-        pr.assign("s_zero", f"gl.zeros([{self.bm}, {self.bn}], gl.float32, layout=s_layout)")
         pr.assign("it", "0")
         loops = {lp.loop: (lp, st) for lp, st in zip(self.p.loops, steps, strict=True)}
         for op in grid.body.block.ops:
@@ -525,7 +509,7 @@ class AttentionPrinter:
         lb, ub, stp = pr.ref(lp.lb), pr.ref(lp.ub), pr.ref(lp.step)
         tiles = pr.assign(pr.names.fresh("tiles"), f"({ub} - {lb} + {stp} - 1) // {stp}")
         iv = pr.names(body.args[0], "k")
-        zero = "s_zero"
+        zero = f"gl.zeros([{self.bm}, {bn}], gl.float32, layout=s_layout)"
         pr.emit(f"if {tiles} > 0:")
         pr.push()
         pr.assign(iv, lb)
