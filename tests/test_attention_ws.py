@@ -14,9 +14,11 @@ import pytest
 
 from tests.attention_programs import attention_mlir
 from tests.numpy_graphs import GRAPHS
+from tilefuse.analysis.cost.target import get_target
 from tilefuse.backend.triton.attention_ws import NotWarpSpecialized, gluon_line
 from tilefuse.backend.triton.module import emit_module
 from tilefuse.frontend.program import load_program, random_inputs
+from tilefuse.gpu.check import check_programs
 from tilefuse.ir.module import entry_function
 from tilefuse.ir.tilefuse import GroupOp
 from tilefuse.oracle.compare import relative_error
@@ -114,3 +116,18 @@ def test_the_same_tile_program_as_triton_matches_numpy(s):
     assert "fused_kernel_0_ws" in prog.source and len(prog.kernels) == 1
     (got,) = prog(*to_torch(inputs, module, "cpu"))
     assert relative_error(np.asarray(got.double()), want) < 1e-2
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_gluon_kernel_compiles_for_sm90_within_its_plan(causal):
+    """Both kernels of the group compile for sm_90 (this Triton): no spills, shared memory
+    at most the plan's (`tile_plan.WS_SYNC_BYTES` counts the barriers)."""
+    module, plan = planned(load_program(attention_mlir(1, 2, 512, 512, 128, causal=causal, dtype="bf16")))
+    assert plan.consumers.data == 2
+    emitted = emit_module(module)
+    (reports,) = check_programs([(module, emitted)], get_target("h100"))
+    assert not isinstance(reports, Exception), reports
+    by_name = {r.name: r for r in reports}
+    ws = by_name["fused_kernel_0_ws"]
+    assert ws.spills == 0 and ws.fits, ws
+    assert ws.shared_bytes <= ws.predicted_working_set, ws
