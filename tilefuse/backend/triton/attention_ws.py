@@ -40,10 +40,10 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xdsl.dialects import arith, scf, tensor
-from xdsl.dialects.builtin import IntegerAttr
+from xdsl.dialects.builtin import IntegerAttr, TensorType
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Operation, SSAValue
 
@@ -308,12 +308,9 @@ class AttentionPrinter:
         k_index = list(self.group.entry.args).index(self.k_source)
         v_index = list(self.group.entry.args).index(self.v_source)
         described = [p if p.kind is not POINTER or p.tensor not in (k_index, v_index)
-                     else _replace(p, descriptor=True) for p in params]  # fmt: skip
-        grid = self.p.grid
-        programs = 1
-        for n in grid.grid_shape:
-            programs *= n
-        sig = KernelSignature(self.name, tuple(described), 4, self.stages, programs // self.consumers)
+                     else replace(p, descriptor=True) for p in params]  # fmt: skip
+        programs = math.prod(self.p.grid.grid_shape) // self.consumers
+        sig = KernelSignature(self.name, tuple(described), 4, self.stages, programs)
         return WarpSpecialized(text, sig)
 
     def _program(self) -> str:
@@ -599,7 +596,7 @@ class _Step:
 
 def _in_region_of(v: SSAValue, ops) -> bool:
     """Is `v` defined inside one of `ops`' regions (a payload's own value)?"""
-    owner = v.owner if isinstance(v.owner, Operation) else v.owner.parent_op() if hasattr(v.owner, "parent_op") else None
+    owner = v.owner if isinstance(v.owner, Operation) else v.owner.parent_op()
     while owner is not None:
         if owner in ops:
             return True
@@ -662,8 +659,6 @@ def _constant(v: SSAValue) -> int | None:
 
 def _is_scalar(op: Operation) -> bool:
     """Index arithmetic and constants of a tile program (no tensors)."""
-    from xdsl.dialects.builtin import TensorType
-
     return bool(op.results) and op.dialect_name() == "arith" and not any(
         isinstance(r.type, TensorType) for r in op.results)
 
@@ -674,8 +669,3 @@ def _blocked(rows: int, cols: int) -> str:
     across = max(1, min(32, cols // 8))
     return f"gl.BlockedLayout([1, 8], [{32 // across}, {across}], [4, 1], [1, 0])"
 
-
-def _replace(p, **kw):
-    from dataclasses import replace
-
-    return replace(p, **kw)
