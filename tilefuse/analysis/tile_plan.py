@@ -957,7 +957,10 @@ def _plan_attention(graph: Graph, dims: SharedDims, target: Target, budget: int,
             tiles.append(DimTile(d.id, d.extent, br if d.id == row else 1, GRID))
     why_not = warp_specialized_attention(graph, dims, target, sm, head, out_width, ebytes, p_dtype)
     if why_not is None:
-        return _plan_warp_specialized(dims, target, budget, j, row, head_dims | out_dims, head, out_width)
+        ws_plan = _plan_warp_specialized(dims, target, budget, j, row, head_dims | out_dims, head, out_width)
+        if ws_plan.working_set <= budget:
+            return ws_plan
+        why_not = f"its {ws_plan.working_set} B of shared memory over the budget, {budget} B"
     # The score tile and the output accumulator live in registers: 8 warps keep
     # a 128x128 tile (bf16) or a 64x64 one (fp32, FMA dot) free of spills.
     warps = 8 if br * bc >= 64 * 64 else 4

@@ -174,6 +174,9 @@ def analyze(grid: TileGridOp) -> AttentionProgram:
     for p in parts:  # (the key tiles run along the scores' second dim: S = Q K^T)
         if p.scores.operands[0] is not q_loads[0].result:
             raise NotWarpSpecialized("Q is not the score product's first operand")
+    if any(use.operation not in {p.scores for p in parts} for use in q_loads[0].result.uses):
+        # (the kernel keeps Q in shared memory in its storage type, for the products only)
+        raise NotWarpSpecialized("the Q tile is read by other ops than the score products")
     return AttentionProgram(grid, q_loads[0], parts)
 
 
@@ -266,6 +269,10 @@ class AttentionPrinter:
                 for loop in program.loops):  # fmt: skip
             raise NotWarpSpecialized("Q, K and V are not of one 16-bit type")
         self.dtype = "gl.bfloat16" if str(dtype) == "bf16" else "gl.float16"
+        for loop in program.loops:  # (the rings' and Q's shared-memory tiles are [rows, head])
+            _check_order(loop.scores, 0, "Q", reduced_last=True)
+            _check_order(loop.scores, 1, "K", reduced_last=True)
+            _check_order(loop.output, 1, "V", reduced_last=False)
         ks = {(loop.k_load.source, loop.v_load.source) for loop in program.loops}
         if len(ks) != 1:
             raise NotWarpSpecialized("the key loops read other K or V tensors")
@@ -602,6 +609,22 @@ def _in_region_of(v: SSAValue, ops) -> bool:
             return True
         owner = owner.parent_op()
     return False
+
+
+def _check_order(op: linalg.GenericOp, i: int, name: str, reduced_last: bool) -> None:
+    """Operand `i` of the product `op` is a tile stored [rows, head]: its last (non-unit)
+    dim is the product's reduction dim (`reduced_last`: Q and K, whose head dim the
+    score product sums) or its second-to-last is (V, whose key dim P x V sums): as the
+    kernel reads it, a [head, rows] tile read as [rows, head] would be a wrong product."""
+    s = as_structured(op)
+    assert s is not None
+    shape = op.operands[i].type.get_shape()
+    kept = [d for d, n in zip(s.operand_dims(i), shape, strict=True) if n != 1]
+    reduced = set(s.reduction_dims)
+    ok = len(kept) == 2 and ((kept[1] in reduced and kept[0] not in reduced) if reduced_last
+                             else (kept[0] in reduced and kept[1] not in reduced))  # fmt: skip
+    if not ok:
+        raise NotWarpSpecialized(f"{name} is not stored {'[rows, head dim]' if reduced_last else '[keys, width]'}")
 
 
 def _depends_on(v: SSAValue, pid: SSAValue, rows: int) -> bool:
