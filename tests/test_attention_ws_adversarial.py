@@ -1131,11 +1131,18 @@ def test_q_read_by_the_epilogue_compiles_for_sm90(aot_reports):
     assert all(r.fits for r in result), result
 
 
-@pytest.mark.xfail(strict=True, reason="not the Gluon kernel's: bf16 attention whose P V product is in f32 "
-                   "((softmax(s.float()) @ v.float()).to(bf16)), refused the Gluon kernel ('operands not "
-                   "16-bit'), gets the ordinary FlashAttention plan (128 x 128 tiles, 3 stages) although it "
-                   "computes 288.5 KB of shared memory for it (227 KB a block): ptxas 320 KB and ~2000 spills, "
-                   "the launch fails")  # fmt: skip
 def test_a_refused_program_keeps_a_triton_kernel_that_fits(aot_reports):
+    """Not the Gluon kernel's: bf16 attention whose P V product is in f32
+    ((softmax(s.float()) @ v.float()).to(bf16)), refused the Gluon kernel ('operands not
+    16-bit'), got the ordinary FlashAttention plan at 128 x 128, 3 stages, 288.5 KB of
+    shared memory (227 KB a block): the launch failed. The plan now shrinks stages and tiles
+    to its budget and counts every K/V stage beside the f32 P and V tiles."""
     (report,) = aot_reports["f32 P V (refused)"]
-    assert report.fits and report.spills == 0, report
+    assert report.fits, report
+
+
+@pytest.mark.xfail(strict=True, reason="the IEEE f32 P x V dot (an FMA dot) of that program still spills: "
+                   "100 words at 32 x 32 tiles (676 at 128 x 64), ptxas sm_90")  # fmt: skip
+def test_a_refused_program_keeps_a_triton_kernel_without_spills(aot_reports):
+    (report,) = aot_reports["f32 P V (refused)"]
+    assert report.spills == 0, report

@@ -945,40 +945,62 @@ def _plan_attention(graph: Graph, dims: SharedDims, target: Target, budget: int,
         # Key tile = head dim within [64, 128]: calibrated on the H200 with
         # tools/experiments/tile_sweep.py (d=128: 128x128 best; d=64: 128x64).
         bc = min(bc, max(64, min(128, head)))
+    if p_dtype in DTYPES and DTYPES[p_dtype].bytes >= 4 <= COMPUTE_BYTES and ebytes <= 2:
+        # (16-bit scores, f32 probabilities times values: that product is an IEEE f32
+        # dot, whose tiles spill past 32 x 32 as an f32 attention's do: 676 spilled words
+        # at 128 x 64, ptxas sm_90)
+        br, bc = min(br, FLASH_MAX_BLOCK_F32), min(bc, FLASH_MAX_BLOCK_F32)
     br = min(br, max(MIN_DOT, pow2(ext[row])))
     bc = min(bc, max(MIN_DOT, pow2(ext[j])))
-    tiles = []
-    for d in dims.dims:
-        if d.id == j:
-            tiles.append(DimTile(d.id, d.extent, bc, LOOP if bc < d.extent else WHOLE))
-        elif d.id in head_dims or d.id in out_dims:
-            tiles.append(DimTile(d.id, d.extent, pow2(d.extent), WHOLE))
-        else:
-            tiles.append(DimTile(d.id, d.extent, br if d.id == row else 1, GRID))
     why_not = warp_specialized_attention(graph, dims, target, sm, head, out_width, ebytes, p_dtype)
     if why_not is None:
         ws_plan = _plan_warp_specialized(dims, target, budget, j, row, head_dims | out_dims, head, out_width)
         if ws_plan.working_set <= budget:
             return ws_plan
         why_not = f"its {ws_plan.working_set} B of shared memory over the budget, {budget} B"
+    # Three stages pipeline the K/V tile loads (the sweep: 0.72x -> 0.77x SDPA at d=128).
+    stages = 3 if ebytes <= 2 else 2
+    p_bytes = DTYPES[p_dtype].bytes if p_dtype in DTYPES else COMPUTE_BYTES
+    while True:
+        tiles = _flash_tiles(dims, j, row, head_dims | out_dims, br, bc)
+        blocks = {t.dim: t.block for t in tiles}
+        # One trip of the key loop (all keys in one tile) is not pipelined: one buffer each.
+        buffered = stages if bc < ext[j] else 2
+        ws = _attention_smem(br, bc, head, out_width, ebytes, p_bytes, buffered, pipelined=bc < ext[j])
+        ws += (buffered - 1) * _key_tile_loads(graph, dims, j, blocks, scores + outs)  # fmt: skip
+        # Over the budget (an f32 P x V of bf16 values: V again in f32, the probabilities
+        # in f32), fewer stages, then smaller key and query tiles.
+        if ws <= budget or max(br, bc) <= MIN_DOT:
+            break
+        if stages > 2:
+            stages -= 1
+        elif bc >= br:
+            bc //= 2
+        else:
+            br //= 2
     # The score tile and the output accumulator live in registers: 8 warps keep
     # a 128x128 tile (bf16) or a 64x64 one (fp32, FMA dot) free of spills.
     warps = 8 if br * bc >= 64 * 64 else 4
-    # Three stages pipeline the K/V tile loads (the sweep: 0.72x -> 0.77x SDPA at d=128).
-    stages = 3 if ebytes <= 2 else 2
-    blocks = {t.dim: t.block for t in tiles}
-    # One trip of the key loop (all keys in one tile) is not pipelined: one buffer each.
-    buffered = stages if bc < ext[j] else 2
-    ws = _attention_smem(br, bc, head, out_width, ebytes,
-                         DTYPES[p_dtype].bytes if p_dtype in DTYPES else COMPUTE_BYTES, buffered,
-                         pipelined=bc < ext[j])  # fmt: skip
-    ws += (buffered - 1) * _key_tile_loads(graph, dims, j, blocks, scores + outs)  # fmt: skip
     regs = min(target.max_regs_per_thread,
                math.ceil((br * bc + br * out_width) / (warps * target.warp_size)) + REG_OVERHEAD + 16)  # fmt: skip
     occ = occupancy(target, regs, warps * target.warp_size, ws).occupancy
     # (why a 16-bit attention on Hopper keeps the Triton kernel: the plan says so)
     note = f"not warp-specialised: {why_not}" if target.compute_capability[0] == 9 and ebytes == 2 else ""
     return TilePlan(tuple(tiles), warps, stages, ws, budget, regs, occ, True, schedule_note=note)
+
+
+def _flash_tiles(dims: SharedDims, j: int, row: int, whole: set[int], br: int, bc: int) -> list[DimTile]:
+    """FlashAttention's tiles: `br` query rows (`row`) a program, the key dim `j` looped in
+    tiles of `bc`, the head and output dims (`whole`) whole, the other dims one a program."""
+    tiles = []
+    for d in dims.dims:
+        if d.id == j:
+            tiles.append(DimTile(d.id, d.extent, bc, LOOP if bc < d.extent else WHOLE))
+        elif d.id in whole:
+            tiles.append(DimTile(d.id, d.extent, pow2(d.extent), WHOLE))
+        else:
+            tiles.append(DimTile(d.id, d.extent, br if d.id == row else 1, GRID))
+    return tiles
 
 
 WS_QUERY_ROWS = 64
@@ -1137,6 +1159,10 @@ def _attention_smem(br: int, bc: int, head: int, width: int, ebytes: int, p_byte
     if not pipelined and ebytes <= 2:
         return kv + v_again
     staged = q + max(1, stages - 1) * kv + p + v_again + br * COMPUTE_BYTES
+    if v_again:  # (f32 probabilities times 16-bit values: every K/V stage besides the
+        # f32 P and V tiles; ptxas 256 KB at 128 x 128, 2 stages, head dim 128, where the
+        # first count said 224.5: the kernel did not launch)
+        staged = max(staged, stages * kv + p + v_again)
     return max(staged, q + stages * kv)
 
 
