@@ -1,0 +1,431 @@
+"""A CPU emulator of the warp-specialised attention's printed Gluon kernel
+(`backend/triton/attention_ws.py`), for tests without a GPU: Gluon does not run under
+Triton's interpreter, so the printed Gluon functions run here, in place of their Triton
+twin and on the same arguments: each partition of `gl.warp_specialize` a thread; mbarriers
+with phases, arrival counts and transaction bytes; TMA copies that land as late as the
+protocol allows (only when every partition waits, the awaited one first); a
+`warpgroup_mma` computed at its `warpgroup_mma_wait`, its shared-memory operands checked
+unchanged since it was issued; after each program every ring slot loaded as often as it was
+released. Layouts are ignored. `tests/test_attention_ws_adversarial.py` plants bugs in a
+printed kernel and checks the emulator sees each one."""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import functools
+import math
+import threading
+import types
+
+import torch
+
+from tilefuse.backend.triton.module import EmittedModule
+from tilefuse.runtime.compiled import CompiledProgram
+
+# -- the CPU emulator of the printed Gluon kernel ------------------------------------------
+
+
+class Deadlock(AssertionError):
+    """Every partition waits on an mbarrier no partition will complete."""
+
+
+class Race(AssertionError):
+    """Shared memory an MMA in flight reads was written before its wait."""
+
+
+class _Layout:
+    """Any Gluon layout (the emulator ignores layouts)."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    @classmethod
+    def get_default_for(cls, *args, **kwargs):
+        return cls()
+
+
+class _BarrierLayout(_Layout):
+    pass
+
+
+class _Pointer:
+    """A kernel's pointer argument: its tensor and element offsets (an int or a tensor)."""
+
+    def __init__(self, tensor: torch.Tensor, offset=0):
+        self.tensor, self.offset = tensor, offset
+
+    def __add__(self, offset):
+        return _Pointer(self.tensor, self.offset + offset)
+
+    __radd__ = __add__
+
+    def flat(self) -> torch.Tensor:
+        t = self.tensor
+        n = t.untyped_storage().nbytes() // t.element_size() - t.storage_offset()
+        return torch.as_strided(t, (n,), (1,), t.storage_offset())
+
+
+class _Shared:
+    """A shared-memory descriptor: a view of one CPU tensor."""
+
+    def __init__(self, t: torch.Tensor):
+        self.t = t
+
+    def index(self, i):
+        return _Shared(self.t[i])
+
+    def reshape(self, shape):
+        return _Shared(self.t.view(*shape))
+
+    def permute(self, order):
+        return _Shared(self.t.permute(*order))
+
+    def store(self, x):
+        if x.dtype != self.t.dtype or tuple(x.shape) != tuple(self.t.shape):
+            raise TypeError(f"a store of {x.dtype} {tuple(x.shape)} into {self.t.dtype} "
+                            f"{tuple(self.t.shape)} shared memory")  # fmt: skip
+        self.t.copy_(x)
+
+    def load(self, layout=None):
+        return self.t.clone()
+
+
+class _Barrier:
+    """An mbarrier: its phase completes when `count` arrivals came and no bytes are due."""
+
+    def __init__(self, emu: GluonEmulator):
+        self.emu, self.count, self.pending, self.tx, self.phase = emu, 0, 0, 0, 0
+        self.waiters: list[list] = []
+
+    def init(self, count):
+        self.count = self.pending = count
+
+    def complete(self):
+        if self.pending or self.tx:
+            return
+        self.phase += 1
+        self.pending = self.count
+        for w in [w for w in self.waiters if self.phase % 2 != w[0]]:
+            w[1] = True
+            self.waiters.remove(w)
+            self.emu.running += 1  # (handed over: it runs again)
+        self.emu.cond.notify_all()
+
+    def arrive(self, count=1):
+        with self.emu.cond:
+            self.pending -= count
+            if self.pending < 0:
+                raise AssertionError("an mbarrier arrived on more often than its count")
+            self.complete()
+        self.emu.settle()
+
+    def expect(self, nbytes):
+        with self.emu.cond:
+            self.tx += nbytes
+            self.pending -= 1
+            self.complete()
+
+    def wait(self, parity):
+        emu = self.emu
+        with emu.cond:
+            if self.phase % 2 != parity:
+                return
+            w = [parity, False]
+            self.waiters.append(w)
+            emu.running -= 1
+            emu.cond.notify_all()
+            while not w[1]:
+                if emu.running == 0 and emu.settling == 0 and emu.copies:
+                    emu.land_copy()
+                elif (emu.running == 0 and emu.settling == 0) or emu.failed:
+                    self.waiters.remove(w)
+                    emu.running += 1
+                    raise Deadlock(f"an mbarrier wait (parity {parity}) never completes")
+                else:
+                    emu.cond.wait(0.05)
+
+
+class _Barriers:
+    def __init__(self, n: int, emu: GluonEmulator):
+        self.bars = [_Barrier(emu) for _ in range(n)]
+
+    def index(self, i):
+        return self.bars[i]
+
+
+class _Descriptor:
+    """A TMA descriptor: a view of the tensor by the shape and strides the kernel gives."""
+
+    def __init__(self, ptr: _Pointer, shape, strides, block_shape, layout=None):
+        t = ptr.tensor
+        if t.data_ptr() % 16 or strides[-1] != 1 or any(s * t.element_size() % 16 for s in strides[:-1]):
+            raise AssertionError(f"not a tensor TMA can read: strides {strides}")
+        self.view = torch.as_strided(t, tuple(shape), tuple(strides), t.storage_offset())
+        self.block = list(block_shape)
+
+    def box(self, coords) -> torch.Tensor:
+        """The block at `coords`, zero outside the tensor (the descriptor's padding)."""
+        box = torch.zeros(self.block, dtype=self.view.dtype)
+        src, dst = [], []
+        for c, b, n in zip(map(int, coords), self.block, self.view.shape, strict=True):
+            lo, hi = max(c, 0), min(c + b, n)
+            if hi <= lo:
+                return box
+            src.append(slice(lo, hi))
+            dst.append(slice(lo - c, hi - c))
+        box[tuple(dst)] = self.view[tuple(src)]
+        return box
+
+
+class _MMA:
+    """A `warpgroup_mma` in flight: computed at its wait, its operands unchanged since."""
+
+    def __init__(self, fn, reads: list[torch.Tensor]):
+        self.fn, self.reads = fn, reads
+        self.snapshot = [r.clone() for r in reads]
+        self.value = None
+
+    def resolve(self):
+        if any(not torch.equal(r, s) for r, s in zip(self.reads, self.snapshot, strict=True)):
+            raise Race("shared memory an MMA in flight reads changed before its wait")
+        self.value = self.fn()
+
+
+def _span(t: torch.Tensor) -> tuple[int, int]:
+    end = sum((n - 1) * s for n, s in zip(t.shape, t.stride(), strict=True)) + 1
+    return t.data_ptr(), t.data_ptr() + end * t.element_size()
+
+
+def _overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
+    (a0, a1), (b0, b1) = _span(a), _span(b)
+    return a0 < b1 and b0 < a1
+
+
+def _gl_binary(tensor_fn, int_fn):
+    def f(a, b, propagate_nan=None):
+        if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+            return tensor_fn(torch.as_tensor(a), torch.as_tensor(b))
+        return int_fn(a, b)
+
+    return f
+
+
+def _gl_load(ptr: _Pointer, mask=None, other=None):
+    offsets = torch.as_tensor(ptr.offset).long()
+    if mask is None:
+        return ptr.flat()[offsets]
+    got = ptr.flat()[torch.where(mask, offsets, 0)]
+    return torch.where(mask, got, 0 if other is None else other).to(got.dtype)
+
+
+def _gl_store(ptr: _Pointer, value, mask=None):
+    offsets, value = torch.broadcast_tensors(torch.as_tensor(ptr.offset).long(), torch.as_tensor(value))
+    if mask is not None:
+        keep = torch.broadcast_to(mask, offsets.shape)
+        offsets, value = offsets[keep], value[keep]
+    flat = ptr.flat()
+    flat[offsets] = value.to(flat.dtype)
+
+
+def _gl_module(emu: GluonEmulator) -> types.SimpleNamespace:
+    """`gl`: Gluon's tensor vocabulary on torch CPU tensors."""
+    gl = types.SimpleNamespace(constexpr=object, static_range=range, exp=torch.exp, exp2=torch.exp2,
+                               log=torch.log, sqrt=torch.sqrt, abs=torch.abs, int1=torch.bool,
+                               uint64=torch.int64)  # fmt: skip
+    for name in ("float32", "float64", "bfloat16", "float16", "int8", "int16", "int32", "int64"):
+        setattr(gl, name, getattr(torch, name))
+    for name in ("NVMMADistributedLayout", "DotOperandLayout", "SliceLayout", "BlockedLayout",
+                 "NVMMASharedLayout"):  # fmt: skip
+        setattr(gl, name, _Layout)
+    gl.program_id = lambda axis: emu.pid
+    gl.arange = lambda lo, hi: torch.arange(lo, hi, dtype=torch.int32)
+    gl.full = lambda shape, value, dtype, layout=None: torch.full(tuple(shape), value, dtype=dtype)
+    gl.zeros = lambda shape, dtype, layout=None: torch.zeros(tuple(shape), dtype=dtype)
+    gl.where = torch.where
+    gl.maximum, gl.minimum = _gl_binary(torch.maximum, max), _gl_binary(torch.minimum, min)
+    gl.sum = lambda x, axis: torch.sum(x, dim=axis)
+    gl.reduce = lambda x, axis, combine: functools.reduce(combine, x.unbind(axis))
+    gl.set_auto_layout = gl.convert_layout = lambda x, layout: x
+    gl.cdiv = lambda a, b: -(-a // b)
+    gl.load, gl.store = _gl_load, _gl_store
+    gl.allocate_shared_memory = emu.allocate
+    gl.warp_specialize = emu.warp_specialize
+    return gl
+
+
+class GluonEmulator:
+    """Runs the `@gluon.jit` functions of a generated module (`source`) on the CPU."""
+
+    def __init__(self, source: str):
+        self.cond = threading.Condition()
+        self.local = threading.local()
+        self.pid = self.running = self.settling = 0
+        self.failed = False
+        self.mmas: list[_MMA] = []  # in flight, every partition's
+        self.copies: list[tuple] = []  # TMA copies in flight
+        self.barriers: list[_Barriers] = []  # the program's, in allocation order
+        tree = ast.parse(source)
+        functions = [n for n in tree.body if isinstance(n, ast.FunctionDef)
+                     and any(ast.unparse(d) == "gluon.jit" for d in n.decorator_list)]  # fmt: skip
+        code = "\n\n".join(ast.get_source_segment(source, f) or "" for f in functions)
+        # (the unsigned compare of indices: int64 with the sign bit flipped orders alike)
+        code = code.replace(".to(gl.uint64, bitcast=True)", ".__xor__(-9223372036854775808)")
+        assert "bitcast=True" not in code, "a bitcast the emulator does not model"
+        self.ns = self._namespace()
+        exec(compile(code, "<gluon>", "exec"), self.ns)
+
+    def _namespace(self) -> dict:
+        mbarrier = types.SimpleNamespace(
+            MBarrierLayout=_BarrierLayout, init=lambda bar, count: bar.init(count), invalidate=lambda bar: None,
+            wait=lambda bar, phase: bar.wait(phase), expect=lambda bar, nbytes: bar.expect(nbytes),
+            arrive=lambda bar, count=1: bar.arrive(count))  # fmt: skip
+        tl = types.SimpleNamespace(PropagateNan=types.SimpleNamespace(ALL="all", NONE="none"), constexpr=object)
+        return {"gl": _gl_module(self), "tl": tl, "gluon": types.SimpleNamespace(jit=lambda f: f),
+                "mbarrier": mbarrier, "tma": types.SimpleNamespace(make_tensor_descriptor=_Descriptor),
+                "_tma_load": self.tma_load, "warpgroup_mma": self.mma, "warpgroup_mma_wait": self.mma_wait,
+                "fence_async_shared": lambda: None}  # fmt: skip
+
+    def launch(self, name: str, programs: int, args: list) -> None:
+        fn = self.ns[name]
+        args = [_Pointer(a) if isinstance(a, torch.Tensor) else a for a in args]
+        for pid in range(programs):
+            self.pid, self.barriers, self.copies, self.failed = pid, [], [], False
+            fn(*args)
+            self.check_quiescent()
+
+    # -- shared memory, partitions, barriers ------------------------------------------
+
+    def allocate(self, dtype, shape, layout):
+        if isinstance(layout, _BarrierLayout):
+            self.barriers.append(_Barriers(shape[0], self))
+            return self.barriers[-1]
+        return _Shared(torch.zeros(tuple(shape), dtype=dtype))
+
+    def warp_specialize(self, partitions, warps, regs=None):
+        errors = []
+
+        def run(fn, args):
+            try:
+                fn(*args)
+            except BaseException as e:  # (re-raised below, in the launching thread)
+                errors.append(e)
+                self.failed = True
+            finally:
+                with self.cond:
+                    self.running -= 1
+                    self.cond.notify_all()
+
+        self.running = len(partitions)
+        threads = [threading.Thread(target=run, args=p, daemon=True) for p in partitions]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+            assert not t.is_alive(), "a partition never finished"
+        if errors:
+            raise errors[0]
+
+    def settle(self):
+        """Let every other partition run until it waits (early releases show at once)."""
+        with self.cond:
+            self.running -= 1
+            self.settling += 1
+            self.cond.notify_all()
+            self.cond.wait_for(lambda: self.running == 0 or self.failed, timeout=30)
+            self.settling -= 1
+            self.running += 1
+
+    def check_quiescent(self):
+        """After a program: no copy in flight, each ring slot loaded as often as released
+        (the barriers come in (ready, empty) pairs: `_entry`)."""
+        assert not self.copies, "a TMA copy no partition waited for"
+        for ready, empty in zip(self.barriers[0::2], self.barriers[1::2], strict=True):
+            for r, e in zip(ready.bars, empty.bars, strict=True):
+                assert not r.tx and r.pending == r.count and e.pending == e.count, "a barrier left mid-phase"
+                assert r.phase == e.phase, f"a ring slot loaded {r.phase} times, released {e.phase} times"
+
+    # -- TMA and wgmma --------------------------------------------------------------
+
+    def tma_load(self, desc: _Descriptor, coords, bar: _Barrier, dest: _Shared):
+        with self.cond:
+            self.check_unread(dest.t)
+            self.copies.append((desc, list(coords), bar, dest))
+
+    def land_copy(self):
+        """A copy in flight lands: the newest one a partition waits for, else the newest."""
+        copy = ([c for c in self.copies if c[2].waiters] or self.copies)[-1]
+        self.copies.remove(copy)
+        desc, coords, bar, dest = copy
+        box = desc.box(coords)
+        self.check_unread(dest.t)
+        dest.t.copy_(box)
+        bar.tx -= box.numel() * box.element_size()
+        assert bar.tx >= 0, "a TMA copy brought more bytes than its mbarrier expects"
+        bar.complete()
+
+    def check_unread(self, t: torch.Tensor):
+        if any(_overlap(t, r) for m in self.mmas for r in m.reads):
+            raise Race("a TMA copy writes shared memory an MMA in flight reads")
+
+    def mma(self, a, b: _Shared, acc, use_acc=True, is_async=False):
+        lhs = a.t if isinstance(a, _Shared) else a
+        assert lhs.dtype == b.t.dtype, f"warpgroup_mma of {lhs.dtype} by {b.t.dtype}"
+        assert not isinstance(acc, _MMA), "an MMA accumulates into an unfinished MMA's result"
+        base = acc if use_acc else torch.zeros_like(acc)
+        m = _MMA(lambda: base + lhs.float() @ b.t.float(), [b.t] + ([a.t] if isinstance(a, _Shared) else []))
+        if not hasattr(self.local, "mmas"):
+            self.local.mmas = []
+        self.local.mmas.append(m)
+        self.mmas.append(m)
+        return m
+
+    def mma_wait(self, n=0, deps=()):
+        while len(self.local.mmas) > n:  # (in issue order)
+            m = self.local.mmas.pop(0)
+            m.resolve()
+            self.mmas.remove(m)
+        out = []
+        for d in deps:
+            if isinstance(d, _MMA):
+                assert d.value is not None, "a wait returned an MMA result still in flight"
+                d = d.value
+            out.append(d)
+        return out[0] if len(out) == 1 else tuple(out)
+
+
+@contextlib.contextmanager
+def gluon_in_place_of_triton(prog: CompiledProgram, emitted: EmittedModule, source: str | None = None):
+    """Within the block, each group with a Gluon twin runs it (emulated) where the host
+    launches its Triton kernel: the same arguments, K and V through the host's `_tma`,
+    half the programs. (The host's `_ON_GPU` stays False: the prelude's other helpers keep
+    their interpreter branches.)"""
+    python = prog.python
+    emu = GluonEmulator(source or emitted.text)
+    saved = {}
+
+    def stand_in(sig):
+        described = {i for i, p in enumerate(sig.gpu.params) if p.descriptor}
+
+        class Launch:
+            def __getitem__(self, grid):
+                def run(*args, **constexprs):
+                    assert math.prod(grid) == sig.programs == sig.gpu.programs * 2
+                    args = [python._tma(a) if i in described else a for i, a in enumerate(args)]
+                    emu.launch(sig.gpu.name, sig.gpu.programs, args)
+
+                return run
+
+        return Launch()
+
+    for sig in emitted.kernels:
+        if sig.gpu is not None:
+            saved[sig.name] = getattr(python, sig.name)
+            setattr(python, sig.name, stand_in(sig))
+    try:
+        yield
+    finally:
+        for name, kernel in saved.items():
+            setattr(python, name, kernel)
+
+
