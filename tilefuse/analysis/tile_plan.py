@@ -945,11 +945,6 @@ def _plan_attention(graph: Graph, dims: SharedDims, target: Target, budget: int,
         # Key tile = head dim within [64, 128]: calibrated on the H200 with
         # tools/experiments/tile_sweep.py (d=128: 128x128 best; d=64: 128x64).
         bc = min(bc, max(64, min(128, head)))
-    if p_dtype in DTYPES and DTYPES[p_dtype].bytes >= 4 <= COMPUTE_BYTES and ebytes <= 2:
-        # (16-bit scores, f32 probabilities times values: that product is an IEEE f32
-        # dot, whose tiles spill past 32 x 32 as an f32 attention's do: 676 spilled words
-        # at 128 x 64, ptxas sm_90)
-        br, bc = min(br, FLASH_MAX_BLOCK_F32), min(bc, FLASH_MAX_BLOCK_F32)
     br = min(br, max(MIN_DOT, pow2(ext[row])))
     bc = min(bc, max(MIN_DOT, pow2(ext[j])))
     why_not = warp_specialized_attention(graph, dims, target, sm, head, out_width, ebytes, p_dtype)
@@ -1159,9 +1154,9 @@ def _attention_smem(br: int, bc: int, head: int, width: int, ebytes: int, p_byte
     if not pipelined and ebytes <= 2:
         return kv + v_again
     staged = q + max(1, stages - 1) * kv + p + v_again + br * COMPUTE_BYTES
-    if v_again:  # (f32 probabilities times 16-bit values: every K/V stage besides the
-        # f32 P and V tiles; ptxas 256 KB at 128 x 128, 2 stages, head dim 128, where the
-        # first count said 224.5: the kernel did not launch)
+    if v_again and pipelined:  # (f32 probabilities times 16-bit values: every K/V stage
+        # besides the f32 P and V tiles; ptxas 256 KB at 128 x 128, 2 stages, head dim 128,
+        # where the count above said 224.5: the kernel did not launch)
         staged = max(staged, stages * kv + p + v_again)
     return max(staged, q + stages * kv)
 
