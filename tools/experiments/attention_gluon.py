@@ -481,22 +481,6 @@ def aot():
                     print(f"D{d} {'causal ' if causal else ''}{label:24s} FAILED {type(e).__name__}: {str(e)[:3000]}")
 
 
-def bench(fn, reps=30):
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        a, z = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        z.record()
-        z.synchronize()
-        times.append(a.elapsed_time(z) * 1e3)
-    times.sort()
-    return times[len(times) // 2]
-
-
 def main():
     import attention_hopper  # the FA-2 loop as tilefuse prints it, same process
 
@@ -512,7 +496,7 @@ def main():
         want = F.scaled_dot_product_attention(q, ke, ve, is_causal=causal)
         flops = 4 * b * h * s * s * d * (0.5 if causal else 1.0)
         sdpa = lambda q=q, ke=ke, ve=ve, c=causal: F.scaled_dot_product_attention(q, ke, ve, is_causal=c)  # noqa: E731
-        sdpa_us = bench(sdpa)
+        sdpa_us = attention_hopper.bench(sdpa)
         gqa = f" gqa {hkv}" if hkv != h else ""
         print(f"\nB{b} H{h} S{s} D{d}{' causal' if causal else ''}{gqa}: SDPA {sdpa_us:.0f} us "
               f"{flops / sdpa_us / 1e6:.0f} TF/s")  # fmt: skip
@@ -523,8 +507,8 @@ def main():
             try:
                 out = fn()
                 err = (out.float() - want.float()).abs().max().item()
-                us = bench(fn)
-                sdpa_us = min(sdpa_us, bench(sdpa, 10))
+                us = attention_hopper.bench(fn)
+                sdpa_us = min(sdpa_us, attention_hopper.bench(sdpa, 10))
                 row = {"shape": [b, h, hkv, s, d, causal], "variant": name, "us": round(us, 1),
                        "tflops": round(flops / us / 1e6), "vs_sdpa": round(sdpa_us / us, 3), "err": err}  # fmt: skip
                 print(f"  {name:24s} {us:8.0f} us {flops / us / 1e6:5.0f} TF/s {sdpa_us / us:5.2f}x SDPA err {err:.1e}")

@@ -68,27 +68,10 @@ def without_warp_specialization():
         tile_plan.warp_specialized_attention = original
 
 
-def bench(fn, reps=25):
-    import torch
-
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        a, z = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        z.record()
-        z.synchronize()
-        times.append(a.elapsed_time(z) * 1e3)
-    times.sort()
-    return times[len(times) // 2]
-
-
 def check(path: Path, target: str) -> dict:
     import torch
     import torch.nn.functional as F
+    from attention_hopper import bench  # (this directory: the scripts run from it)
 
     import tilefuse.runtime as tf
 
@@ -114,7 +97,7 @@ def check(path: Path, target: str) -> dict:
     row["warp_specialized_vs_triton"] = (outs["warp_specialized"].float() - outs["triton"].float()).abs().max().item()
     for _ in range(2):  # alternating rounds
         for name, fn in (("sdpa", sdpa), ("warp_specialized", lambda: ws(q, k, v)), ("triton", lambda: plain(q, k, v))):
-            us = bench(fn)
+            us = bench(fn, 25)
             row[f"{name}_us"] = min(row.get(f"{name}_us", math.inf), us)
     for name in ("warp_specialized", "triton"):
         row[f"{name}_tflops"] = round(flops / row[f"{name}_us"] / 1e6)
