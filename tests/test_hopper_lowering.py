@@ -1,7 +1,7 @@
 """The Hopper lowering of contractions (issue 17): on sm_90 targets a 16-bit GEMM
 with row-major operands launches one program per SM slot, each looping over output
 tiles, and loads its operand tiles through TMA descriptors; elsewhere (other
-targets, small grids, epilogues of two library calls an element, window views) it is the pointer loop. Both
+targets, small grids, erf epilogues, window views) it is the pointer loop. Both
 lowerings run in the interpreter and give the same numbers."""
 
 from __future__ import annotations
@@ -62,27 +62,32 @@ def test_other_targets_and_small_grids_keep_the_pointer_loop():
 MLP = {"M": 8192, "D": 4096, "F": 16384}
 
 
-def test_f32_dots_and_two_library_calls_an_element_keep_the_pointer_loop():
+def test_f32_and_erf_epilogues_keep_the_pointer_loop():
     module, _ = emitted(LINEAR, BIG, dtype="f32")
     assert [p.persistent.data for p in plans(module)] == [0]  # an IEEE f32 dot
+    module, _ = emitted("samples/mlp.mlir", MLP)
+    up, down = plans(module)
+    assert up.persistent.data == 0  # erf in the epilogue (HOPPER_LIBRARY_CALLS)
+    assert down.persistent.data == 132
+
+
+def test_one_library_call_an_element_may_take_the_hopper_lowering(monkeypatch):
+    """With `HOPPER_LIBRARY_CALLS` 1 (what erf_gemm_lowering.py times) GELU's erf GEMM
+    is persistent at 16 warps (the inlined erf within `EPILOGUE_CALLS_PER_THREAD`),
+    and an epilogue of two library calls an element still is not."""
+    import tilefuse.analysis.tile_plan as tile_plan
+
+    monkeypatch.setattr(tile_plan, "HOPPER_LIBRARY_CALLS", 1)
+    module, _ = emitted("samples/mlp.mlir", MLP)
+    up, down = (op for op in module.walk() if isinstance(op, TileGridOp))
+    assert up.plan.persistent.data == 132 and down.plan.persistent.data == 132
+    assert [b for _, b, _ in up.plan.dims] == [128, 256, 64] and up.num_warps.value.data == 16
     text = Path("samples/mlp.mlir").read_text()
     erf = "    %e1 = arith.addf %e, %one : f32\n"
     assert erf in text
     twice = text.replace(erf, "    %ee = math.erf %e : f32\n    %e1 = arith.addf %ee, %one : f32\n")
     module, _ = emitted(twice, MLP)
-    up, down = plans(module)
-    assert up.persistent.data == 0  # erf(erf(.)): two library calls, not compiled persistent
-    assert down.persistent.data == 132
-
-
-def test_a_gelu_erf_epilogue_is_persistent_at_16_warps():
-    """One library call an element (GELU's erf): the Hopper lowering, with the warps
-    that keep the inlined erf within `EPILOGUE_CALLS_PER_THREAD` (the sm_90 compile
-    of this kernel: no spills, tests/test_gpu_compile.py)."""
-    module, _ = emitted("samples/mlp.mlir", MLP)
-    up, down = (op for op in module.walk() if isinstance(op, TileGridOp))
-    assert up.plan.persistent.data == 132 and down.plan.persistent.data == 132
-    assert [b for _, b, _ in up.plan.dims] == [128, 256, 64] and up.num_warps.value.data == 16
+    assert [p.persistent.data for p in plans(module)] == [0, 132]
 
 
 def test_persistent_projections_share_one_launch_while_they_fit_the_l2():

@@ -639,9 +639,7 @@ def hopper_lowering(graph: Graph, target: Target, roles: _Roles, library_calls: 
     sm_90 targets, for 16-bit dots with an M and an N, every contraction's operands
     tensors the host passes row-major (`dataflow.tma_tensor`) read as they are
     stored (no producer fused into a K step), and an epilogue of at most
-    `HOPPER_LIBRARY_CALLS` library call per element (GELU's erf: the MLP's 128 x 256
-    tile at 16 warps, 116 registers and no spills, Triton 3.6 and 3.9, sm_90; two or
-    more, as pow or full-range sin, are not compiled or measured: the pointer loop).
+    `HOPPER_LIBRARY_CALLS` library calls per element.
     Measured on the H200 at the models' Linear shapes: 1.1-1.4x the pointer loop
     (tools/experiments/gemm_tma.py, docs/PERF.md). Tiles of at least 128 x 128, and
     a grid of at least one wave, or the pointer loop."""
@@ -658,10 +656,13 @@ def hopper_lowering(graph: Graph, target: Target, roles: _Roles, library_calls: 
                for n in graph.nodes if n.kind == CONTRACTION for v in n.s.inputs)  # fmt: skip
 
 
-HOPPER_LIBRARY_CALLS = 1
-"""Library calls per element an epilogue of the Hopper lowering may have (an erf
-spilled in the persistent loop while its bias load sat before the loop, fifth
-session; since `kernel.loop_first` it compiles without spills)."""
+HOPPER_LIBRARY_CALLS = 0
+"""Library calls per element an epilogue of the Hopper lowering may have. An erf
+(GELU) spilled in the persistent loop in the fifth session; today the MLP's erf
+GEMM at 128 x 256, 16 warps compiles for sm_90 with 116 registers and no spills
+(Triton 3.6 and 3.9; BERT's and ViT's FC1, with a bf16 rounding and a division
+more, spill 14 words, as their pointer loops do). 1 is not timed yet:
+`tools/experiments/erf_gemm_lowering.py` times both on the GPU."""
 
 HOPPER_MIN_TILE = 128 * 128
 """The smallest BM x BN the Hopper lowering takes (measured from 128 x 128 up)."""
