@@ -4,7 +4,7 @@ The default pipeline: the one ordered list of stages, and the one way to run it.
 ```
 inline-calls -> drop-unused-results -> fold-host-scalars -> fold-asserts -> fold-reshape-of-creation
     -> decompose-softmax -> linalg-generalize -> fold-unit-dims -> scalar-operands -> fold-transposes
-    -> propagate-reshapes -> fold-concats -> fold-operand-extf -> fold-windows
+    -> fold-concats -> propagate-reshapes -> fold-operand-extf -> fold-windows
     -> split-reduction{target}
     -> flash-attention -> resolve-dims -> fusion-groups{target} -> tile-and-fuse{target} -> horizontal-fusion{target}
     -> choose-layouts
@@ -108,8 +108,8 @@ STAGES: tuple[Stage, ...] = (
     Stage("fold-unit-dims", FoldUnitDimsPass),
     Stage("scalar-operands", ScalarOperandsPass),
     Stage("fold-transposes", FoldTransposesPass),
-    Stage("propagate-reshapes", PropagateReshapesPass),
     Stage("fold-concats", FoldConcatsPass),
+    Stage("propagate-reshapes", PropagateReshapesPass),
     Stage("fold-operand-extf", FoldOperandExtfPass),
     Stage("fold-windows", FoldWindowsPass),
     Stage("split-reduction", SplitReductionPass, targeted=True),

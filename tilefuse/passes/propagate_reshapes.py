@@ -55,11 +55,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import func, tensor
+from xdsl.dialects import arith, func, tensor
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     AffineMapAttr,
     ArrayAttr,
+    IndexType,
     IntegerAttr,
     ModuleOp,
     TensorType,
@@ -756,7 +757,7 @@ def plan_expansion(seed: linalg.GenericOp, splits: Splits,
         if why:
             return None, f"{_label(op)} {why} (splits {merged})"
         members[op] = merged
-        found = _expansion_neighbours(op, merged)
+        found = _expansion_neighbours(op, merged, refine=not alone)
         if isinstance(found, str):
             return None, f"{_label(op)}: {found}"
         neighbours, removed = found
@@ -771,8 +772,9 @@ def plan_expansion(seed: linalg.GenericOp, splits: Splits,
 
 def _not_expandable(op: linalg.GenericOp, splits: Splits) -> str | None:
     """Why `op` cannot run with its loops split by `splits` (None: it can)."""
-    if any(isinstance(o, linalg.IndexOp) and o.dim.value.data in splits for o in op.body.walk()):
-        return "reads the index of a split loop (linalg.index)"
+    if any(isinstance(o, linalg.IndexOp) and DYNAMIC_INDEX in splits.get(o.dim.value.data, [0])[1:]
+           for o in op.body.walk()):  # fmt: skip
+        return "reads the index of a loop split by a run-time size (linalg.index)"
     if any(_operand_groups(m, splits) is None for m in _maps(op)):
         return "reads a split loop through an affine expression"
     return None
@@ -797,20 +799,23 @@ def _dims_in_map(amap: AffineMap) -> set[int]:
     return {d for e in amap.results for d in e.used_dims()}
 
 
-def _expansion_neighbours(op: linalg.GenericOp, splits: Splits) -> tuple[list, bool] | str:
+def _expansion_neighbours(op: linalg.GenericOp, splits: Splits,
+                          refine: bool = False) -> tuple[list, bool] | str:  # fmt: skip
     """The generics that expanding `op` expands too, each with its splits, and
-    whether a view between generics goes; or why `op` cannot be expanded."""
+    whether a view between generics goes; or why `op` cannot be expanded.
+    `refine`: views of the split dims coarser than the split (`_refined_view`)
+    are seen through, not refused."""
     maps = _maps(op)
     n_in = len(op.inputs)
     found, removes = [], False
     for value, amap in zip(op.operands, maps, strict=True):
-        step = _operand_neighbour(value, amap, splits)
+        step = _operand_neighbour(value, amap, splits, refine)
         if isinstance(step, str):
             return step
         found += step[0]
         removes |= step[1]
     for result, amap in zip(op.results, maps[n_in:], strict=True):
-        step = _result_neighbours(result, amap, splits)
+        step = _result_neighbours(result, amap, splits, refine)
         if isinstance(step, str):
             return step
         found += step[0]
@@ -818,9 +823,14 @@ def _expansion_neighbours(op: linalg.GenericOp, splits: Splits) -> tuple[list, b
     return found, removes
 
 
-def _operand_neighbour(value: SSAValue, amap: AffineMap, splits: Splits) -> tuple[list, bool] | str:
+def _operand_neighbour(value: SSAValue, amap: AffineMap, splits: Splits,
+                       refine: bool = False) -> tuple[list, bool] | str:  # fmt: skip
     """An operand's producer to expand too (if a generic), whether a view between
-    generics goes (a collapse the expansion inverts), or why it cannot be read so."""
+    generics goes (a collapse the expansion inverts), or why it cannot be read so.
+    `refine`: a collapse of a generic's result that merges fewer dims than the
+    split makes (`[B, H] -> B*H` where the split is `B*H -> [B, KVH, REP]`) brings
+    that producer in, its `H` split `[KVH, REP]`; an expansion of any tensor is read
+    split further (the same view, finer: `[B*T, H*D] -> [B, T, KVH, REP, D]`)."""
     dims = _dim_splits(amap, splits)
     owner = value.owner
     producer = _generic_of(value)
@@ -836,12 +846,67 @@ def _operand_neighbour(value: SSAValue, amap: AffineMap, splits: Splits) -> tupl
         return [], source is not None and not is_generic_fill(source)  # (a fill's view: a fill)
     if _host_source(value):
         return [], False
+    if refine and isinstance(owner, _Reshape) and (step := _refined_view(owner, dims)) is not None:
+        return step
     return "reads a split dim of a view of a generic's result split otherwise"
 
 
-def _result_neighbours(result: SSAValue, amap: AffineMap, splits: Splits) -> tuple[list, bool] | str:
+def _refined_view(view: _Reshape, dims: dict[int, list[int]]) -> tuple[list, bool] | None:
+    """For a view `view` whose result dims `dims` (dim -> sizes) an expansion
+    splits: an expansion is read split further (no generic joins, no view goes, the
+    same view of the same tensor, finer), a collapse of a generic's result whose
+    merged dims the split refines brings the generic in with its dims split to
+    match (the collapse goes); None when neither."""
+    if isinstance(view, tensor.ExpandShapeOp):
+        if any(DYNAMIC_INDEX in sizes for sizes in dims.values()):
+            return None  # (which split of a dynamic size? the view's sizes say one only)
+        return [], False
+    producer = _generic_of(view.src)
+    if producer is None or is_generic_fill(producer):
+        return None
+    shape = view.src.type.get_shape()  # pyright: ignore
+    source: dict[int, list[int]] = {}
+    for t, sizes in dims.items():
+        group = groups_of(view)[t]
+        parts = _refinement([shape[i] for i in group], sizes)
+        if parts is None:
+            return None
+        source.update({i: part for i, part in zip(group, parts, strict=True) if len(part) > 1})
+    if not source:
+        return None
+    loops = _loop_splits(_maps(producer)[len(producer.inputs) + view.src.index], source)  # pyright: ignore
+    return None if loops is None else ([(producer, loops)], True)
+
+
+def _refinement(coarse: list[int], fine: list[int]) -> list[list[int]] | None:
+    """`fine` cut into consecutive runs whose products are `coarse`'s sizes in order
+    (`[8, 16]`, `[8, 4, 4]` -> `[[8], [4, 4]]`); None when it does not cut so."""
+    if DYNAMIC_INDEX in coarse or DYNAMIC_INDEX in fine:
+        return None
+    parts, at = [], 0
+    for size in coarse:
+        run, product = [], 1
+        while product < size and at < len(fine):
+            run.append(fine[at])
+            product *= fine[at]
+            at += 1
+        if product != size or not run:
+            return None
+        parts.append(run)
+    return parts if at == len(fine) else None
+
+
+def _result_neighbours(result: SSAValue, amap: AffineMap, splits: Splits,
+                       refine: bool = False) -> tuple[list, bool] | str:  # fmt: skip
     """A result's readers to expand too, whether a view between generics goes (an
-    expansion the collapse inverts), or why it cannot be read so."""
+    expansion the collapse inverts), or why it cannot be read so. `refine`: an
+    expansion that splits fewer dims than the split makes (`B*H -> [B, H]` where
+    the split is `[B, KVH, REP]`) brings its readers in, their `H` split
+    `[KVH, REP]` (the expansion goes); a collapse (`[B, T, H, D] -> [B*T, H*D]`)
+    brings in its readers, their merged loops split to match (`B*H` ->
+    `[B, KVH, REP]`), except a contraction that would have to split a reduction or
+    an M or N loop: it reads the result collapsed back, one view at a kernel
+    boundary as before."""
     dims = _dim_splits(amap, splits)
     if not dims:
         return [], False
@@ -852,13 +917,89 @@ def _result_neighbours(result: SSAValue, amap: AffineMap, splits: Splits) -> tup
             loops = _loop_splits(_maps(user)[use.index], dims)  # pyright: ignore
             if loops is None:
                 return f"its reader {_label(user)} reads a split dim through an affine expression"  # pyright: ignore
+            if refine and _kernel_boundary(user, loops):  # pyright: ignore
+                continue  # (it reads the result collapsed back: a view at its operand)
             found.append((user, loops))
         elif isinstance(user, tensor.ExpandShapeOp) and _inverts(user, amap, splits):
             removes |= any(_at_function_level(u.operation, linalg.GenericOp) for u in user.result.uses)
+        elif refine and (readers := _view_readers_split(user, dims)) is not None:
+            if isinstance(readers, str):
+                return readers
+            found += readers
+            removes |= bool(readers)
         elif not (isinstance(user, func.ReturnOp)
                   or (isinstance(user, _Reshape) and _host_only(user.result))):  # fmt: skip
             return f"a split result is read by {user.name}"
     return found, removes
+
+
+def _view_readers_split(view: Operation, dims: dict[int, list[int]]) -> list | str | None:
+    """The readers to expand too of a view `view` of a split result (`_readers_split`,
+    `_collapse_readers_split`); None: not a view seen through."""
+    if isinstance(view, tensor.ExpandShapeOp):
+        return _readers_split(view, dims)
+    if isinstance(view, tensor.CollapseShapeOp):
+        return _collapse_readers_split(view, dims)
+    return None
+
+
+def _readers_split(expand: tensor.ExpandShapeOp, dims: dict[int, list[int]]) -> list | str | None:
+    """The readers of `expand` (of a result whose dims `dims` an expansion splits)
+    with their loops split to match, where the split refines the expansion's
+    groups (None: it does not; a string: why a reader cannot join)."""
+    shape = expand.result.type.get_shape()  # pyright: ignore
+    out: dict[int, list[int]] = {}
+    for t, sizes in dims.items():
+        group = groups_of(expand)[t]
+        parts = _refinement([shape[i] for i in group], sizes)
+        if parts is None:
+            return None
+        out.update({i: part for i, part in zip(group, parts, strict=True) if len(part) > 1})
+    found = []
+    for use in expand.result.uses:
+        reader = use.operation
+        if isinstance(reader, func.ReturnOp) or (isinstance(reader, _Reshape) and _host_only(reader.result)):
+            continue
+        if not _at_function_level(reader, linalg.GenericOp):
+            return f"a split result is read through an expansion by {reader.name}"
+        loops = _loop_splits(_maps(reader)[use.index], out)  # pyright: ignore
+        if loops is None:
+            return f"its reader {_label(reader)} reads a split dim through an affine expression"  # pyright: ignore
+        found.append((reader, loops))
+    return found
+
+
+def _collapse_readers_split(collapse: tensor.CollapseShapeOp, dims: dict[int, list[int]]) -> list | str:
+    """The readers of `collapse` (of a result whose dims `dims` an expansion splits)
+    to expand too, each with the merged loops split to match; a contraction whose
+    split would be a reduction, M or N loop keeps the collapse (its operand views
+    are kernel boundaries) and does not join; anything else reading it refuses."""
+    shape = collapse.src.type.get_shape()  # pyright: ignore
+    out: dict[int, list[int]] = {}
+    for t, group in enumerate(groups_of(collapse)):
+        if any(i in dims for i in group):
+            out[t] = [n for i in group for n in dims.get(i, [shape[i]])]
+    found = []
+    for use in collapse.result.uses:
+        reader = use.operation
+        if isinstance(reader, func.ReturnOp) or (isinstance(reader, _Reshape) and _host_only(reader.result)):
+            continue
+        if not _at_function_level(reader, linalg.GenericOp):
+            return f"a split result is read through a collapse by {reader.name}"
+        loops = _loop_splits(_maps(reader)[use.index], out)  # pyright: ignore
+        if loops is None:
+            return f"its reader {_label(reader)} reads a split dim through an affine expression"  # pyright: ignore
+        if _kernel_boundary(reader, loops):  # pyright: ignore
+            continue  # (the contraction reads the view)
+        found.append((reader, loops))
+    return found
+
+
+def _kernel_boundary(reader: linalg.GenericOp, loops: Splits) -> bool:
+    """Whether `reader`, a contraction, would have to split a reduction or an M or N
+    loop to join an expansion: it stays as it is and reads the expanded result
+    collapsed back (its operands are kernel boundaries; a view there is free)."""
+    return is_contraction(as_structured(reader)) and _splits_tiled_loops(reader, loops) is not None
 
 
 def _inverts(view: _Reshape, amap: AffineMap, splits: Splits) -> bool:
@@ -910,6 +1051,25 @@ def _expanded_operand(value: SSAValue, amap: AffineMap, splits: Splits, before: 
     return _expand_to(value, groups, new_t, before, rewriter).result  # (a fill's: refilled later)
 
 
+def _linearised(index: linalg.IndexOp, loops: list[int], sizes: list[int]) -> None:
+    """Make `index` (of the first of `loops`, which split one loop into `sizes`) read
+    the index of the loop they split: `((i0 * s1) + i1) * s2 + i2 ...`."""
+    value: SSAValue = index.result
+    uses = list(value.uses)
+    at: Operation = index
+    for loop, size in zip(loops[1:], sizes[1:], strict=True):
+        inner = linalg.IndexOp(loop)
+        scale = arith.ConstantOp(IntegerAttr(size, IndexType()))
+        mul = arith.MuliOp(value, scale.result)
+        add = arith.AddiOp(mul.result, inner.result)
+        for new in (inner, scale, mul, add):
+            Rewriter.insert_op(new, InsertPoint.after(at))
+            at = new
+        value = add.result
+    for use in uses:
+        use.operation.operands[use.index] = value
+
+
 def _expand_generic(op: linalg.GenericOp, splits: Splits) -> None:
     """`op` with each split loop run as its sizes' loops (outermost first)."""
     rewriter = Rewriter()
@@ -931,7 +1091,10 @@ def _expand_generic(op: linalg.GenericOp, splits: Splits) -> None:
     outs = operands[n_in:]
     body = op.body.clone()
     for index in [o for o in body.walk() if isinstance(o, linalg.IndexOp)]:
-        index.properties["dim"] = IntegerAttr(new_dims[index.dim.value.data][0], i64)
+        d = index.dim.value.data
+        index.properties["dim"] = IntegerAttr(new_dims[d][0], i64)
+        if d in splits:  # the split loop's index, from its loops' (outermost first)
+            _linearised(index, new_dims[d], splits[d])
     new = linalg.GenericOp(operands[:n_in], outs, body, new_maps, iterators,
                            [v.type for v in outs])  # fmt: skip
     new.location = op.location

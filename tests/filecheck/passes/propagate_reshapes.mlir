@@ -206,13 +206,19 @@ func.func @grouped_heads(%q: tensor<1x4x4x8xf32>, %k: tensor<1x2x4x8xf32>) -> te
 
 // -----
 
-// Stays: the same K, but the reader of the scores computes with the head's
-// index (linalg.index 0): the heads loop cannot split, so the broadcast's
-// collapse stays a view before the matmul. Correct, not fused.
+// The same K, and the reader of the scores computes with the head's index
+// (linalg.index 0): the heads loop splits [2, 2] all the same, the index read
+// as the split loops' `i0 * 2 + i1`; the broadcast is read directly.
 // CHECK-LABEL: func.func @grouped_heads_index
 // CHECK:       %[[KB:.*]] = linalg.generic
-// CHECK:       tensor.collapse_shape %[[KB]]
-// CHECK:       linalg.index 0 : index
+// CHECK-NOT:   tensor.collapse_shape %[[KB]]
+// CHECK:       ins(%{{.*}}, %[[KB]] : tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>)
+// CHECK:       %[[H:.*]] = linalg.index 0 : index
+// CHECK-NEXT:  %[[H1:.*]] = linalg.index 1 : index
+// CHECK-NEXT:  %[[C2:.*]] = arith.constant 2 : index
+// CHECK-NEXT:  %[[M:.*]] = arith.muli %[[H]], %[[C2]] : index
+// CHECK-NEXT:  %[[L:.*]] = arith.addi %[[M]], %[[H1]] : index
+// CHECK-NEXT:  arith.index_cast %[[L]] : index to i64
 func.func @grouped_heads_index(%q: tensor<4x4x8xf32>, %k: tensor<2x4x8xf32>) -> tensor<4x4x4xf32> {
   %zero = arith.constant 0.0 : f32
   %eb = tensor.empty() : tensor<2x2x4x8xf32>
