@@ -81,9 +81,14 @@ def test_marks_and_instance_sizes():
     assert marked_dims([x]) == {(0, 0): (1, DEFAULT_MAX), (0, 1): (4, 100)}
     points = instance_points([SizeSymbol("s0", 1, DEFAULT_MAX, ((0, 0),)),
                               SizeSymbol("s1", 4, 100, ((0, 1),))])  # fmt: skip
-    assert len(points) == 5 and len({tuple(p.values()) for p in points}) == 5
+    # the corners, a third point, then checks at even sizes (twice a prime): both
+    # symbols at once, then each near its range's end
+    assert len(points) == 8 and len({tuple(p.values()) for p in points}) == 8
+    assert points[-3:] == [{"s0": 74, "s1": 58}, {"s0": 254, "s1": 29}, {"s0": 37, "s1": 94}]
     assert instance_points([SizeSymbol("s0", 1, 3, ((0, 0),))]) == [
         {"s0": 2}, {"s0": 3}, {"s0": 1}]  # fmt: skip
+    assert instance_points([SizeSymbol("s0", 1, 2048, ((0, 0),))]) == [
+        {"s0": 37}, {"s0": 53}, {"s0": 41}, {"s0": 74}, {"s0": 254}]  # fmt: skip
     y = torch.zeros(2, 3)
     torch._dynamo.mark_dynamic(y, 1, min=8, max=16)
     with pytest.raises(Exception, match="marked dynamic in 8:16 but has size 3"):

@@ -13,7 +13,8 @@ size), and then the module is exported at a few static sizes of the symbols
 (`instance_points`) and lowered by torch-mlir at each: its static lowering is plain
 linalg, its dynamic one is shape arithmetic, asserts and gathers. `generalise`
 (frontend/generalise.py) makes one dynamic program of them, each varying size a
-polynomial of the symbols, checked on one instance more than the fit needs. A marked
+polynomial of the symbols, checked on three instances more than the fit needs
+(`instance_points`). A marked
 dim without `max` ranges up to `DEFAULT_MAX`; without `min`, from 1.
 """
 
@@ -36,6 +37,23 @@ DEFAULT_MAX = 65536
 
 _VALUES = (37, 53, 41, 29, 47, 59, 43, 31, 61, 23, 67, 19)
 """Sizes the instances are traced at: primes, unlike the model's own sizes."""
+
+LARGEST_CHECK = 256
+"""The fit's last checks are at twice a prime near the range's end, at most this,
+one symbol at a time (an instance costs its tracing's memory: the backend traces
+with tensors of the instance's sizes, and batch and tokens both at 1018 ran a GPT-2
+block's out of this machine's 23 GB)."""
+
+
+def _twice_a_prime(lo: int, hi: int, taken: Sequence[int]) -> int | None:
+    """The largest `2p` (p prime) in `lo:hi`, not in `taken`: even where the primes
+    traced at are odd (`T % 2`, `T % 4`: 37, 53 and 41 are all 1 mod 4), and still
+    unlike a model's own sizes (a size equal to a width, 64, changed the program
+    torch-mlir wrote)."""
+    for v in range(hi - hi % 2, max(lo, 4) - 1, -2):
+        if v not in taken and sympy.isprime(v // 2):
+            return v
+    return None
 
 
 @dataclass(frozen=True)
@@ -112,7 +130,9 @@ def symbols(wrapper: torch.nn.Module, args: tuple[Any, ...], n_state: int,
 
 def instance_points(found: Sequence[SizeSymbol]) -> list[dict[str, int]]:
     """The sizes to trace at: the corners of two sizes per symbol, then a third
-    size of each (the fit's check). Three distinct sizes in each range."""
+    size of each (the fit's check), then checks at twice a prime: all symbols at
+    once, then each near its range's end (`_twice_a_prime`, `LARGEST_CHECK`). Three
+    distinct sizes in each range."""
     triples = []
     for k, s in enumerate(found):
         pool = [*_VALUES[3 * k:], *_VALUES[:3 * k], *range(max(s.lo, 2), min(s.hi, s.lo + 4) + 1),
@@ -126,6 +146,18 @@ def instance_points(found: Sequence[SizeSymbol]) -> list[dict[str, int]]:
     for corner in range(2 ** len(found)):
         points.append({s.name: triples[k][(corner >> k) & 1] for k, s in enumerate(found)})
     points.append({s.name: triples[k][2] for k, s in enumerate(found)})
+    # Checks beyond the fit's, at even sizes (a value derived from a size, constant at
+    # the primes but not over the range, must not fit): all at twice the first prime,
+    # then each symbol in turn at twice a prime near its range's end (at most
+    # `LARGEST_CHECK`), the others at their first size.
+    near = {s.name: _twice_a_prime(s.lo, min(2 * triples[k][0], s.hi), triples[k])
+            for k, s in enumerate(found)}  # fmt: skip
+    checks = [near] + [{**{t.name: triples[m][0] for m, t in enumerate(found)},
+                        s.name: _twice_a_prime(s.lo, min(s.hi, LARGEST_CHECK), triples[k])}
+                       for k, s in enumerate(found)]  # fmt: skip
+    for point in checks:
+        if all(v is not None for v in point.values()) and point not in points:
+            points.append(point)  # pyright: ignore
     return points
 
 
