@@ -109,12 +109,17 @@ class _Function(nn.Module):
 
 
 class Functional(nn.Module):
-    """`forward(*state, *tensors)`: the module on the given state and inputs."""
+    """`forward(*state, *tensors)`: the module on the given state and inputs. The
+    module is held, not registered: the wrapper has no state of its own for
+    torch.export to lift (a buffer registered with `persistent=False`, Hugging
+    Face's rotary tables, was lifted as a constant torch-mlir found no state for:
+    "Could not find state mapping for buffer"); every tensor comes in `state`."""
 
     def __init__(self, module: nn.Module, names: list[str], in_spec: Any,
                  leaves: list[Any]):  # fmt: skip
         super().__init__()
-        self.module, self.names, self.in_spec, self.leaves = module, names, in_spec, leaves
+        object.__setattr__(self, "module", module)  # (not a submodule: see above)
+        self.names, self.in_spec, self.leaves = names, in_spec, leaves
 
     def forward(self, *flat: Any) -> Any:
         n = len(self.names)
