@@ -21,10 +21,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from xdsl.dialects import func, tensor
+from xdsl.dialects import arith, func, tensor
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     ArrayAttr,
+    IndexType,
+    IntegerAttr,
     ModuleOp,
     TensorType,
 )
@@ -32,7 +34,7 @@ from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.ir.affine import AffineMap
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
-from xdsl.rewriter import InsertPoint
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from tilefuse.ir.structured import dim_of, scaled_size
 
@@ -40,13 +42,31 @@ from tilefuse.ir.structured import dim_of, scaled_size
 class FoldReshapeOfCreation(RewritePattern):
     """A reshape of `tensor.empty` is an empty of the new shape; a reshape of a
     fill (`linalg.fill`, or a generic one: `is_generic_fill`) is a fill of the new
-    shape (neither exists outside kernels)."""
+    shape (neither exists outside kernels); with `iotas`, a reshape of an iota
+    (`is_iota`) the same iota computed in the new shape; a static slice of an empty
+    or a fill, an empty or a fill of the slice's shape."""
+
+    def __init__(self, iotas: bool = False):
+        self.iotas = iotas
+        """Also iotas: only where no later stage would fold the view itself (the
+        stages between see an `arange`'s views as they are: fold-unit-dims and
+        propagate-reshapes fold them into readers, and a causal mask stays one the
+        flash-attention pass reads from indices)."""
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        if not isinstance(op, tensor.ExpandShapeOp | tensor.CollapseShapeOp):
-            return
+        if isinstance(op, tensor.ExtractSliceOp):
+            self._slice(op, rewriter)
+        elif isinstance(op, tensor.ExpandShapeOp | tensor.CollapseShapeOp):
+            self._reshape(op, rewriter)
+
+    def _reshape(self, op: tensor.ExpandShapeOp | tensor.CollapseShapeOp,
+                 rewriter: PatternRewriter) -> None:  # fmt: skip
         source = op.src.owner
         if not isinstance(source, tensor.EmptyOp | linalg.FillOp | linalg.GenericOp):
+            return
+        if is_iota(source):
+            if self.iotas:
+                self._iota(op, source, rewriter)  # pyright: ignore
             return
         if isinstance(source, linalg.GenericOp) and not is_generic_fill(source):
             return
@@ -71,6 +91,34 @@ class FoldReshapeOfCreation(RewritePattern):
         else:
             fill = type(source)(list(source.inputs), [empty.tensor], [op.result.type])
             rewriter.replace(op, [empty, fill], [fill.results[0]])
+
+
+    @staticmethod
+    def _slice(op: tensor.ExtractSliceOp, rewriter: PatternRewriter) -> None:
+        """A static slice of an empty is an empty of its shape, of a fill a fill
+        (torch's circular padding slices an empty it then writes into)."""
+        source = op.source.owner
+        new_type = op.result.type
+        assert isinstance(new_type, TensorType)
+        if any(n < 0 for n in new_type.get_shape()):
+            return
+        if isinstance(source, tensor.EmptyOp):
+            empty = tensor.EmptyOp([], new_type)
+            rewriter.replace(op, [empty], [empty.tensor])
+        elif isinstance(source, linalg.FillOp):
+            empty = tensor.EmptyOp([], new_type)
+            fill = linalg.FillOp(list(source.inputs), [empty.tensor], [new_type])
+            rewriter.replace(op, [empty, fill], [fill.results[0]])
+        elif is_generic_fill(source):
+            new = generic_fill(source, new_type)  # pyright: ignore
+            rewriter.replace(op, new, [new[-1].results[0]])
+
+    @staticmethod
+    def _iota(op: tensor.ExpandShapeOp | tensor.CollapseShapeOp, source: linalg.GenericOp,
+              rewriter: PatternRewriter) -> None:  # fmt: skip
+        new = reshaped_iota(source, op)
+        if new is not None:
+            rewriter.replace(op, new, [new[-1].results[0]])
 
 
 def _creation_sizes(source) -> list[SSAValue] | None:
@@ -123,6 +171,87 @@ def is_generic_fill(op: Operation | Block) -> bool:
             and not block.args[-1].uses)  # fmt: skip
 
 
+def is_iota(op: Operation) -> bool:
+    """A generic fill except that its payload reads loop indices (`torch.arange`, a
+    mask made from indices): the same at another shape once each index is
+    rewritten (`reshaped_iota`)."""
+    if not isinstance(op, linalg.GenericOp) or not isinstance(op.parent_op(), func.FuncOp):
+        return False
+    maps = [m.data for m in op.indexing_maps.data]
+    return (len(op.outputs) == 1 and all(not m.results for m in maps[:-1])
+            and maps[-1] == AffineMap.identity(maps[-1].num_dims)
+            and all(str(i.data) == "parallel" for i in op.iterator_types)
+            and any(isinstance(o, linalg.IndexOp) for o in op.body.walk())
+            and not op.body.block.args[-1].uses)  # fmt: skip
+
+
+def reshaped_iota(iota: linalg.GenericOp,
+                  view: tensor.ExpandShapeOp | tensor.CollapseShapeOp) -> list[Operation] | None:  # fmt: skip
+    """The ops of `iota` (`is_iota`) computed in `view`'s result shape, its result
+    last: each old index from the new ones (an expanded dim's index linearised from
+    its parts', a merged dim's index divided and reduced). None for dynamic shapes."""
+    old_shape = list(view.src.type.get_shape())  # pyright: ignore
+    new_type = view.result.type
+    assert isinstance(new_type, TensorType)
+    new_shape = list(new_type.get_shape())
+    if any(n < 0 for n in old_shape + new_shape):
+        return None
+    groups = [[i.value.data for i in g] for g in view.reassociation]  # pyright: ignore
+    rank = len(new_shape)
+    empty = tensor.EmptyOp([], new_type)
+    body = iota.body.clone()
+    for index in [o for o in body.walk() if isinstance(o, linalg.IndexOp)]:
+        d = index.dim.value.data
+        if isinstance(view, tensor.ExpandShapeOp):  # old dim d -> new dims groups[d]
+            parts = [n for n in groups[d] if new_shape[n] != 1]  # (unit dims add 0)
+            ops = _linearised_index(parts, [new_shape[n] for n in parts])
+        else:  # new dim n <- old dims groups[n], d among them
+            n = next(n for n, g in enumerate(groups) if d in g)
+            k = groups[n].index(d)
+            inner = math.prod(old_shape[e] for e in groups[n][k + 1:])
+            outer = math.prod(old_shape[e] for e in groups[n][:k])
+            ops = _delinearised_index(n, inner, old_shape[d] if outer != 1 else None, old_shape[d])
+        Rewriter.insert_op(ops, InsertPoint.before(index))
+        index.result.replace_all_uses_with(ops[-1].results[0])
+        index.detach()
+        index.erase()
+    maps = [AffineMapAttr(AffineMap(rank, 0, ())) for _ in iota.inputs]
+    new = linalg.GenericOp(list(iota.inputs), [empty.tensor], body,
+                           [*maps, AffineMapAttr(AffineMap.identity(rank))],
+                           ArrayAttr([linalg.IteratorTypeAttr.parallel()] * rank), [new_type])  # fmt: skip
+    new.location = iota.location
+    return [empty, new]
+
+
+def _linearised_index(dims: Sequence[int], sizes: Sequence[int]) -> list[Operation]:
+    """`((i_0 * s_1) + i_1) * s_2 + i_2 ...` of the loops `dims` (sizes `sizes`; none:
+    the constant 0)."""
+    if not dims:
+        return [arith.ConstantOp(IntegerAttr(0, IndexType()))]
+    ops: list[Operation] = [linalg.IndexOp(dims[0])]
+    for n, size in zip(dims[1:], sizes[1:], strict=True):
+        part = linalg.IndexOp(n)
+        scale = arith.ConstantOp(IntegerAttr(size, IndexType()))
+        mul = arith.MuliOp(ops[-1].results[0], scale.result)
+        ops += [part, scale, mul, arith.AddiOp(mul.result, part.result)]
+    return ops
+
+
+def _delinearised_index(dim: int, inner: int, size: int | None, extent: int) -> list[Operation]:
+    """`(i // inner) % size` of loop `dim` (no `%` where `size` is None: nothing
+    outside it in the group; the constant 0 for an `extent` of 1)."""
+    if extent == 1:
+        return [arith.ConstantOp(IntegerAttr(0, IndexType()))]
+    ops: list[Operation] = [linalg.IndexOp(dim)]
+    if inner != 1:
+        c = arith.ConstantOp(IntegerAttr(inner, IndexType()))
+        ops += [c, arith.DivUIOp(ops[-1].results[0], c.result)]
+    if size is not None:
+        c = arith.ConstantOp(IntegerAttr(size, IndexType()))
+        ops += [c, arith.RemUIOp(ops[-1].results[0], c.result)]
+    return ops
+
+
 def generic_fill(fill: linalg.GenericOp, new_type: TensorType,
                  sizes: Sequence[SSAValue] = ()) -> list[Operation]:  # fmt: skip
     """The ops of the same fill (`is_generic_fill`) at another shape: an empty (its
@@ -149,9 +278,10 @@ class EraseDeadView(RewritePattern):
             rewriter.erase(op)
 
 
-def fold_reshapes_of_creations(module: ModuleOp) -> None:
-    """Apply `FoldReshapeOfCreation` until nothing changes."""
-    PatternRewriteWalker(FoldReshapeOfCreation()).rewrite_module(module)
+def fold_reshapes_of_creations(module: ModuleOp, iotas: bool = False) -> None:
+    """Apply `FoldReshapeOfCreation` until nothing changes (`iotas`: views of iotas
+    too, the last stage before fusion-groups)."""
+    PatternRewriteWalker(FoldReshapeOfCreation(iotas)).rewrite_module(module)
 
 
 def erase_dead_views(module: ModuleOp) -> None:

@@ -80,7 +80,7 @@ from tilefuse.ir.structured import (
     shape_of,
     sized_empty,
 )
-from tilefuse.passes.cleanup import erase_dead_views
+from tilefuse.passes.cleanup import erase_dead_views, fold_reshapes_of_creations
 
 TAG = "tilefuse.attention"
 
@@ -103,6 +103,10 @@ class FlashAttentionPass(ModulePass):
                 done.add(att.attention.output.op)
                 count += 1
                 _erase_dead(f)
+        # (its normalisation views masks made in the program: an `arange`, an
+        # empty; those are creations again, in the viewed shape; the last stage
+        # before fusion-groups, so any view of an iota left is computed so too)
+        fold_reshapes_of_creations(op, iotas=True)
         erase_dead_views(op)
 
 

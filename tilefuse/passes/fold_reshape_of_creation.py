@@ -16,6 +16,9 @@ fills (and any other function-level view) nothing reads afterwards are erased.
 ```
 
 `fold-unit-dims` applies the same patterns (`passes/cleanup.py`) to the views it makes.
+With `iotas`, a view of an iota (a generic of no inputs reading its loop indices) is
+the iota computed in the viewed shape, as flash-attention applies before fusion-groups.
+A static `tensor.extract_slice` of an empty or a fill is one of the slice's shape.
 """
 
 from __future__ import annotations
@@ -35,6 +38,11 @@ class FoldReshapeOfCreationPass(ModulePass):
 
     name = "fold-reshape-of-creation"
 
+    iotas: bool = False
+    """Views of iotas too (`arange`s: computed again in the viewed shape). Off in the
+    pipeline's early stage: the stages between fold such views into their readers
+    themselves; flash-attention folds what is left before fusion-groups."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        fold_reshapes_of_creations(op)
+        fold_reshapes_of_creations(op, self.iotas)
         erase_dead_views(op)

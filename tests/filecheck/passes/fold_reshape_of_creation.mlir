@@ -29,3 +29,21 @@ func.func @argument(%x: tensor<2x4xf32>) -> tensor<8xf32> {
   %c = tensor.collapse_shape %x [[0, 1]] : tensor<2x4xf32> into tensor<8xf32>
   func.return %c : tensor<8xf32>
 }
+
+// -----
+
+// A static slice of an empty is an empty of the slice's shape, of a fill a fill
+// (torch's circular padding slices the empty it then writes the padded rows into).
+// CHECK-LABEL: func.func @slices
+// CHECK-NOT:   tensor.extract_slice
+// CHECK-DAG:   tensor.empty() : tensor<2x3xf32>
+// CHECK-DAG:   %[[E:.*]] = tensor.empty() : tensor<1x4xf32>
+// CHECK-DAG:   linalg.fill ins(%zero : f32) outs(%[[E]] : tensor<1x4xf32>) -> tensor<1x4xf32>
+func.func @slices() -> (tensor<2x3xf32>, tensor<1x4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x4xf32>
+  %s = tensor.extract_slice %e[1, 1] [2, 3] [1, 1] : tensor<4x4xf32> to tensor<2x3xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<4x4xf32>) -> tensor<4x4xf32>
+  %t = tensor.extract_slice %f[3, 0] [1, 4] [1, 1] : tensor<4x4xf32> to tensor<1x4xf32>
+  func.return %s, %t : tensor<2x3xf32>, tensor<1x4xf32>
+}
