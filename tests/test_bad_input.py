@@ -39,6 +39,23 @@ def test_a_program_needing_a_located_property_check_while_parsing(tmp_path, caps
     assert capsys.readouterr().err.startswith(f"{path}:2:3: error: All inner arrays must be contiguous")
 
 
+def test_an_op_xdsl_cannot_build_is_located(tmp_path, capsys):
+    """xDSL's own grouped NHWGC convolution asserts building its region for bf16
+    operands into f32 (a bare AssertionError, a traceback): now a located error."""
+    path = tmp_path / "conv.mlir"
+    path.write_text(
+        "func.func @f(%x: tensor<1x6x6x2x4xbf16>, %w: tensor<2x8x3x3x4xbf16>, %o: tensor<1x4x4x2x8xf32>)"
+        " -> tensor<1x4x4x2x8xf32> {\n"
+        "  %r = linalg.conv_2d_nhwgc_gfhwc {dilations = dense<1> : tensor<2xi64>, strides = dense<1> "
+        ": tensor<2xi64>} ins(%x, %w : tensor<1x6x6x2x4xbf16>, tensor<2x8x3x3x4xbf16>) "
+        "outs(%o : tensor<1x4x4x2x8xf32>) -> tensor<1x4x4x2x8xf32>\n"
+        "  func.return %r : tensor<1x4x4x2x8xf32>\n}\n")  # fmt: skip
+    assert opt.main([str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"{path}:2:3: error: this op's form is not supported: AssertionError"), err
+    assert "Traceback" not in err
+
+
 def _save_npy(path):
     np.save(path, np.zeros(4, np.float32))
 

@@ -80,6 +80,12 @@ class LocatingParser(Parser):
             self.raise_error(str(e), start)
         except NotImplementedError as e:  # xDSL's affine parser: a product of dims
             self.raise_error(f"unsupported affine expression: {e}", start)
+        except (AssertionError, TypeError, ValueError, KeyError, IndexError) as e:
+            # xDSL failing to build an op it parsed (a named op's hidden region for
+            # operand types it does not expect: bf16 inputs of an f32 convolution
+            # asserted): the user's program is fine, the op is not supported here
+            self.raise_error(f"this op's form is not supported: {type(e).__name__}"
+                             f"{': ' + str(e) if str(e) else ''}", start)  # fmt: skip
         if isinstance(op.location, UnknownLoc):
             loc = start.get_location()
             op.location = FileLineColLoc(

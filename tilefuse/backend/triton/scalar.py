@@ -50,7 +50,7 @@ UNARY = {arith.NegfOp: "_neg({})", mathd.ExpOp: "tl.exp({})", mathd.Exp2Op: "tl.
          mathd.LogOp: "tl.log({})", mathd.Log2Op: "tl.log2({})",
          mathd.Log1pOp: "_log1p({})", mathd.ExpM1Op: "_expm1({})",
          mathd.Log10Op: "(tl.log({}) * 0.4342944819032518)", mathd.SqrtOp: "tl.sqrt({})",
-         mathd.RsqrtOp: "tl.rsqrt({})", mathd.AbsFOp: "tl.abs({})",
+         mathd.RsqrtOp: "tl.rsqrt({})", mathd.AbsFOp: "tl.abs({})", mathd.AbsIOp: "tl.abs({})",
          mathd.ErfOp: "tl.erf({})",
          mathd.TanhOp: "_tanh({})",
          mathd.FloorOp: "tl.floor({})", mathd.CeilOp: "tl.ceil({})",
