@@ -322,11 +322,10 @@ def test_resnet_basic_block_dynamic_height_and_width():
                                        (5, 3), dynamic=None, mark=[(0, 2), (0, 3)]))  # fmt: skip
 
 
-@pytest.mark.xfail(strict=True, reason="a re-traced graph with another range hits backend._CACHE "
-                   "(the key ignores the symbols' ranges): the program for 2:15 serves B >= 16 by "
-                   "running every call in eager ('outside its declared range 2:15'), not counted "
-                   "in STATS.fallbacks")  # fmt: skip
 def test_a_recompile_for_another_range_is_not_served_the_first_range():
+    """A re-traced graph with another range hit backend._CACHE (its key ignored the
+    symbols' ranges): the program for 2:15 served B >= 16 by running every call in
+    eager. The key holds the ranges now: two programs."""
     def fn(x):
         if x.shape[0] < 16:  # dynamo: a graph for 2:15, then one for 16 on (torch's CPU conv does this)
             return torch.tanh(x) * 2

@@ -89,9 +89,13 @@ def _meta(v: Any) -> Any:
 
 
 def graph_key(gm: torch.fx.GraphModule, inputs: list[Any], target: str) -> str:
-    """The graph's code, its tensor constants, the inputs' metadata, the target."""
+    """The graph's code, its tensor constants, the inputs' metadata, the ranges of
+    their symbolic sizes, the target (a graph traced again for another range, as
+    behind a guard `x.shape[0] < 16`, is another program: served the first range's,
+    every call ran in eager)."""
     h = hashlib.sha256(gm.code.encode())
     h.update(repr([_meta(x) for x in inputs]).encode())
+    h.update(repr(_symbol_ranges(inputs)).encode())
     h.update(target.encode())
     for node in gm.graph.nodes:
         if node.op == "get_attr":
@@ -101,6 +105,18 @@ def graph_key(gm: torch.fx.GraphModule, inputs: list[Any], target: str) -> str:
                 h.update(value.detach().cpu().contiguous().view(-1).view(torch.uint8)
                          .numpy().tobytes())  # fmt: skip
     return h.hexdigest()
+
+
+def _symbol_ranges(inputs: list[Any]) -> list[tuple[str, str]]:
+    """(symbol, its range in the shape environment) of each symbolic size of `inputs`."""
+    out = []
+    for x in inputs:
+        sizes = x.shape if isinstance(x, torch.Tensor) else (x,) if isinstance(x, torch.SymInt) else ()
+        for n in sizes:
+            if isinstance(n, torch.SymInt):
+                node = n.node
+                out.append((str(node.expr), str(node.shape_env.bound_sympy(node.expr))))
+    return out
 
 
 def _is_static(v: Any) -> bool:
