@@ -85,3 +85,19 @@ def test_inputs_that_are_not_an_npz_of_arrays(name, save, message, tmp_path, cap
     assert run.main([str(program), "--inputs", str(inputs)]) == 1
     err = capsys.readouterr().err
     assert err.startswith(f"error: --inputs {inputs}") and message in err and len(err.splitlines()) == 1
+
+
+def test_casts_to_dynamic_types_before_a_concat_load_as_static(tmp_path, capsys):
+    """torch-mlir's `torch.roll`: static slices cast to `tensor<?x4xf32>` before a
+    concat into a static result. A static program, run and checked (it was refused
+    as a dynamic one, the message asking for dim ranges)."""
+    path = tmp_path / "roll.mlir"
+    path.write_text(
+        "func.func @f(%x: tensor<8x4xf32>) -> tensor<8x4xf32> {\n"
+        "  %a = tensor.extract_slice %x[2, 0] [6, 4] [1, 1] : tensor<8x4xf32> to tensor<6x4xf32>\n"
+        "  %ca = tensor.cast %a : tensor<6x4xf32> to tensor<?x4xf32>\n"
+        "  %b = tensor.extract_slice %x[0, 0] [2, 4] [1, 1] : tensor<8x4xf32> to tensor<2x4xf32>\n"
+        "  %cb = tensor.cast %b : tensor<2x4xf32> to tensor<?x4xf32>\n"
+        "  %r = tensor.concat dim(0) %ca, %cb : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<8x4xf32>\n"
+        "  func.return %r : tensor<8x4xf32>\n}\n")  # fmt: skip
+    assert run.main([str(path), "--check"]) == 0, capsys.readouterr()

@@ -883,14 +883,10 @@ def build(name: str, seed: int = 0, dtype: torch.dtype = torch.float32):
     return model, xs
 
 
-_ROLL = ("torch.roll refused: 'tensor.cast' op has a dynamic shape (static slices cast to "
-         "`?` before tensor.concat)")
 _CUMSUM = "cumsum refused: Operation tm_tensor.scan is not registered"
 XFAIL: dict[tuple[str, str], str] = {
     ("roberta_cumsum_ext_mask", "*"): _CUMSUM,
     ("cumsum_minimal", "*"): _CUMSUM,
-    ("swin_shifted_window", "*"): _ROLL,
-    ("roll_minimal", "*"): _ROLL,
 }
 """(case, dtype) -> what fails, for the cases tilefuse currently gets wrong or refuses."""
 
@@ -927,15 +923,16 @@ def test_backend_compiles_a_bf16_grouped_conv():
     assert_matches("grouped_conv_stride2", out, eager64(model, inputs), RTOL[torch.bfloat16])
 
 
-def test_backend_falls_back_on_roll():
-    """A refused graph (torch.roll) runs in eager through the backend, counted as a fallback."""
+def test_backend_falls_back_on_a_refused_graph():
+    """A refused graph (cumsum: tm_tensor.scan) runs in eager through the backend,
+    counted as a fallback."""
     torch._dynamo.reset()
-    model, inputs = build("roll_minimal")
+    model, inputs = build("cumsum_minimal")
     before = backend.STATS.fallbacks
     with torch.no_grad():
         out = torch.compile(model, backend=backend.tilefuse, dynamic=False)(*inputs)
     assert backend.STATS.fallbacks == before + 1
-    assert_matches("roll_minimal", out, eager64(model, inputs), RTOL[torch.float32])
+    assert_matches("cumsum_minimal", out, eager64(model, inputs), RTOL[torch.float32])
 
 
 REFUSALS = {
@@ -958,11 +955,9 @@ def test_refusal_is_a_located_compile_error(name):
     assert_matches(name, compiled(*inputs), eager64(model, inputs), RTOL[torch.float32])
 
 
-@pytest.mark.xfail(strict=True, reason="torch.roll on static shapes is refused as a dynamic "
-                   "shape, the message telling the user to declare dim ranges")
-def test_roll_refusal_does_not_blame_dynamic_shapes():
+def test_roll_compiles():
+    """torch.roll was refused as a dynamic shape (torch-mlir casts its static slices
+    to `?` before the concat), the message telling the user to declare dim ranges."""
     model, inputs = build("roll_minimal")
-    try:
-        tt.compile(model, *inputs)
-    except CompileError as e:
-        assert "dynamic" not in str(e), str(e)
+    compiled = tt.compile(model, *inputs)
+    assert_matches("roll_minimal", compiled(*inputs), eager64(model, inputs), RTOL[torch.float32])

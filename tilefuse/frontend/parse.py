@@ -151,6 +151,7 @@ def parse_module(
             for block in region.blocks:
                 _check_defined_before_use(block, set())
     _resolve_resources(module, blobs)
+    _drop_casts_into_concats(module)
     if dim_ranges is None and any(isinstance(f, func.FuncOp) for f in module.ops):
         # (a module printed with its ranges declared, read back: they stand)
         dim_ranges = stated_ranges(entry_function(module))
@@ -159,6 +160,20 @@ def parse_module(
     if dim_ranges is not None:
         set_ranges(entry_function(module), dim_ranges)
     return module
+
+
+def _drop_casts_into_concats(module: ModuleOp) -> None:
+    """A `tensor.cast` of a static tensor to a less static type read only by
+    concats reads as its source (torch-mlir casts `torch.roll`'s static slices to
+    `tensor<1x?x4xf32>` before concatenating them into a static result: a static
+    program, refused as a dynamic one)."""
+    for cast in [o for o in module.walk() if isinstance(o, tensor.CastOp)]:
+        source = cast.source.type
+        if (isinstance(source, TensorType) and all(d >= 0 for d in source.get_shape())
+                and cast.dest.uses and all(isinstance(u.operation, tensor.ConcatOp) for u in cast.dest.uses)):  # fmt: skip
+            cast.dest.replace_all_uses_with(cast.source)
+            cast.detach()
+            cast.erase()
 
 
 def decode_source(data: bytes, filename: str, line_offset: int = 0) -> str:
