@@ -101,3 +101,16 @@ def test_casts_to_dynamic_types_before_a_concat_load_as_static(tmp_path, capsys)
         "  %r = tensor.concat dim(0) %ca, %cb : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<8x4xf32>\n"
         "  func.return %r : tensor<8x4xf32>\n}\n")  # fmt: skip
     assert run.main([str(path), "--check"]) == 0, capsys.readouterr()
+
+
+def test_reshapes_to_and_from_rank_zero_load(tmp_path, capsys):
+    """`tensor.expand_shape %m [] : tensor<f32> into tensor<1xf32>` (torch-mlir's 1-D
+    softmax) and its inverse are valid MLIR that xDSL's verifier rejects: read as the
+    generics reading the one element, run and checked."""
+    path = tmp_path / "rank0.mlir"
+    path.write_text(
+        "func.func @f(%x: tensor<f32>, %y: tensor<1x1xf32>) -> (tensor<1xf32>, tensor<f32>) {\n"
+        "  %e = tensor.expand_shape %x [] output_shape [1] : tensor<f32> into tensor<1xf32>\n"
+        "  %c = tensor.collapse_shape %y [] : tensor<1x1xf32> into tensor<f32>\n"
+        "  func.return %e, %c : tensor<1xf32>, tensor<f32>\n}\n")  # fmt: skip
+    assert run.main([str(path), "--check"]) == 0, capsys.readouterr()

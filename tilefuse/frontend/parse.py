@@ -16,7 +16,9 @@ from xdsl.context import Context
 from xdsl.dialect_interfaces.op_asm import OpAsmDialectInterface
 from xdsl.dialects import arith, func, tensor
 from xdsl.dialects.builtin import (
+    AffineMapAttr,
     AnyFloat,
+    ArrayAttr,
     DenseResourceAttr,
     FileLineColLoc,
     IndexType,
@@ -28,8 +30,10 @@ from xdsl.dialects.builtin import (
     UnknownLoc,
 )
 from xdsl.dialects.linalg import ops as linalg
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir.affine import AffineConstantExpr, AffineMap
 from xdsl.parser import Parser, UnresolvedOperand
+from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 from xdsl.utils.lexer import Span
 from xdsl.utils.mlir_lexer import MLIRTokenKind
@@ -152,6 +156,7 @@ def parse_module(
                 _check_defined_before_use(block, set())
     _resolve_resources(module, blobs)
     _drop_casts_into_concats(module)
+    _rank_zero_reshapes_as_generics(module)
     if dim_ranges is None and any(isinstance(f, func.FuncOp) for f in module.ops):
         # (a module printed with its ranges declared, read back: they stand)
         dim_ranges = stated_ranges(entry_function(module))
@@ -174,6 +179,33 @@ def _drop_casts_into_concats(module: ModuleOp) -> None:
             cast.dest.replace_all_uses_with(cast.source)
             cast.detach()
             cast.erase()
+
+
+def _rank_zero_reshapes_as_generics(module: ModuleOp) -> None:
+    """A reshape between a 0-d tensor and one of unit dims (`tensor.expand_shape %m []
+    : tensor<f32> into tensor<1xf32>`, torch-mlir's 1-D softmax: valid MLIR, which
+    xDSL's verifier rejects) is the generic that reads the one element: the same
+    value, in a form every stage reads (a broadcast, or a read at index 0)."""
+    for op in [o for o in module.walk() if isinstance(o, tensor.ExpandShapeOp | tensor.CollapseShapeOp)]:
+        src, res = op.src.type, op.result.type
+        if not (isinstance(src, TensorType) and isinstance(res, TensorType)):
+            continue
+        small, large = (src, res) if isinstance(op, tensor.ExpandShapeOp) else (res, src)
+        if small.get_shape() or any(d != 1 for d in large.get_shape()):
+            continue
+        rank = len(res.get_shape())
+        if isinstance(op, tensor.ExpandShapeOp):  # every point of [1, ..] reads the element
+            maps = [AffineMap(rank, 0, ()), AffineMap.identity(rank)]
+        else:  # the 0-d result reads [0, ..]
+            zeros = tuple(AffineConstantExpr(0) for _ in large.get_shape())
+            maps = [AffineMap(0, 0, zeros), AffineMap(0, 0, ())]
+        empty = tensor.EmptyOp([], res)
+        body = Region(Block(arg_types=[src.get_element_type(), res.get_element_type()]))
+        body.block.add_op(linalg.YieldOp(body.block.args[0]))
+        generic = linalg.GenericOp([op.src], [empty.tensor], body, [AffineMapAttr(m) for m in maps],
+                                   ArrayAttr([linalg.IteratorTypeAttr.parallel()] * rank), [res])  # fmt: skip
+        generic.location = empty.location = op.location
+        Rewriter.replace_op(op, [empty, generic])
 
 
 def decode_source(data: bytes, filename: str, line_offset: int = 0) -> str:
