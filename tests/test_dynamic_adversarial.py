@@ -238,10 +238,11 @@ def test_mean_over_tokens():
                                        (5, 2, 17), dynamic=None, mark=[(0, 1)]))  # fmt: skip
 
 
-@pytest.mark.xfail(strict=True, reason="argmax over a dim of size 1 (dynamo's static graph at "
-                   "T = 1; static too): torch-mlir folds linalg.index to 0 and the graph goes to "
-                   "eager, 'a reduction the Triton backend cannot lower'")  # fmt: skip
 def test_argmax_over_tokens_at_one_token():
+    """argmax over a dim of size 1 (dynamo's static graph at T = 1; static too):
+    torch-mlir folds linalg.index to 0, and the reduction was one the backend cannot
+    lower; fold-unit-dims now runs a reduction over one element as its payload once
+    on the init."""
     assert_one_program(through_backend(Fn(lambda x: x.argmax(1)), lambda t: (randn(2, t, 32, seed=t),),
                                        (5, 1)), compiles=2)  # fmt: skip
 

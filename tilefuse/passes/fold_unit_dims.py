@@ -20,7 +20,10 @@ inside a sum with other loops (`oh + kh` of a 1 x 1 convolution) takes its one
 value, 0, everywhere and leaves the loop nest; the filter's dims it indexed become
 constant 0s and are viewed away as above. A 1 x 1 stride-1 convolution is then a
 projection of its input, a batched matmul, not a window read (the pass runs after
-`linalg-generalize` so that named convolutions are generics here).
+`linalg-generalize` so that named convolutions are generics here). A reduction whose
+every reduction loop has trip count 1 is its payload once, on the init: those loops
+leave the nest the same way (torch-mlir's argmax over a dim of size 1, its index folded
+to the constant 0, was a reduction the backend could not lower).
 
 ```mlir
 %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>,
@@ -153,6 +156,9 @@ def _unit_window_loops(op: linalg.GenericOp) -> set[int]:
                 continue
             if len(coeffs) > 1:
                 in_sums.update(coeffs)
+    units = {d for d, n in enumerate(s.loop_ranges) if n == 1 and s.iterators[d] == REDUCTION}
+    if units and units == {d for d, it in enumerate(s.iterators) if it == REDUCTION}:
+        return units  # (a reduction over one element: the payload once, on the init)
     return {d for d in in_sums if s.loop_ranges[d] == 1 and s.iterators[d] == REDUCTION}
 
 

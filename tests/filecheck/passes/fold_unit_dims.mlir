@@ -154,3 +154,27 @@ func.func @conv_3x3(%x: tensor<2x8x7x8xf32>, %w: tensor<4x8x3x3xf32>, %init: ten
   } -> tensor<2x4x5x6xf32>
   func.return %r : tensor<2x4x5x6xf32>
 }
+
+// -----
+
+// A reduction over one element (every reduction loop of trip count 1): its payload
+// once, on the init. torch-mlir's argmax over a dim of size 1 (the index folded to
+// the constant 0) was a reduction the backend could not lower; it is elementwise now.
+// CHECK-LABEL: func.func @argmax_over_one
+// CHECK:       linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+func.func @argmax_over_one(%x: tensor<2x1x8xf32>) -> tensor<2x8xi64> {
+  %c0 = arith.constant 0 : i64
+  %ninf = arith.constant 0xFF800000 : f32
+  %e = tensor.empty() : tensor<2x8xi64>
+  %i = linalg.fill ins(%c0 : i64) outs(%e : tensor<2x8xi64>) -> tensor<2x8xi64>
+  %ef = tensor.empty() : tensor<2x8xf32>
+  %m = linalg.fill ins(%ninf : f32) outs(%ef : tensor<2x8xf32>) -> tensor<2x8xf32>
+  %r:2 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d0, d2)>], iterator_types = ["parallel", "reduction", "parallel"]} ins(%x : tensor<2x1x8xf32>) outs(%m, %i : tensor<2x8xf32>, tensor<2x8xi64>) {
+  ^bb0(%in: f32, %out: f32, %idx: i64):
+    %mx = arith.maximumf %in, %out : f32
+    %gt = arith.cmpf ogt, %in, %out : f32
+    %s = arith.select %gt, %c0, %idx : i64
+    linalg.yield %mx, %s : f32, i64
+  } -> (tensor<2x8xf32>, tensor<2x8xi64>)
+  func.return %r#1 : tensor<2x8xi64>
+}
