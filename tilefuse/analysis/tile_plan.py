@@ -25,7 +25,7 @@ import functools
 import math
 from dataclasses import dataclass, replace
 
-from xdsl.dialects.builtin import DYNAMIC_INDEX, StringAttr, TensorType
+from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType
 from xdsl.ir.affine import AffineDimExpr
 
 from tilefuse.analysis.budget import (
@@ -1021,11 +1021,6 @@ WS_SYNC_BYTES = 512
 head dim 128, Triton 3.6 and 3.9)."""
 
 
-NOT_WARP_SPECIALIZED = "tilefuse.not_warp_specialized"
-"""A group attribute: why the printer refused the group's warp-specialised tile
-program (set by tile-and-fuse; the plan then takes the ordinary FlashAttention tiles)."""
-
-
 def warp_specialized_attention(graph: Graph, dims: SharedDims, target: Target, sm, head: int,
                                out_width: int, ebytes: int, p_dtype: str) -> str | None:  # fmt: skip
     """Why this FlashAttention group cannot take the warp-specialised Hopper kernel
@@ -1044,16 +1039,7 @@ def warp_specialized_attention(graph: Graph, dims: SharedDims, target: Target, s
     besides K and V (masks, biases from memory: later); static sizes, the query rows a
     multiple of two tiles (the two consumers' tiles share a batch and head) and more
     than one key tile. A causal bound is fine: tile-and-fuse bounds the consumers' key
-    loops by their rows together (`TileProgramBuilder._row_span`).
-
-    What the plan cannot see, the printer can: tile-and-fuse prints a warp-specialised
-    plan's tile program on a copy first, and where the printer refuses it (a softmax
-    step with a name Gluon lacks, a layout in the tiled maps) marks the group
-    (`NOT_WARP_SPECIALIZED`, its reason) and plans it again: the ordinary FlashAttention
-    plan, not the warp-specialised one's 64-row tiles run by the Triton kernel."""
-    group = graph.block.parent_op()
-    if isinstance(group, GroupOp) and isinstance(why := group.attributes.get(NOT_WARP_SPECIALIZED), StringAttr):
-        return f"the Gluon printer refuses its tile program: {why.data}"
+    loops by their rows together (`TileProgramBuilder._row_span`)."""
     reasons = []
     if target.compute_capability[0] != 9:
         reasons.append("not an sm_90 target")

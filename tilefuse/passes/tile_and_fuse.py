@@ -93,7 +93,6 @@ from tilefuse.analysis.dot import allowing_tf32, grid_dot
 from tilefuse.analysis.patterns import OnlineSoftmax, find_online_softmax
 from tilefuse.analysis.tile_plan import (
     GRID,
-    NOT_WARP_SPECIALIZED,
     WHOLE,
     TilePlan,
     TilingRefused,
@@ -252,32 +251,8 @@ def plan_group(group: GroupOp, target, budget: int | None) -> tuple[Graph, Share
 
 
 def tile_group(group: GroupOp, target, budget: int | None) -> TilePlan:
-    """Replace `group`'s body by its tile program; returns the plan used. A
-    warp-specialised plan whose tile program the Gluon printer refuses is planned
-    again without it (`warp_specialized_refusal`)."""
+    """Replace `group`'s body by its tile program; returns the plan used."""
     graph, dims, plan = plan_group(group, target, budget)
-    if plan.consumers > 1 and (why := warp_specialized_refusal(group, target, budget)) is not None:
-        group.attributes[NOT_WARP_SPECIALIZED] = StringAttr(why)
-        graph, dims, plan = plan_group(group, target, budget)
-    return _build(group, graph, dims, plan)
-
-
-def warp_specialized_refusal(group: GroupOp, target, budget: int | None) -> str | None:
-    """Why the Gluon printer refuses `group`'s warp-specialised tile program (None: it
-    prints it), found by tiling and printing a copy of the group, then dropping it."""
-    # (the printer decides what it can print)
-    from tilefuse.backend.triton.attention_ws import refusal
-
-    trial = group.clone()
-    Rewriter.insert_op(trial, InsertPoint.before(group))
-    try:
-        _build(trial, *plan_group(trial, target, budget))
-        return refusal(trial)
-    finally:
-        Rewriter.erase_op(trial)
-
-
-def _build(group: GroupOp, graph: Graph, dims: SharedDims, plan: TilePlan) -> TilePlan:
     new_block = TileProgramBuilder(group, graph, dims, plan).build()
     old = group.body.block
     group.body.insert_block_before(new_block, old)

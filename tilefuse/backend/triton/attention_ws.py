@@ -237,20 +237,6 @@ class _GluonPrinter(KernelPrinter):
                 raise NotWarpSpecialized(f"the helper {h} has no Gluon twin")
 
 
-def refusal(group: GroupOp) -> str | None:
-    """Why `group`'s tile program (one grid, planned warp-specialised) is not printed
-    as the warp-specialised kernel; None when it is."""
-    grids = [o for o in group.entry.ops if isinstance(o, TileGridOp)]
-    if len(grids) != 1 or grids[0].plan is None:
-        return "not one tile grid"
-    try:
-        AttentionPrinter(f"{group.sym_name.data}_ws", group, analyze(grids[0]),
-                         grids[0].plan.consumers.data).print()  # fmt: skip
-    except NotWarpSpecialized as e:
-        return str(e)
-    return None
-
-
 @dataclass
 class WarpSpecialized:
     """The printed kernel and what launching it takes."""
