@@ -955,18 +955,7 @@ def _readers_split(expand: tensor.ExpandShapeOp, dims: dict[int, list[int]]) -> 
         if parts is None:
             return None
         out.update({i: part for i, part in zip(group, parts, strict=True) if len(part) > 1})
-    found = []
-    for use in expand.result.uses:
-        reader = use.operation
-        if isinstance(reader, func.ReturnOp) or (isinstance(reader, _Reshape) and _host_only(reader.result)):
-            continue
-        if not _at_function_level(reader, linalg.GenericOp):
-            return f"a split result is read through an expansion by {reader.name}"
-        loops = _loop_splits(_maps(reader)[use.index], out)  # pyright: ignore
-        if loops is None:
-            return f"its reader {_label(reader)} reads a split dim through an affine expression"  # pyright: ignore
-        found.append((reader, loops))
-    return found
+    return _split_readers(expand, out, boundaries=False)
 
 
 def _collapse_readers_split(collapse: tensor.CollapseShapeOp, dims: dict[int, list[int]]) -> list | str:
@@ -979,17 +968,25 @@ def _collapse_readers_split(collapse: tensor.CollapseShapeOp, dims: dict[int, li
     for t, group in enumerate(groups_of(collapse)):
         if any(i in dims for i in group):
             out[t] = [n for i in group for n in dims.get(i, [shape[i]])]
+    return _split_readers(collapse, out, boundaries=True)
+
+
+def _split_readers(view: _Reshape, out: dict[int, list[int]], boundaries: bool) -> list | str:
+    """The generics reading `view` with their loops split as its dims `out` are
+    (returns and host-only views read it as it is); `boundaries`: a contraction
+    that would split a reduction, M or N loop keeps reading the view; a string:
+    why a reader cannot join."""
     found = []
-    for use in collapse.result.uses:
+    for use in view.result.uses:
         reader = use.operation
         if isinstance(reader, func.ReturnOp) or (isinstance(reader, _Reshape) and _host_only(reader.result)):
             continue
         if not _at_function_level(reader, linalg.GenericOp):
-            return f"a split result is read through a collapse by {reader.name}"
+            return f"a split result is read through a {view.name} by {reader.name}"
         loops = _loop_splits(_maps(reader)[use.index], out)  # pyright: ignore
         if loops is None:
             return f"its reader {_label(reader)} reads a split dim through an affine expression"  # pyright: ignore
-        if _kernel_boundary(reader, loops):  # pyright: ignore
+        if boundaries and _kernel_boundary(reader, loops):  # pyright: ignore
             continue  # (the contraction reads the view)
         found.append((reader, loops))
     return found
