@@ -5,7 +5,8 @@ stays in, where the program alone says so.
 `value_range(v)` is a `Range(lo, hi)` (both ends included) or None (unknown). It
 knows constants (dense tensors too), `linalg.index d` (0 to the loop's trip count
 minus 1), casts, `addi`/`subi`/`muli`/`maxsi`/`minsi` (unknown once a result may
-wrap), `remui`/`remsi` of a non-negative value by a positive one, `select`,
+wrap), `remui`/`remsi` of a non-negative value by a positive one, `select`, `tensor.dim`
+(a static size, or the declared range of the argument dim it resolves to),
 comparisons, `andi`/`ori`/`xori` of booleans, and a payload argument read from a
 tensor a structured op computes (the range of what its payload yields), a fill, or a view of either. A boolean is `Range(0, 0)` (false),
 `Range(1, 1)` (true) or `Range(0, 1)`. `fold-asserts` asks it whether a
@@ -56,12 +57,14 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IndexType,
     IntegerType,
+    TensorType,
 )
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 
 from tilefuse.ir.constants import constant_array
-from tilefuse.ir.structured import as_structured, element_type
+from tilefuse.ir.dynamic import argument_name, declared_ranges
+from tilefuse.ir.structured import as_structured, element_type, resolved_size
 
 DEPTH = 12
 """How many producers back a range is traced."""
@@ -286,9 +289,37 @@ def _of_op(op: Operation, v: SSAValue, depth: int, facts: Facts) -> Range | None
         return Range(0, s.loop_ranges[op.dim.value.data] - 1)
     if isinstance(op, tensor.ExpandShapeOp | tensor.CollapseShapeOp | tensor.ExtractSliceOp):
         return value_range(op.operands[0], depth - 1, facts)
+    if isinstance(op, tensor.DimOp):
+        return _size_range(op, depth, facts)
     if (s := as_structured(op)) is not None:
         return _yielded(s.payload, list(op.results).index(v), depth - 1, facts)
     return _of_scalar_op(op, [value_range(o, depth, facts) for o in op.operands])
+
+
+def _size_range(op: tensor.DimOp, depth: int, facts: Facts) -> Range | None:
+    """A `tensor.dim` at a constant axis: the static size, or the size it resolves
+    to (`resolved_size`): a size value's range, or the declared range of a function
+    argument's dynamic dim (`tilefuse.dim_ranges`)."""
+    index = op.index.owner
+    if not isinstance(index, arith.ConstantOp) or not isinstance(op.source.type, TensorType):
+        return None
+    axis = index.value.value.data  # pyright: ignore
+    size = op.source.type.get_shape()[axis]
+    if size >= 0:
+        return Range(size, size)
+    at = resolved_size(op.source, axis)
+    if not isinstance(at, tuple):
+        return value_range(at, depth - 1, facts)
+    value, axis = at
+    if not isinstance(value.type, TensorType):
+        return None
+    if (size := value.type.get_shape()[axis]) >= 0:
+        return Range(size, size)
+    f = value.block.parent_op() if isinstance(value, BlockArgument) else None
+    if not isinstance(f, func.FuncOp) or value.block is not f.body.blocks.first:
+        return None
+    declared = declared_ranges(f).get(f"{argument_name(f, value.index)}.{axis}")
+    return None if declared is None else Range(declared.lo, declared.hi)
 
 
 def _select(c: Range | None, a: Range | None, b: Range | None) -> Range | None:

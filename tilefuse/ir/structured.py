@@ -522,6 +522,18 @@ def slice_whole_dims(op: tensor.ExtractSliceOp) -> set[int] | None:
     return whole
 
 
+def short_slice_sizes(op: tensor.ExtractSliceOp) -> dict[int, SSAValue] | None:
+    """The dims of a slice with static offsets and strides whose dynamic size is not
+    its source's whole dim (`slice_whole_dims`), each with its size value (`x[:t]`
+    of a 128-row buffer: {0: %t}); None if it has a dynamic offset or stride."""
+    if op.offsets or op.strides:
+        return None
+    offsets, strides = op.static_offsets.get_values(), op.static_strides.get_values()
+    dims = [d for d, n in enumerate(op.static_sizes.get_values()) if n == DYNAMIC_INDEX]
+    return {d: size for d, size in zip(dims, op.sizes, strict=True)
+            if not (offsets[d] == 0 and strides[d] == 1 and _same_size(size, op.source, d))}
+
+
 def _same_size(size: SSAValue, value: SSAValue, axis: int) -> bool:
     """Is `size` the size of `value` along `axis` (read, or as both were made)?"""
     return _size_of(size) == resolved_size(value, axis)

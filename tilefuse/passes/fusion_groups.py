@@ -48,10 +48,11 @@ from tilefuse.analysis.fusion_plan import (
     group_kind,
     plan_fusion,
 )
+from tilefuse.analysis.value_range import value_range
 from tilefuse.ir import forms
 from tilefuse.ir.diagnostics import CompileError, warn
 from tilefuse.ir.log import channel
-from tilefuse.ir.structured import as_structured, slice_whole_dims
+from tilefuse.ir.structured import as_structured, short_slice_sizes
 from tilefuse.ir.tilefuse import CostAttr, GroupOp, WindowOp, YieldOp
 from tilefuse.passes.order import sort_top_level
 
@@ -155,8 +156,8 @@ def is_host_reshape(op: Operation) -> bool:
     exist inside kernels) are not views of anything the host has."""
     if not isinstance(op, VIEW_OPS) or not isinstance(op.parent_op(), func.FuncOp):
         return False
-    if isinstance(op, tensor.ExtractSliceOp) and slice_whole_dims(op) is None:
-        return False  # dynamic offsets or strides, or a dynamic size short of its dim
+    if isinstance(op, tensor.ExtractSliceOp) and dynamic_slice_error(op) is not None:
+        return False
     root = reshape_root(view_source(op))
     if isinstance(root, BlockArgument) or isinstance(root.owner, HOST_COPIES):
         return True
@@ -167,6 +168,30 @@ def is_host_reshape(op: Operation) -> bool:
     # generic is its own kernel, as a pad's source is (`passes/fold_windows.py`
     # folds windows of plain fills and broadcasts)
     return s is not None and (classify(s) != FILL or isinstance(op, WindowOp))
+
+
+def dynamic_slice_error(op: tensor.ExtractSliceOp) -> str | None:
+    """Why the host cannot take `op` as a view, or None: its offsets and strides
+    must be static, and a dynamic size short of its source's dim (`x[:t]`) must
+    stay inside a static dim at every size the declared ranges allow (`value_range`
+    of the size: `t` of a 128-row buffer in `1:128`)."""
+    short = short_slice_sizes(op)
+    if short is None:
+        return ("has dynamic offsets or strides: tilefuse slices at static offsets and "
+                "strides (sizes may be dynamic)")  # fmt: skip
+    source = op.source.type.get_shape()  # pyright: ignore
+    offsets, strides = op.static_offsets.get_values(), op.static_strides.get_values()
+    for d, size in short.items():
+        r = value_range(size)
+        if source[d] < 0:
+            return (f"slices dim {d} of dynamic size to another dynamic size: tilefuse "
+                    "slices a dynamic dim whole, or a static dim to a dynamic size")  # fmt: skip
+        if r is None or r.lo < 1 or offsets[d] + (r.hi - 1) * strides[d] >= source[d]:
+            sizes = "an unbounded size" if r is None else f"sizes {int(r.lo)} to {int(r.hi)}"
+            return (f"slices dim {d} (size {source[d]}) from offset {offsets[d]} to {sizes}, "
+                    "not inside it at every size the declared ranges allow: narrow the "
+                    "dynamic dims' ranges")  # fmt: skip
+    return None
 
 
 def is_host_copy(op: Operation) -> bool:
@@ -187,10 +212,8 @@ def _check_supported(block: Block, structured: set[Operation]) -> None:
         if (op in structured or _is_free(op) or isinstance(op, func.ReturnOp)
                 or is_host_reshape(op) or is_tensor_constant(op) or is_host_copy(op)):  # fmt: skip
             continue
-        if isinstance(op, tensor.ExtractSliceOp) and slice_whole_dims(op) is None:
-            raise CompileError.at(op, "has dynamic offsets or strides, or a dynamic size "
-                                  "other than its source's whole dim: tilefuse slices at "
-                                  "static offsets, strides and sizes")  # fmt: skip
+        if isinstance(op, tensor.ExtractSliceOp) and (why := dynamic_slice_error(op)):
+            raise CompileError.at(op, why)
         if isinstance(op, VIEW_OPS):
             raise CompileError.at(
                 op, "views a fill or tensor.empty, which exist only inside kernels: "

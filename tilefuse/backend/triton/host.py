@@ -48,6 +48,7 @@ from tilefuse.backend.triton.signature import (
 )
 from tilefuse.ir.constants import constant_array, is_splat, stored_elements
 from tilefuse.ir.diagnostics import CompileError
+from tilefuse.ir.structured import short_slice_sizes
 from tilefuse.ir.tilefuse import (
     LAYOUT_ATTR,
     SAME_SIZES,
@@ -404,13 +405,18 @@ def _host_splat(op: arith.ConstantOp) -> str:
 
 
 
-def _slice_spans(op: tensor.ExtractSliceOp | tensor.InsertSliceOp) -> str:
-    """`o:o+n` (or `o:end:st`) per dim of a static slice; `:` for a dynamic dim
-    it keeps whole (`slice_whole_dims`)."""
+def _slice_spans(op: tensor.ExtractSliceOp | tensor.InsertSliceOp, names=None) -> str:
+    """`o:o+n` (or `o:end:st`) per dim of a slice; `:` for a dynamic dim it keeps
+    whole (`slice_whole_dims`), `o:o + t` for a dynamic size `t` short of its
+    source's dim (`short_slice_sizes`: an extract_slice's, whose sizes the host has)."""
+    short = short_slice_sizes(op) if isinstance(op, tensor.ExtractSliceOp) else None
     spans = []
-    for o, n, st in zip(op.static_offsets.get_values(), op.static_sizes.get_values(),
-                        op.static_strides.get_values(), strict=True):  # fmt: skip
-        if n == DYNAMIC_INDEX:
+    for d, (o, n, st) in enumerate(zip(op.static_offsets.get_values(), op.static_sizes.get_values(),
+                                       op.static_strides.get_values(), strict=True)):  # fmt: skip
+        if n == DYNAMIC_INDEX and short and d in short:
+            end = f"{o} + {names(short[d])}" if st == 1 else f"{o} + ({names(short[d])} - 1) * {st} + 1"
+            spans.append(f"{o}:{end}" + (f":{st}" if st != 1 else ""))
+        elif n == DYNAMIC_INDEX:
             spans.append(":")
         else:
             spans.append(f"{o}:{o + (n - 1) * st + 1}:{st}" if st != 1 else f"{o}:{o + n}")
@@ -420,7 +426,7 @@ def _slice_spans(op: tensor.ExtractSliceOp | tensor.InsertSliceOp) -> str:
 def _host_slice(op: tensor.ExtractSliceOp, names) -> str:
     """A static `tensor.extract_slice` as a torch view (strided; unit dims the
     slice drops squeezed by a reshape, which views)."""
-    view = f"{names(op.source)}[{_slice_spans(op)}]"
+    view = f"{names(op.source)}[{_slice_spans(op, names)}]"
     shape = tuple(op.result.type.get_shape())
     if len(shape) != len(op.static_sizes.get_values()):
         if DYNAMIC_INDEX in shape:
