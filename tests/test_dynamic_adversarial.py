@@ -134,6 +134,28 @@ def test_llama_block_dynamic_tokens(attention):
     assert_one_program(through_backend(model, lambda t: (randn(2, t, 32, seed=t),), sizes))
 
 
+@pytest.mark.parametrize(("attention", "kernels", "static"), [("eager", 11, 8), ("sdpa", 12, 8)])
+def test_llama_block_through_tilefuse_compile_dynamic_tokens(attention, kernels, static):
+    """LLaMA's buffers sliced by the dynamic length (`cos[:t]`, the mask's `[:t, :t]`)
+    are host views; RoPE's concat folds into its reader over dynamic tokens (its gathers
+    clamped to the run-time size) and SDPA's masked-row zeros (a fill, in the generalised
+    program) are a constant: one program, attention fused. The kernels the static
+    program has more of are counted, so a change is seen: the projections' heads
+    (GQA's K and V copied, RoPE's three kernels) and horizontal bundles."""
+    torch.manual_seed(0)
+    model = LlamaBlock(32, 4, 2, 64, 128, attention).to(DEVICE).eval()
+    x = randn(2, 64, 32)
+    assert len(tt.compile(model, x).program.kernels) == static
+    torch._dynamo.mark_dynamic(x, 1, min=1, max=127)
+    compiled = tt.compile(model, x)
+    assert len(compiled.program.kernels) == kernels
+    assert ": flash-attention: " in compiled.program.source
+    for t in (1, 2, 7, 33, 127):
+        xs = (randn(2, t, 32, seed=t),)
+        with torch.no_grad():
+            assert_matches(f"size {t}", compiled(*xs), eager64(model, xs), RTOL)
+
+
 def _bert_inputs(bt):
     b, t = bt
     lengths = torch.randint(1, t + 1, (b,), generator=torch.Generator().manual_seed(b * t))

@@ -33,10 +33,16 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.ir.affine import AffineMap
-from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tilefuse.ir.structured import dim_of, scaled_size
+from tilefuse.ir.structured import dim_of, made_value, resolved_size, scaled_size
 
 
 class FoldReshapeOfCreation(RewritePattern):
@@ -287,3 +293,49 @@ def fold_reshapes_of_creations(module: ModuleOp, iotas: bool = False) -> None:
 def erase_dead_views(module: ModuleOp) -> None:
     """Apply `EraseDeadView` until nothing changes (a dead fill's empty dies with it)."""
     PatternRewriteWalker(EraseDeadView()).rewrite_module(module)
+
+
+class ResolveDim(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tensor.DimOp, rewriter: PatternRewriter) -> None:
+        index = op.index.owner
+        if not isinstance(index, arith.ConstantOp):
+            return
+        axis = index.value.value.data  # pyright: ignore[reportAttributeAccessIssue]
+        if (made := made_value(op.source, axis)) is not None:
+            rewriter.replace(op, [], [made])  # the size it was made with
+            return
+        at = resolved_size(op.source, axis)
+        if isinstance(at, tuple):
+            if at == (op.source, axis):
+                return
+            c = arith.ConstantOp(IntegerAttr(at[1], IndexType()))
+            dim = tensor.DimOp(at[0], c.result)
+            rewriter.replace(op, [c, dim], [dim.result])
+        else:
+            rewriter.replace(op, [], [at])
+
+
+def resolve_dims(op: ModuleOp) -> None:
+    """`resolve-dims` on `op` (`passes/resolve_dims.py`; `flash-attention` runs it
+    first too: a size read of a row sum is a reader its pattern would have to keep)."""
+    PatternRewriteWalker(ResolveDim()).rewrite_module(op)
+    # Views read only for their sizes go (else a kernel writes their source out:
+    # a dynamic LayerNorm's saved mean and variance), with the size arithmetic.
+    # (no general DCE: an unused op a later stage must refuse stays for it to refuse)
+    patterns = GreedyRewritePatternApplier([EraseDeadView(), EraseDeadSize()], dce_enabled=False)
+    PatternRewriteWalker(patterns, walk_reverse=True).rewrite_module(op)
+
+
+_SIZE_OPS = (tensor.DimOp, arith.ConstantOp, arith.MuliOp, arith.AddiOp, arith.SubiOp,
+             arith.DivUIOp, arith.DivSIOp, arith.FloorDivSIOp, arith.CeilDivUIOp,
+             arith.CeilDivSIOp, arith.IndexCastOp)  # fmt: skip
+
+
+class EraseDeadSize(RewritePattern):
+    """A function-level size computation (index arithmetic, `tensor.dim`) nothing reads."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if (isinstance(op, _SIZE_OPS) and isinstance(op.parent_op(), func.FuncOp)
+                and all(isinstance(r.type, IndexType) and not r.uses for r in op.results)):  # fmt: skip
+            rewriter.erase(op)

@@ -80,7 +80,11 @@ from tilefuse.ir.structured import (
     shape_of,
     sized_empty,
 )
-from tilefuse.passes.cleanup import erase_dead_views, fold_reshapes_of_creations
+from tilefuse.passes.cleanup import (
+    erase_dead_views,
+    fold_reshapes_of_creations,
+    resolve_dims,
+)
 
 TAG = "tilefuse.attention"
 
@@ -92,6 +96,7 @@ class FlashAttentionPass(ModulePass):
     name = "flash-attention"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        resolve_dims(op)  # (a dynamic program's `tensor.dim` of a row sum reads it too)
         count = 0
         for f in [o for o in op.walk() if isinstance(o, func.FuncOp)]:
             f = _normalised(f)

@@ -65,6 +65,7 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
+from tilefuse.ir.structured import dim_of, resolved_size
 from tilefuse.passes.cleanup import erase_dead_views
 
 MAX_INLINED = 8
@@ -96,13 +97,14 @@ class ConcatToSelect(RewritePattern):
     def match_and_rewrite(self, op: tensor.ConcatOp, rewriter: PatternRewriter) -> None:
         if not isinstance(op.parent_op(), func.FuncOp) or not op.result.uses:
             return
-        if any(n < 0 for v in (*op.inputs, op.result) for n in v.type.get_shape()):  # pyright: ignore
-            return  # a dynamic size: the pieces' starts are run-time (the host's torch.cat)
+        dim = op.dim.value.data
+        if any(v.type.get_shape()[dim] < 0 for v in (*op.inputs, op.result)):  # pyright: ignore
+            return  # a dynamic concat dim: the pieces' starts are run-time (the host's torch.cat)
         if not all(isinstance(u.operation, linalg.GenericOp) for u in op.result.uses):
             return  # a host reader (a return, a slice, another concat): torch.cat is as good
         t = op.result.type
         assert isinstance(t, TensorType)
-        empty = tensor.EmptyOp([], t)
+        sizes, empty = _sized_like(t, op.inputs[0])
         rank = len(t.get_shape())
         block = Block(arg_types=[t.get_element_type()])
         builder = _SelectBuilder(op, block)
@@ -113,7 +115,23 @@ class ConcatToSelect(RewritePattern):
                                ArrayAttr([linalg.IteratorTypeAttr.parallel()] * rank), [t])  # fmt: skip
         new.location = op.location  # pyright: ignore
         new.results[0].name_hint = op.result.name_hint
-        rewriter.replace(op, [empty, new], [new.results[0]])
+        rewriter.replace(op, [*sizes, empty, new], [new.results[0]])
+
+
+def _sized_like(t: TensorType, piece: SSAValue) -> tuple[list[Operation], tensor.EmptyOp]:
+    """An empty of the concat's type `t`, each dynamic dim (never the concat dim) the
+    size `piece` was made with (`resolved_size`: a size value, or a `tensor.dim` of the
+    tensor it resolves to, which outlives the pieces read through): the ops before it."""
+    ops: list[Operation] = []
+    sizes: list[SSAValue] = []
+    for d, n in enumerate(t.get_shape()):
+        if n < 0:
+            at = resolved_size(piece, d)
+            if isinstance(at, tuple):
+                made, at = dim_of(*at)
+                ops += made
+            sizes.append(at)
+    return ops, tensor.EmptyOp(sizes, t)
 
 
 class _SelectBuilder:
@@ -179,7 +197,7 @@ class _SelectBuilder:
             self.read_through.append(owner)
         if isinstance(owner, tensor.ConcatOp) and isinstance(owner.parent_op(), func.FuncOp):
             return self.select(owner, index)
-        if isinstance(owner, tensor.ExtractSliceOp) and _static_full_rank(owner):
+        if isinstance(owner, tensor.ExtractSliceOp) and _static_start_full_rank(owner):
             offsets = owner.static_offsets.get_values()
             strides = owner.static_strides.get_values()
             moved = []
@@ -216,9 +234,10 @@ class _SelectBuilder:
         raise AssertionError("a generic's payload ends with linalg.yield")
 
 
-def _static_full_rank(op: tensor.ExtractSliceOp) -> bool:
-    """A slice with static offsets, sizes and strides that keeps every dim."""
-    return (not op.offsets and not op.sizes and not op.strides
+def _static_start_full_rank(op: tensor.ExtractSliceOp) -> bool:
+    """A slice with static offsets and strides that keeps every dim (its sizes, which
+    a read at a shifted index never needs, may be dynamic)."""
+    return (not op.offsets and not op.strides
             and len(op.result.type.get_shape()) == len(op.source.type.get_shape()))  # pyright: ignore  # fmt: skip
 
 

@@ -26,45 +26,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import arith, func, tensor
-from xdsl.dialects.builtin import (
-    IndexType,
-    IntegerAttr,
-    ModuleOp,
-)
-from xdsl.ir import Operation
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
-    PatternRewriter,
-    PatternRewriteWalker,
-    RewritePattern,
-    op_type_rewrite_pattern,
-)
 
-from tilefuse.ir.structured import made_value, resolved_size
-from tilefuse.passes.cleanup import EraseDeadView
-
-
-class ResolveDim(RewritePattern):
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: tensor.DimOp, rewriter: PatternRewriter) -> None:
-        index = op.index.owner
-        if not isinstance(index, arith.ConstantOp):
-            return
-        axis = index.value.value.data  # pyright: ignore[reportAttributeAccessIssue]
-        if (made := made_value(op.source, axis)) is not None:
-            rewriter.replace(op, [], [made])  # the size it was made with
-            return
-        at = resolved_size(op.source, axis)
-        if isinstance(at, tuple):
-            if at == (op.source, axis):
-                return
-            c = arith.ConstantOp(IntegerAttr(at[1], IndexType()))
-            dim = tensor.DimOp(at[0], c.result)
-            rewriter.replace(op, [c, dim], [dim.result])
-        else:
-            rewriter.replace(op, [], [at])
+from tilefuse.passes.cleanup import resolve_dims
 
 
 @dataclass(frozen=True)
@@ -74,23 +39,4 @@ class ResolveDimsPass(ModulePass):
     name = "resolve-dims"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(ResolveDim()).rewrite_module(op)
-        # Views read only for their sizes go (else a kernel writes their source out:
-        # a dynamic LayerNorm's saved mean and variance), with the size arithmetic.
-        # (no general DCE: an unused op a later stage must refuse stays for it to refuse)
-        patterns = GreedyRewritePatternApplier([EraseDeadView(), EraseDeadSize()], dce_enabled=False)
-        PatternRewriteWalker(patterns, walk_reverse=True).rewrite_module(op)
-
-
-_SIZE_OPS = (tensor.DimOp, arith.ConstantOp, arith.MuliOp, arith.AddiOp, arith.SubiOp,
-             arith.DivUIOp, arith.DivSIOp, arith.FloorDivSIOp, arith.CeilDivUIOp,
-             arith.CeilDivSIOp, arith.IndexCastOp)  # fmt: skip
-
-
-class EraseDeadSize(RewritePattern):
-    """A function-level size computation (index arithmetic, `tensor.dim`) nothing reads."""
-
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        if (isinstance(op, _SIZE_OPS) and isinstance(op.parent_op(), func.FuncOp)
-                and all(isinstance(r.type, IndexType) and not r.uses for r in op.results)):  # fmt: skip
-            rewriter.erase(op)
+        resolve_dims(op)

@@ -25,8 +25,8 @@ payloads are left (refused later, with a location).
 ```
 
 A splat constant input (`dense<true> : tensor<1024x1024xi1>`, what torch-mlir
-makes of a causal mask's `full_like(True)`; SDPA's `dense<0xFF800000> : tensor<f32>`)
-is its element, an `arith.constant` in the payload: a kernel loads nothing for it
+makes of a causal mask's `full_like(True)`; SDPA's `dense<0xFF800000> : tensor<f32>`),
+or a function-level fill of a scalar constant (a splat of dynamic shape), is its element, an `arith.constant` in the payload: a kernel loads nothing for it
 (not a tile of a materialised megabyte per step) and later passes see the value
 (`SplatConstantAsScalar`).
 """
@@ -85,20 +85,13 @@ class SplatConstantAsScalar(RewritePattern):
         if not isinstance(op.parent_op(), func.FuncOp):
             return
         maps = [m.data for m in op.indexing_maps.data]
-        splat = [i for i, v in enumerate(op.inputs)
-                 if isinstance(v, OpResult) and isinstance(v.owner, arith.ConstantOp)
-                 and isinstance(v.type, TensorType) and is_splat(v.owner)
-                 and isinstance(v.type.get_element_type(), AnyFloat | IntegerType)]  # fmt: skip
+        splat = [i for i, v in enumerate(op.inputs) if _splat_element(v) is not None]
         if not splat:
             return
         body = op.body.clone()
         block = body.block
         for i in reversed(splat):
-            const = op.inputs[i].owner
-            element = const.result.type.get_element_type()
-            value = _first(const)
-            attr = FloatAttr(value, element) if isinstance(element, AnyFloat) else IntegerAttr(value, element)
-            scalar = arith.ConstantOp(attr)
+            scalar = arith.ConstantOp(_splat_element(op.inputs[i]))  # pyright: ignore
             block.insert_op_before(scalar, block.first_op)
             block.args[i].replace_all_uses_with(scalar.result)
             block.erase_arg(block.args[i])
@@ -108,8 +101,42 @@ class SplatConstantAsScalar(RewritePattern):
         consts = [op.inputs[i].owner for i in splat]
         rewriter.replace(op, with_inputs(op, inputs, new_maps, body))
         for const in dict.fromkeys(consts):
-            if not const.result.uses:
+            if not any(r.uses for r in const.results):
                 rewriter.erase(const)
+
+
+def _splat_element(v: SSAValue) -> FloatAttr | IntegerAttr | None:
+    """The element of a tensor every element of which is one constant, known here:
+    a splat `arith.constant`, or a function-level fill of a scalar constant
+    (`linalg.fill`, or a generic yielding its one scalar input: `generalise`'s form
+    of a splat constant of dynamic shape)."""
+    if not isinstance(v, OpResult) or not isinstance(v.type, TensorType):
+        return None
+    element = v.type.get_element_type()
+    if not isinstance(element, AnyFloat | IntegerType):
+        return None
+    op = v.owner
+    if isinstance(op, arith.ConstantOp):
+        if not is_splat(op):
+            return None
+        value = _first(op)
+        return FloatAttr(value, element) if isinstance(element, AnyFloat) else IntegerAttr(value, element)
+    if not isinstance(op.parent_op(), func.FuncOp) or len(op.results) != 1:
+        return None
+    if isinstance(op, linalg.FillOp):
+        scalar = op.inputs[0]
+    elif isinstance(op, linalg.GenericOp) and len(op.inputs) == 1 and len(op.outputs) == 1:
+        block, scalar = op.body.block, op.inputs[0]
+        last = block.last_op
+        if (isinstance(scalar.type, TensorType) or not isinstance(last, linalg.YieldOp)
+                or last is not block.first_op or last.operands[0] is not block.args[0]):  # fmt: skip
+            return None
+    else:
+        return None
+    const = scalar.owner
+    if not isinstance(const, arith.ConstantOp) or const.result.type != element:
+        return None
+    return const.value if isinstance(const.value, FloatAttr | IntegerAttr) else None  # pyright: ignore
 
 
 def _first(op: arith.ConstantOp) -> int | float:

@@ -45,7 +45,7 @@ Runs after `fusion-groups`. For every group:
 from __future__ import annotations
 
 import math
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -108,6 +108,7 @@ from tilefuse.ir.structured import (
     arg_reduction,
     combiner_at,
     constant_of,
+    dim_of,
     reduction_combiner,
     resolved_size,
     shape_of,
@@ -437,6 +438,8 @@ class TileProgramBuilder:
                           self.plan.num_warps, self.plan.num_stages, sizes=sizes)  # fmt: skip
         grid.location = self.group.location
         block.add_op(grid)
+        self.entry, self.grid_op = block, grid
+        self.run_time_sizes: dict[tuple[SSAValue, int], SSAValue] = {}
         block.add_op(YieldOp(list(grid.results)))
         self._fill_grid(grid_body, outputs)
         fuse_sibling_loops(grid_body, self.sibling_loops)
@@ -990,7 +993,7 @@ class TileProgramBuilder:
         self._decide(node, body.block, captured)
         self._offset_indices(node, body.block, scope)
         whole = not any(self._is_partial(node, d) for d in range(s.num_loops))
-        clamp_gathers(body.block, in_bounds_gathers(s.payload) if whole else set())
+        clamp_gathers(body.block, in_bounds_gathers(s.payload) if whole else set(), self._run_time_size)
         if node.kind != CONTRACTION:
             self._mask_partial_reductions(node, body.block, scope)
         if node in self.zero_padding:
@@ -1175,6 +1178,17 @@ class TileProgramBuilder:
         scope.block.add_op(clone)
         return clone.result
 
+    def _run_time_size(self, tensor_value: SSAValue, axis: int) -> SSAValue:
+        """`tensor.dim` of a group input along a dynamic `axis`, made once in the
+        group's entry block (the kernel's size parameter of that dim)."""
+        value = self.args.get(tensor_value, tensor_value)
+        if (value, axis) not in self.run_time_sizes:
+            ops, size = dim_of(value, axis)
+            for op in ops:
+                self.entry.insert_op_before(op, self.grid_op)
+            self.run_time_sizes[(value, axis)] = size
+        return self.run_time_sizes[(value, axis)]
+
     def _index(self, scope: _Scope, value: int) -> SSAValue:
         c = arith.ConstantOp(IntegerAttr(value, IndexType()))
         scope.block.add_op(c)
@@ -1216,12 +1230,14 @@ def in_bounds_gathers(payload: Block) -> set[int]:
     return found
 
 
-def clamp_gathers(block: Block, in_bounds: Collection[int] = ()) -> None:
+def clamp_gathers(block: Block, in_bounds: Collection[int] = (),
+                  run_time_size: Callable[[SSAValue, int], SSAValue] | None = None) -> None:
     """Clamp each index of the payload's gathers (`tensor.extract` of a tensor
     from outside) to its dim: lanes of an edge tile past the extent compute
     indices nobody stores, and an out-of-bounds extract is undefined; clamped,
     every program reads in bounds (what the gather's consumers store is unchanged).
-    The gathers at positions `in_bounds` (`in_bounds_gathers`, of a tile program
+    A dynamic dim is clamped to its run-time size, `run_time_size(tensor, axis)` (a
+    value outside `block`). The gathers at positions `in_bounds` (`in_bounds_gathers`, of a tile program
     without partial tiles) are marked `tilefuse.in_bounds` instead.
 
     ```mlir
@@ -1240,14 +1256,21 @@ def clamp_gathers(block: Block, in_bounds: Collection[int] = ()) -> None:
             op.attributes[IN_BOUNDS] = UnitAttr()
             continue
         indices = []
-        for index, size in zip(op.indices, op.tensor.type.get_shape(), strict=True):
-            if size < 0:
+        for axis, (index, size) in enumerate(zip(op.indices, op.tensor.type.get_shape(), strict=True)):
+            if size < 0 and run_time_size is None:
                 raise TilingRefused("cannot tile: a gather (tensor.extract) from a tensor of "
-                                    "dynamic size (its clamp needs the run-time size; not built)",
+                                    "dynamic size (its clamp needs the run-time size)",
                                     op_location(op))  # fmt: skip
-            bounds = [arith.ConstantOp(IntegerAttr(b, IndexType())) for b in (0, size - 1)]
-            low = arith.MaxSIOp(index, bounds[0].result)
-            high = arith.MinSIOp(low.result, bounds[1].result)
+            zero = arith.ConstantOp(IntegerAttr(0, IndexType()))
+            if size < 0:
+                one = arith.ConstantOp(IntegerAttr(1, IndexType()))
+                last = arith.SubiOp(run_time_size(op.tensor, axis), one.result)  # pyright: ignore
+                bounds: list[Operation] = [zero, one, last]
+            else:
+                last = arith.ConstantOp(IntegerAttr(size - 1, IndexType()))
+                bounds = [zero, last]
+            low = arith.MaxSIOp(index, zero.result)
+            high = arith.MinSIOp(low.result, last.result)
             for new in (*bounds, low, high):
                 block.insert_op_before(new, op)
             indices.append(high.result)

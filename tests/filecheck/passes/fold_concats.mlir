@@ -116,3 +116,65 @@ func.func @host_readers(%a: tensor<2x4xf32>, %b: tensor<2x4xf32>) -> (tensor<4x4
   } -> tensor<4x4xf32>
   func.return %r, %f, %n : tensor<4x4xf32>, tensor<16xf32>, tensor<4x4xf32>
 }
+
+// -----
+
+// A dynamic dim other than the concat's (the tokens of a dynamic RoPE): the pieces
+// are read as before (the slices' dynamic sizes are whole dims), the new generic's
+// empty sized as the first piece was made (the argument's dim, read once), not from
+// the pieces, which die.
+// CHECK-LABEL: func.func @rotate_half_dynamic_tokens
+// CHECK-NOT:   tensor.concat
+// CHECK-NOT:   tensor.extract_slice
+// CHECK:       tensor.dim %x
+// CHECK:       %[[N:.*]] = tensor.dim %x, %{{.*}} : tensor<?x8xf32>
+// CHECK-NEXT:  %[[E:.*]] = tensor.empty(%[[N]]) : tensor<?x8xf32>
+// CHECK-NEXT:  %[[R:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} outs(%[[E]] : tensor<?x8xf32>)
+// CHECK:         %[[I:.*]] = linalg.index 0 : index
+// CHECK-NEXT:    %[[K:.*]] = linalg.index 1 : index
+// CHECK-NEXT:    %[[C4:.*]] = arith.constant 4 : index
+// CHECK-NEXT:    %[[IN:.*]] = arith.remsi %[[K]], %[[C4]] : index
+// CHECK-NEXT:    %[[UP:.*]] = arith.addi %[[IN]], %[[C4]] : index
+// CHECK-NEXT:    %[[A:.*]] = tensor.extract %x[%[[I]], %[[UP]]] : tensor<?x8xf32>
+// CHECK-NEXT:    arith.negf %[[A]] : f32
+// CHECK-NEXT:    tensor.extract %x[%[[I]], %[[IN]]] : tensor<?x8xf32>
+// CHECK:       linalg.generic {{.*}} ins(%[[R]], %sin : tensor<?x8xf32>, tensor<?x8xf32>)
+func.func @rotate_half_dynamic_tokens(%x: tensor<?x8xf32>, %sin: tensor<?x8xf32>) -> tensor<?x8xf32> attributes {tilefuse.dim_ranges = {"x.0" = [1, 4096], "sin.0" = [1, 4096]}} {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x8xf32>
+  %lo = tensor.extract_slice %x[0, 0] [%n, 4] [1, 1] : tensor<?x8xf32> to tensor<?x4xf32>
+  %hi = tensor.extract_slice %x[0, 4] [%n, 4] [1, 1] : tensor<?x8xf32> to tensor<?x4xf32>
+  %eh = tensor.empty(%n) : tensor<?x4xf32>
+  %neg = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%hi : tensor<?x4xf32>) outs(%eh : tensor<?x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.negf %in : f32
+    linalg.yield %0 : f32
+  } -> tensor<?x4xf32>
+  %r = tensor.concat dim(1) %neg, %lo : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x8xf32>
+  %e = tensor.empty(%n) : tensor<?x8xf32>
+  %b = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%r, %sin : tensor<?x8xf32>, tensor<?x8xf32>) outs(%e : tensor<?x8xf32>) {
+  ^bb0(%in: f32, %s: f32, %out: f32):
+    %0 = arith.mulf %in, %s : f32
+    linalg.yield %0 : f32
+  } -> tensor<?x8xf32>
+  func.return %b : tensor<?x8xf32>
+}
+
+// -----
+
+// A dynamic concat dim: the pieces' starts are run-time sizes; left to the host's
+// torch.cat.
+// CHECK-LABEL: func.func @dynamic_concat_dim
+// CHECK:       tensor.concat dim(0) %a, %b
+func.func @dynamic_concat_dim(%a: tensor<?x4xf32>, %b: tensor<2x4xf32>) -> tensor<?x4xf32> attributes {tilefuse.dim_ranges = {"a.0" = [1, 4096]}} {
+  %r = tensor.concat dim(0) %a, %b : (tensor<?x4xf32>, tensor<2x4xf32>) -> tensor<?x4xf32>
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %r, %c0 : tensor<?x4xf32>
+  %e = tensor.empty(%n) : tensor<?x4xf32>
+  %neg = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%r : tensor<?x4xf32>) outs(%e : tensor<?x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.negf %in : f32
+    linalg.yield %0 : f32
+  } -> tensor<?x4xf32>
+  func.return %neg : tensor<?x4xf32>
+}

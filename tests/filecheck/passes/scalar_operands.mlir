@@ -61,3 +61,35 @@ func.func @splat_operands(%m: tensor<4x8xi1>, %x: tensor<4x8xbf16>) -> tensor<4x
   } -> tensor<4x8xbf16>
   func.return %r : tensor<4x8xbf16>
 }
+
+// -----
+
+// A fill of a scalar constant read by a generic (what `generalise` makes of a splat
+// constant whose shape is dynamic: SDPA's zeros for fully masked rows) is its
+// element in the payload, as a splat constant is; the fill goes. A fill of a
+// non-constant scalar stays an input.
+// CHECK-LABEL: func.func @fill_inputs
+// CHECK:       linalg.generic {{.*}} ins(%c, %p, %v : tensor<?x4xi1>, tensor<?x4xf32>, tensor<?x4xf32>)
+// CHECK-NEXT:  ^bb0(%{{.*}}: i1, %{{.*}}: f32, %{{.*}}: f32, %{{.*}}: f32):
+// CHECK-NEXT:    %[[Z:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:    arith.select %{{.*}}, %[[Z]], %{{.*}} : f32
+// CHECK-NOT:   linalg.generic {{.*}} ins(%zero
+func.func @fill_inputs(%c: tensor<?x4xi1>, %p: tensor<?x4xf32>, %s: tensor<f32>) -> (tensor<?x4xf32>, tensor<?x4xf32>) attributes {tilefuse.dim_ranges = {"c.0" = [1, 64], "p.0" = [1, 64]}} {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %p, %c0 : tensor<?x4xf32>
+  %e = tensor.empty(%n) : tensor<?x4xf32>
+  %z = arith.constant 0.0 : f32
+  %zero = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%z : f32) outs(%e : tensor<?x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<?x4xf32>
+  %x = tensor.extract %s[] : tensor<f32>
+  %v = linalg.fill ins(%x : f32) outs(%e : tensor<?x4xf32>) -> tensor<?x4xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%c, %zero, %p, %v : tensor<?x4xi1>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>) outs(%e : tensor<?x4xf32>) {
+  ^bb0(%a: i1, %b: f32, %q: f32, %w: f32, %out: f32):
+    %0 = arith.select %a, %b, %q : f32
+    %1 = arith.addf %0, %w : f32
+    linalg.yield %1 : f32
+  } -> tensor<?x4xf32>
+  func.return %r, %v : tensor<?x4xf32>, tensor<?x4xf32>
+}

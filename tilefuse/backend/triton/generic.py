@@ -202,15 +202,16 @@ class GenericPrinter:
                                   "the Triton backend gathers from kernel arguments")  # fmt: skip
         terms, dims = [self.k.ptr[table]], set()
         shape = table.type.get_shape()
-        for v, size, stride in zip(op.indices, shape, self.k.strides[table], strict=True):
+        for axis, (v, size, stride) in enumerate(zip(op.indices, shape, self.k.strides[table], strict=True)):
             if size == 1:
                 continue  # the only index in bounds is 0
-            if isinstance(v.owner, arith.ConstantOp):
+            if isinstance(v.owner, arith.ConstantOp) and size >= 0:
                 index = str(min(max(v.owner.value.value.data, 0), size - 1))
             else:
                 index = self._operand(v, env)
-                if not clamped(v, size) and IN_BOUNDS not in op.attributes:
-                    index = self.k.value("idx", f"tl.minimum(tl.maximum({index}, 0), {size - 1})",
+                last = str(size - 1) if size >= 0 else f"{self.k.sizes[(table, axis)]} - 1"
+                if not clamped(v, size, (table, axis)) and IN_BOUNDS not in op.attributes:
+                    index = self.k.value("idx", f"tl.minimum(tl.maximum({index}, 0), {last})",
                                          compute_type(v.type))  # fmt: skip
                 dims |= env[v][1] if v in env else set()
             if index != "0":
@@ -393,15 +394,27 @@ class GenericPrinter:
         return f"tl.reshape({value}, {shape})"
 
 
-def clamped(v: SSAValue, size: int) -> bool:
+def clamped(v: SSAValue, size: int, dim: tuple[SSAValue, int] | None = None) -> bool:
     """Is index `v` already clamped to [0, size) (`minsi(maxsi(x, 0), size - 1)`,
-    as `tile-and-fuse` clamps a gather's indices, in either order)?"""
+    as `tile-and-fuse` clamps a gather's indices, in either order)? A dynamic `size`
+    (-1): clamped to `tensor.dim` of `dim` (the gathered tensor, its axis) minus 1."""
+    def is_last(c: SSAValue, value: int) -> bool:
+        if isinstance(c.owner, arith.ConstantOp):
+            return c.owner.value.value.data == value  # pyright: ignore
+        if value >= 0 or dim is None or not isinstance(sub := c.owner, arith.SubiOp):
+            return False
+        read, one = sub.lhs.owner, sub.rhs.owner
+        return (isinstance(read, tensor.DimOp) and read.source is dim[0]
+                and isinstance(read.index.owner, arith.ConstantOp)
+                and read.index.owner.value.value.data == dim[1]  # pyright: ignore
+                and isinstance(one, arith.ConstantOp) and one.value.value.data == 1)  # pyright: ignore  # fmt: skip
+
     def bound(op: Operation, kind: type, value: int) -> SSAValue | None:
         if not isinstance(op, kind):
             return None
         a, b = op.operands
         for x, c in ((a, b), (b, a)):
-            if isinstance(c.owner, arith.ConstantOp) and c.owner.value.value.data == value:
+            if is_last(c, value):
                 return x
         return None
 
