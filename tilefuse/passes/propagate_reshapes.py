@@ -86,6 +86,7 @@ from tilefuse.passes.cleanup import (
     fold_reshapes_of_creations,
     generic_fill,
     is_generic_fill,
+    resolve_dims,
 )
 
 Run = tuple[int, ...]
@@ -107,7 +108,10 @@ class PropagateReshapesPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         # A dynamic program: each merge and split holds at most one dynamic size per
         # group (`_two_dynamic`), which its static sizes then determine; a view of
-        # two dynamic sizes stays where it is.
+        # two dynamic sizes stays where it is. A size read of a generic's result
+        # (`tensor.dim`, what earlier passes size their empties from) would stop its
+        # loops from being split or merged: each is read from where it was made first.
+        resolve_dims(op)
         _collapse_contraction_sides(op)
         kept: dict[Operation, str] = {}
         changed, rounds = True, 0
@@ -181,7 +185,7 @@ def _describe(reshape: _Reshape) -> str:
 
 
 def _shape(t) -> str:
-    return "x".join(str(n) for n in t.get_shape()) or "scalar"
+    return "x".join(str(n) if n >= 0 else "?" for n in t.get_shape()) or "scalar"
 
 
 def _label(op: linalg.GenericOp) -> str:
@@ -644,8 +648,10 @@ def _expand_readers_of_collapses(module: ModuleOp, alone: bool) -> bool:
             splits = _splits(reader, use.index, collapse)  # pyright: ignore
             if not splits or any(_innermost_side(reader, d) for d in splits):  # pyright: ignore
                 continue  # (a contraction's positions, merged on purpose)
-            members, _ = plan_expansion(reader, splits, alone)  # pyright: ignore
+            members, why = plan_expansion(reader, splits, alone)  # pyright: ignore
             if members is None:
+                if not alone:  # (the one-reader tries are many and expected to fail)
+                    _log(reader, f"kept {_describe(collapse)} unexpanded: {why}")  # pyright: ignore
                 continue
             names = ", ".join(_label(m) for m in members)
             _log(reader, f"folded {_describe(collapse)}: expanded {len(members)} generic(s) "  # pyright: ignore
