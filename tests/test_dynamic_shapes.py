@@ -672,12 +672,25 @@ def test_gather_from_a_table_of_dynamic_rows_clamps_to_the_run_time_size():
         assert torch.equal(got.cpu(), table[ids])
 
 
-@pytest.mark.parametrize(("text", "ranges", "message"), [
-    (PAD, {"x.0": (1, 64)}, r"'tensor.pad' op pads with .* or pads a tensor of dynamic size"),
-], ids=["pad"])  # fmt: skip
-def test_dynamic_forms_not_built_are_located_refusals(text, ranges, message):
-    module = load_program(text, dim_ranges={k: DimRange(*v) for k, v in ranges.items()})
-    with pytest.raises(CompileError, match=rf"<input>:\d+:\d+: error: .*{message}"):
+def test_constant_pad_of_a_dynamic_tensor_by_static_amounts():
+    """A pad of a tensor of dynamic rows by static amounts, the dynamic dim padded too:
+    the host fills a tensor of the grown size and assigns the source into it."""
+    module = load_program(PAD, dim_ranges={"x.0": DimRange(1, 64)})
+    program = compile_program(module)
+    for n in (1, 2, 17, 64):
+        x = torch.randn(n, 4, generator=torch.Generator().manual_seed(n))
+        (got,) = program(on_device(x))
+        assert torch.equal(got.cpu(), torch.nn.functional.pad(x, (0, 2, 1, 0)))
+
+
+def test_dynamic_padding_amounts_are_a_located_refusal():
+    text = PAD.replace("low[1, 0] high[0, 2]", "low[%n, 0] high[0, 2]").replace(
+        "  %z = arith.constant 0.0 : f32\n",
+        "  %z = arith.constant 0.0 : f32\n  %c0 = arith.constant 0 : index\n"
+        "  %n = tensor.dim %x, %c0 : tensor<?x4xf32>\n")
+    module = load_program(text, dim_ranges={"x.0": DimRange(1, 64)})
+    with pytest.raises(CompileError, match=r"<input>:\d+:\d+: error: 'tensor.pad' op pads with "
+                                           r"dynamic sizes"):  # fmt: skip
         compile_program(module)
 
 

@@ -195,15 +195,14 @@ def dynamic_slice_error(op: tensor.ExtractSliceOp) -> str | None:
 
 
 def is_host_copy(op: Operation) -> bool:
-    """A `tensor.concat`, static `tensor.insert_slice` or static constant
-    `tensor.pad` at function level: the host builds the result with torch
+    """A `tensor.concat`, static `tensor.insert_slice` or constant `tensor.pad` by
+    static amounts (of a tensor of static or dynamic shape) at function level: the host builds the result with torch
     (`torch.cat`, a slice assignment, a filled tensor) between the kernels that make its
     operands and those that read it."""
     if not isinstance(op, HOST_COPIES) or not isinstance(op.parent_op(), func.FuncOp):
         return False
-    if isinstance(op, tensor.PadOp):
-        dynamic = any(n < 0 for n in op.result.type.get_shape())  # pyright: ignore
-        return pad_value(op) is not None and not dynamic
+    if isinstance(op, tensor.PadOp):  # (a dynamic dim grows by its static padding)
+        return pad_value(op) is not None and not op.low and not op.high
     return not (isinstance(op, tensor.InsertSliceOp) and (op.offsets or op.sizes or op.strides))
 
 

@@ -209,7 +209,8 @@ class HostPrinter:
             if (pad := _pad_in_place(g, r)) is not None:
                 # (the kernel writes the pad's interior: no copy; the pad prints nothing)
                 self.padded_in_place.add(pad)
-                lines += [f"    {names(pad.result)} = {_pad_filled(pad, names, dtype, 'device')}",
+                source = _result_sizes(g, i, names, self._size)
+                lines += [f"    {names(pad.result)} = {_pad_filled(pad, source, dtype, 'device')}",
                           f"    {names(r)} = {names(pad.result)}[{_pad_spans(pad)}]"]  # fmt: skip
                 continue
             lines.append(f"    {names(r)} = {_empty(shape, g.layout(i), dtype, 'device')}")
@@ -355,6 +356,18 @@ def _result_shape(g: GroupOp, i: int, names, read) -> tuple[int, ...] | str:
     shape = tuple(g.results[i].type.get_shape())
     if all(n >= 0 for n in shape):
         return shape
+    return _tuple(_result_sizes(g, i, names, read))
+
+
+def _tuple(parts: list[str]) -> str:
+    return f"({', '.join(parts)}{',' if len(parts) == 1 else ''})"
+
+
+def _result_sizes(g: GroupOp, i: int, names, read) -> list[str]:
+    """`_result_shape`'s host expression of each dim of group result `i`."""
+    shape = tuple(g.results[i].type.get_shape())
+    if all(n >= 0 for n in shape):
+        return [str(n) for n in shape]
     dest = g.entry.last_op.operands[i]  # type: ignore[union-attr]
     if isinstance(dest.owner, TileGridOp):
         dest = dest.owner.outs[list(dest.owner.results).index(dest)]
@@ -365,8 +378,7 @@ def _result_shape(g: GroupOp, i: int, names, read) -> tuple[int, ...] | str:
     if len(sizes) != sum(n < 0 for n in shape):
         raise CompileError.at(g, f"has result {i} of dynamic shape whose sizes it does not say")
     outer = dict(zip(g.entry.args, g.inputs, strict=True))
-    parts = [str(n) if n >= 0 else _host_size(sizes.pop(), outer, read, g) for n in shape]
-    return f"({', '.join(parts)}{',' if len(parts) == 1 else ''})"
+    return [str(n) if n >= 0 else _host_size(sizes.pop(), outer, read, g) for n in shape]
 
 
 def _host_size(v: SSAValue, outer: dict, read, at: Operation) -> str:
@@ -547,14 +559,19 @@ def _pad_in_place(g: GroupOp, r: SSAValue) -> tensor.PadOp | None:
     return pad if isinstance(pad, tensor.PadOp) and pad_value(pad) is not None else None
 
 
-def _pad_filled(op: tensor.PadOp, names, dtype: str, device: str) -> str:
+def _pad_filled(op: tensor.PadOp, source: list[str], dtype: str, device: str) -> str:
     """A tensor of the pad's shape filled with its value (in the dim order
-    `choose-layouts` gave it)."""
+    `choose-layouts` gave it); `source`: the host expression of each of the padded
+    tensor's sizes (a dynamic dim's grows by the static padding too)."""
     value = pad_value(op)
     assert value is not None
     data = value.owner.value.value.data  # type: ignore[union-attr]
     fill = repr(int(data)) if isinstance(value.type, IntegerType) else literal(float(data))
-    shape = tuple(op.result.type.get_shape())  # type: ignore[attr-defined]
+    shape: tuple[int, ...] | str = tuple(op.result.type.get_shape())  # type: ignore[attr-defined]
+    if any(n < 0 for n in shape):  # type: ignore[union-attr]
+        grow = [lo + hi for lo, hi in zip(op.static_low.get_values(), op.static_high.get_values(), strict=True)]
+        shape = _tuple([str(n) if n >= 0 else f"{x} + {d}" if d else x
+                        for n, x, d in zip(shape, source, grow, strict=True)])  # fmt: skip
     order = op.attributes.get(LAYOUT_ATTR)
     if isinstance(order, DenseArrayBase):
         return f"{_empty(shape, tuple(order.get_values()), dtype, device)}.fill_({fill})"  # type: ignore[arg-type]
@@ -562,9 +579,10 @@ def _pad_filled(op: tensor.PadOp, names, dtype: str, device: str) -> str:
 
 
 def _pad_spans(op: tensor.PadOp) -> str:
-    """The slice of a pad's result its source fills."""
-    lows = op.static_low.get_values()
-    return ", ".join(f"{lo}:{lo + n}" for lo, n in zip(lows, op.source.type.get_shape(), strict=True))  # type: ignore[attr-defined]
+    """The slice of a pad's result its source fills (a dynamic dim's to `-high`)."""
+    lows, highs = op.static_low.get_values(), op.static_high.get_values()
+    return ", ".join(f"{lo}:{lo + n}" if n >= 0 else f"{lo}:{-hi if hi else ''}"
+                     for lo, hi, n in zip(lows, highs, op.source.type.get_shape(), strict=True))  # type: ignore[attr-defined]  # fmt: skip
 
 
 def _empty(shape: tuple[int, ...] | str, order: tuple[int, ...] | None, dtype: str,
@@ -590,7 +608,8 @@ def _host_copy(op: tensor.ConcatOp | tensor.InsertSliceOp | tensor.PadOp, names)
     r = names(op.result)
     if isinstance(op, tensor.PadOp):  # (not F.pad: its value is a float, an i64 past 2**53 rounds)
         x = names(op.source)
-        return [f"    {r} = {_pad_filled(op, names, f'{x}.dtype', f'{x}.device')}",
+        source = [str(n) if n >= 0 else f"{x}.shape[{d}]" for d, n in enumerate(op.source.type.get_shape())]  # type: ignore[attr-defined]
+        return [f"    {r} = {_pad_filled(op, source, f'{x}.dtype', f'{x}.device')}",
                 f"    {r}[{_pad_spans(op)}] = {x}"]  # fmt: skip
     if isinstance(op, tensor.ConcatOp):
         parts = ", ".join(names(v) for v in op.inputs)
