@@ -1160,8 +1160,6 @@ XFAIL: dict[tuple[str, str], str] = {
     (name, key): why
     for key in ("f32", "bf16")
     for name, why in {
-        "meta_complex_rope": "view_as_complex rotary refused: 'Operation "
-        "complex.create is not registered'",
         "decode_static_cache_index_copy": "index_copy refused: 'Operation "
         "tm_tensor.scatter is not registered'",
         "mixtral_router_topk": "topk refused: 'Operation tm_tensor.sort is not "

@@ -117,49 +117,60 @@ def _val(arg: Any) -> Any:
     return arg.meta.get("val") if isinstance(arg, Node) else arg
 
 
-def _traced(node: Node, fn: Callable[..., Any]) -> GraphModule | None:
-    """The ATen graph of `fn` on the fake values of `node`'s arguments (in their fake
-    mode, with torch-mlir's decompositions), its placeholders the tensor arguments in
-    order; None where an argument has no fake value or is a tensor keyword."""
-    values = [_val(a) for a in node.args]
-    kwargs = {k: _val(v) for k, v in node.kwargs.items()}
+def traced(args: tuple[Any, ...], kwargs: dict[str, Any],
+           fn: Callable[..., Any]) -> tuple[GraphModule, list[Node]] | None:  # fmt: skip
+    """The ATen graph of `fn(*args, **kwargs)` on the fake values of the nodes among
+    `args` (in their fake mode, with torch-mlir's decompositions), its placeholders
+    those nodes in order, and the nodes; None where a node has no fake value or is a
+    tensor keyword."""
+    values = [_val(a) for a in args]
+    kwargs = {k: _val(v) for k, v in kwargs.items()}
     tensors = [i for i, v in enumerate(values) if isinstance(v, torch.Tensor)]
-    nodes = [a for a in [*node.args, *node.kwargs.values()] if isinstance(a, Node)]
-    if any(_val(a) is None for a in nodes) or len(nodes) != len(tensors):
+    nodes = [a for a in args if isinstance(a, Node)]
+    if any(isinstance(v, Node) for v in kwargs.values()) or any(_val(a) is None for a in nodes) or \
+            [args[i] for i in tensors] != nodes:  # fmt: skip
         return None
 
     def call(*ts: torch.Tensor) -> Any:
-        args = list(values)
+        inputs = list(values)
         for i, t in zip(tensors, ts, strict=True):
-            args[i] = t
-        return fn(*args, **kwargs)
+            inputs[i] = t
+        return fn(*inputs, **kwargs)
 
     fakes = [values[i] for i in tensors]
     fake_mode = detect_fake_mode(fakes)
     with fake_mode if fake_mode is not None else torch.no_grad():
-        return make_fx(call, decomposition_table=get_decomposition_table())(*fakes)
+        return make_fx(call, decomposition_table=get_decomposition_table())(*fakes), nodes
+
+
+def inline(graph: torch.fx.Graph, before: Node, sub: GraphModule, inputs: list[Node]) -> list[Any]:
+    """`sub`'s nodes copied into `graph` before `before`, its placeholders `inputs`,
+    each with `before`'s stack trace: its results (a node, or a constant)."""
+    placeholders = [n for n in sub.graph.nodes if n.op == "placeholder"]
+    env: dict[Node, Any] = dict(zip(placeholders, inputs, strict=True))
+    results: list[Any] = []
+    with graph.inserting_before(before):
+        for n in sub.graph.nodes:
+            if n.op == "output":
+                out = n.args[0]
+                results = [env.get(r, r) if isinstance(r, Node) else r
+                           for r in (out if isinstance(out, list | tuple) else [out])]  # fmt: skip
+            elif n.op != "placeholder":
+                env[n] = graph.node_copy(n, lambda a: env[a])
+                env[n].meta.update({k: before.meta[k] for k in _SOURCE_KEYS if k in before.meta})
+    return results
 
 
 def decompose(graph: torch.fx.Graph, node: Node, fn: Callable[..., Any]) -> bool:
     """Replace `node`, whose users are `getitem`s of its results, by the ATen graph of
-    `fn` on its arguments (`_traced`), the new nodes with its stack trace; False, the
+    `fn` on its arguments (`traced`), the new nodes with its stack trace; False, the
     graph unchanged, where it cannot."""
     if any(user.target is not operator.getitem for user in node.users):
         return False
-    sub = _traced(node, fn)
-    if sub is None or any(n.op == "get_attr" for n in sub.graph.nodes):
+    found = traced(tuple(node.args), dict(node.kwargs), fn)
+    if found is None or any(n.op == "get_attr" for n in found[0].graph.nodes):
         return False  # (a constant of the decomposition would need a home in `graph`)
-    placeholders = [n for n in sub.graph.nodes if n.op == "placeholder"]
-    env: dict[Node, Any] = dict(zip(placeholders, [a for a in node.args if isinstance(a, Node)],
-                                    strict=True))  # fmt: skip
-    results: list[Any] = []
-    with graph.inserting_before(node):
-        for n in sub.graph.nodes:
-            if n.op == "output":
-                results = [env.get(r, r) if isinstance(r, Node) else r for r in n.args[0]]
-            elif n.op != "placeholder":
-                env[n] = graph.node_copy(n, lambda a: env[a])
-                env[n].meta.update({k: node.meta[k] for k in _SOURCE_KEYS if k in node.meta})
+    results = inline(graph, node, *found)
     for user in list(node.users):
         user.replace_all_uses_with(results[user.args[1]])
         graph.erase_node(user)

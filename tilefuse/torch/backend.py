@@ -4,7 +4,7 @@
 Registered with torch by the `torch_dynamo_backends` entry point (pyproject.toml).
 Each graph dynamo captures goes through aot_autograd with torch-mlir's
 decompositions (core ATen and the few torch-mlir adds), so the forward graph is
-ATen; a copy of it without devices or CUDA-only fused ops (`aten_graph.for_import`:
+ATen; a copy of it without devices, CUDA-only fused ops or complex values (`complex_pairs.for_import`:
 the graph traced on CUDA tensors compiles as the CPU one does),
 `torch_mlir.fx.stateless_fx_import` lowers to linalg on tensors and
 `tilefuse.runtime.compile` makes it kernels. Parameters are graph inputs, so
@@ -50,8 +50,8 @@ from tilefuse.ir.diagnostics import ArgumentError, CompileError
 from tilefuse.ir.log import channel
 from tilefuse.ir.resources import module_text
 from tilefuse.runtime import CompiledProgram, gpu_available
-from tilefuse.torch.aten_graph import for_import
 from tilefuse.torch.attention import rewrite_graph
+from tilefuse.torch.complex_pairs import for_import, pair_inputs, unpair_outputs
 from tilefuse.torch.dynamic import concrete, generalised_program, graph_symbols
 from tilefuse.torch.export import torch_deprecations_quiet
 from tilefuse.torch.mlir import (
@@ -217,7 +217,19 @@ def _compile_dynamic(gm: torch.fx.GraphModule, inputs: list[Any], name: str,
     return Dynamic(program, tuple(tensors))
 
 
-def _launcher(program: CompiledProgram | Dynamic, gm: torch.fx.GraphModule) -> Callable[..., Any]:
+def _launcher(program: CompiledProgram | Dynamic, gm: torch.fx.GraphModule,
+              paired: bool = False, outputs: list[int] | None = None) -> Callable[..., Any]:  # fmt: skip
+    """The call of `program` for `gm`'s inputs (`paired`: some are complex, passed as
+    their pairs, `complex_pairs.pair_inputs`; `outputs`: the complex ones it returns
+    as pairs, `complex_pairs.paired_outputs`)."""
+    if paired or outputs:
+        inner = _launcher(program, gm)
+
+        def run_pairs(*args: Any) -> list[torch.Tensor]:
+            return unpair_outputs(inner(*pair_inputs(list(args))), outputs or [])
+
+        run_pairs.program = inner.program  # type: ignore[attr-defined]
+        return run_pairs
     if isinstance(program, Dynamic):
         dynamic = program
 
@@ -240,6 +252,13 @@ def _launcher(program: CompiledProgram | Dynamic, gm: torch.fx.GraphModule) -> C
     return run
 
 
+def _output_values(gm: torch.fx.GraphModule) -> list[Any]:
+    """The fake values of `gm`'s outputs (None where one has none)."""
+    out = gm.graph.output_node().args[0]
+    return [o.meta.get("val") if isinstance(o, torch.fx.Node) else o
+            for o in (out if isinstance(out, list | tuple) else [out])]  # fmt: skip
+
+
 def forward_compiler(target: str) -> Callable[..., Any]:
     """aot_autograd's forward (and inference) compiler for `target`."""
 
@@ -259,7 +278,9 @@ def forward_compiler(target: str) -> Callable[..., Any]:
         if isinstance(cached, Refusal):
             STATS.fallbacks += 1
             return make_boxed_func(gm)
-        return make_boxed_func(_launcher(cached, gm))
+        paired = any(isinstance(x, torch.Tensor) and x.is_complex() for x in inputs)
+        outputs = [i for i, v in enumerate(_output_values(gm)) if isinstance(v, torch.Tensor) and v.is_complex()]
+        return make_boxed_func(_launcher(cached, gm, paired, outputs))
 
     return compile_forward
 

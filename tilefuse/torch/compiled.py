@@ -41,6 +41,7 @@ from torch.utils import _pytree as pytree
 from tilefuse.ir.diagnostics import ArgumentError
 from tilefuse.runtime import CompiledProgram
 from tilefuse.torch.buffers import Guard, range_arguments
+from tilefuse.torch.complex_pairs import pair_inputs
 from tilefuse.torch.export import TENSOR, Exported, StateReader, export, state_tensor
 from tilefuse.torch.mlir import compile_mlir
 
@@ -54,6 +55,8 @@ class CompiledModule:
         self.exported, self.program, self.name = exported, program, name
         self.guards, self.options = guards or [], options or {}
         self.read_state = StateReader(exported.module, exported.state)
+        self.complex_state = any(t.is_complex() for t in self.read_state())
+        """A complex buffer: the program takes its pair (`complex_pairs.pair_inputs`)."""
         n = len(exported.leaves)
         flat = all(c is TENSOR for c in exported.leaves) and exported.in_spec == pytree.tree_flatten(tuple(range(n)))[1]
         self._all_tensors = n if flat else -1
@@ -120,6 +123,8 @@ class CompiledModule:
         ex = self.exported
         # (no detach: the kernels read the tensors' data and the call runs under no_grad)
         state = self.read_state()
+        if self.complex_state:
+            state = pair_inputs(state)
         program = self._program(state)
         with torch.no_grad():
             outs = program(*state, *tensors)

@@ -35,6 +35,7 @@ from tilefuse.ir.diagnostics import CompileError
 from tilefuse.ir.dynamic import DimRange
 from tilefuse.ir.resources import module_text
 from tilefuse.torch.attention import decompositions
+from tilefuse.torch.complex_pairs import paired_outputs, real_pairs
 from tilefuse.torch.dynamic import generalised_program, marked_dims, resized, symbols
 from tilefuse.torch.mlir import TorchMlirDiagnostics, import_refusal
 
@@ -211,8 +212,16 @@ def _export_static(wrapper: nn.Module, args: tuple[Any, ...], name: str) -> tupl
         with torch_deprecations_quiet():
             program = torch.export.export(wrapper, args, strict=False)
             program = program.run_decompositions(decompositions(get_decomposition_table()))
+            if real_pairs(program.graph):  # (a complex constant: its pair, as its placeholder's)
+                program.graph_module.recompile()
+                for c, t in list(program.constants.items()):
+                    if isinstance(t, torch.Tensor) and t.is_complex():
+                        program.constants[c] = torch.view_as_real(t)
     except Exception as e:
         raise ExportError(f"torch.export cannot trace {name}: {_first_line(e)}") from e
+    if paired_outputs(program.graph):
+        raise ExportError(f"{name} returns a complex tensor: tilefuse returns real tensors "
+                          "(return torch.view_as_real(...))")  # fmt: skip
     bad = [s for s in program.graph_signature.output_specs if s.kind != OutputKind.USER_OUTPUT]
     if bad:
         raise ExportError(f"{name} mutates its inputs or buffers ({bad[0].kind.name.lower()} "

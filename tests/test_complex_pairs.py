@@ -1,0 +1,183 @@
+"""Complex tensors as pairs of reals (`tilefuse/torch/complex_pairs.py`): each rule
+against torch's own complex arithmetic (the rewritten ATen graph run in eager against
+the graph as exported), and Meta's LLaMA rotary (`view_as_complex`, `torch.polar`,
+`freqs_cis` as a buffer, a plain attribute or computed in the forward) through
+`tilefuse.torch.compile` and the `torch.compile` backend against float64 eager."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("torch_mlir")
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import tilefuse.torch as tt
+from tests.device import DEVICE
+from tests.eager import assert_matches, eager64
+from tilefuse.torch import backend
+from tilefuse.torch.complex_pairs import RULES, pair_inputs, real_pairs
+from tilefuse.torch.export import ExportError
+
+aten = torch.ops.aten
+
+
+def _randn(*shape: int, seed: int = 0) -> torch.Tensor:
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+class Fn(nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args):
+        return self.fn(*args)
+
+
+def _c(x: torch.Tensor) -> torch.Tensor:
+    return torch.view_as_complex(x.reshape(*x.shape[:-1], -1, 2))
+
+
+SPELLINGS = {
+    # each: a function of real tensors whose intermediates are complex
+    "mul": lambda a, b: torch.view_as_real(_c(a) * _c(b)),
+    "mul_real": lambda a, b: torch.view_as_real(_c(a) * b[..., :4]),
+    "mul_scalar": lambda a, b: torch.view_as_real(_c(a) * 2.5),
+    "add_sub": lambda a, b: torch.view_as_real(_c(a) + _c(b) - _c(b) * _c(a)),
+    "add_real": lambda a, b: torch.view_as_real(_c(a) + b[..., :4]),
+    "neg_conj": lambda a, b: torch.view_as_real(-_c(a).conj() * _c(b)),
+    "real_imag_abs": lambda a, b: _c(a).real * _c(b).imag + _c(a).abs(),
+    "polar": lambda a, b: torch.view_as_real(torch.polar(a.abs(), b) * _c(torch.cat([a, b], -1))),
+    "complex": lambda a, b: torch.view_as_real(torch.complex(a, b) * 2),
+    "views": lambda a, b: torch.view_as_real(
+        _c(a).unsqueeze(1).transpose(0, 1).permute(1, 0, 2)[:, :, 1:3].squeeze(1).expand(3, 2)
+        * _c(b)[:, 1:3].unsqueeze(0)[0].select(0, 1)).flatten(-2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SPELLINGS))
+def test_rule_matches_torch_complex_arithmetic(name):
+    a, b = _randn(3, 8, seed=1), _randn(3, 8, seed=2)
+    program = torch.export.export(Fn(SPELLINGS[name]), (a, b), strict=False)
+    graph = program.graph_module
+    complex_ops = [n for n in graph.graph.nodes if isinstance(v := n.meta.get("val"), torch.Tensor)
+                   and v.is_complex()]  # fmt: skip
+    assert complex_ops and real_pairs(graph.graph)
+    graph.recompile()
+    values = [n.meta.get("val") for n in graph.graph.nodes]
+    assert not any(isinstance(v, torch.Tensor) and v.is_complex() for v in values)
+    want = SPELLINGS[name](a, b)
+    got = graph(a, b)
+    got = got[0] if isinstance(got, tuple | list) else got
+    torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
+
+
+def test_an_op_without_a_rule_leaves_the_graph_as_it_was():
+    a = _randn(3, 8)
+    program = torch.export.export(Fn(lambda a: torch.view_as_real(torch.exp(_c(a)))), (a,), strict=False)
+    before = str(program.graph)
+    assert aten.exp.default not in RULES
+    assert not real_pairs(program.graph)
+    assert str(program.graph) == before
+
+
+def test_pair_inputs_passes_complex_tensors_as_views():
+    c = torch.polar(torch.ones(4, 3), _randn(4, 3))
+    x = _randn(2)
+    paired = pair_inputs([c, x, 3])
+    assert paired[0].shape == (4, 3, 2) and paired[0].data_ptr() == c.data_ptr()
+    assert paired[1] is x and paired[2] == 3
+
+
+# -- Meta's LLaMA rotary ------------------------------------------------------------
+
+
+def precompute_freqs_cis(dim: int, end: int, theta: float = 10000.0) -> torch.Tensor:
+    freqs = 1.0 / (theta ** (torch.arange(0, dim, 2)[: dim // 2].float() / dim))
+    angles = torch.outer(torch.arange(end).float(), freqs)
+    return torch.polar(torch.ones_like(angles), angles)
+
+
+def apply_rotary_emb(xq, xk, freqs_cis):
+    xq_ = torch.view_as_complex(xq.float().reshape(*xq.shape[:-1], -1, 2))
+    xk_ = torch.view_as_complex(xk.float().reshape(*xk.shape[:-1], -1, 2))
+    shape = [d if i in (1, xq_.ndim - 1) else 1 for i, d in enumerate(xq_.shape)]
+    freqs_cis = freqs_cis.view(*shape)
+    xq_out = torch.view_as_real(xq_ * freqs_cis).flatten(3)
+    xk_out = torch.view_as_real(xk_ * freqs_cis).flatten(3)
+    return xq_out.type_as(xq), xk_out.type_as(xk)
+
+
+class MetaAttention(nn.Module):
+    """Meta's reference attention: `freqs_cis` a complex buffer, a plain attribute
+    (torch.export lifts it as a constant) or computed in the forward."""
+
+    def __init__(self, d: int = 64, heads: int = 4, t: int = 32, freqs: str = "buffer"):
+        super().__init__()
+        self.heads, self.hd, self.freqs = heads, d // heads, freqs
+        self.wq, self.wk, self.wv, self.wo = (nn.Linear(d, d, bias=False) for _ in range(4))
+        if freqs == "buffer":
+            self.register_buffer("freqs_cis", precompute_freqs_cis(self.hd, t))
+        elif freqs == "attribute":
+            self.freqs_cis = precompute_freqs_cis(self.hd, t)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = (w(x).view(b, t, self.heads, self.hd) for w in (self.wq, self.wk, self.wv))
+        freqs_cis = precompute_freqs_cis(self.hd, t).to(x.device) if self.freqs == "forward" \
+            else self.freqs_cis.to(x.device)[:t]  # fmt: skip
+        q, k = apply_rotary_emb(q, k, freqs_cis)
+        y = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2),
+                                           v.transpose(1, 2), is_causal=True)  # fmt: skip
+        return self.wo(y.transpose(1, 2).reshape(b, t, d))
+
+
+def _reference64(model: MetaAttention, x: torch.Tensor) -> torch.Tensor:
+    """float64 eager (a complex buffer or attribute to complex128 with it)."""
+    if model.freqs == "attribute":
+        saved = model.freqs_cis
+        model.freqs_cis = saved.to(torch.complex128)
+        try:
+            return eager64(model, (x,))
+        finally:
+            model.freqs_cis = saved
+    return eager64(model, (x,))
+
+
+@pytest.mark.parametrize(("freqs", "kernels"), [("buffer", 5), ("attribute", 5), ("forward", 6)])
+def test_meta_rotary_through_tilefuse_compile(freqs, kernels):
+    torch.manual_seed(0)
+    model = MetaAttention(freqs=freqs).to(DEVICE).eval()
+    x = _randn(2, 16, 64).to(DEVICE)
+    compiled = tt.compile(model, x)
+    assert len(compiled.kernels) == kernels
+    with torch.no_grad():
+        assert_matches("meta rotary", compiled(x), _reference64(model, x), 5e-5)
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["inference", "training_forward"])
+def test_meta_rotary_through_the_backend(grad):
+    """In a training forward aot_autograd saves a complex slice of `freqs_cis` for the
+    backward: the program returns its pair, the launcher hands back the complex view."""
+    torch.manual_seed(0)
+    torch._dynamo.reset()
+    backend._CACHE.clear()
+    model = MetaAttention(freqs="buffer").to(DEVICE)
+    x = _randn(2, 16, 64).to(DEVICE)
+    start = backend.STATS.fallbacks, backend.STATS.compiled
+    with torch.set_grad_enabled(grad):
+        out = torch.compile(model, backend=backend.tilefuse)(x)
+    assert (backend.STATS.fallbacks - start[0], backend.STATS.compiled - start[1]) == (0, 1)
+    assert_matches("meta rotary", out.detach(), _reference64(model, x), 5e-5)
+    if grad:
+        out.sum().backward()
+        assert model.wq.weight.grad is not None and torch.isfinite(model.wq.weight.grad).all()
+
+
+def test_a_module_returning_a_complex_tensor_is_refused():
+    x = _randn(3, 8)
+    with pytest.raises(ExportError, match="returns a complex tensor"):
+        tt.compile(Fn(lambda a: _c(a) * 2), x)
