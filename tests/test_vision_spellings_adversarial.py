@@ -34,6 +34,7 @@ from tests.device import DEVICE
 from tests.eager import assert_matches, eager64
 from tilefuse.ir.diagnostics import CompileError
 from tilefuse.torch import backend
+from tilefuse.torch.scans import MAX_SCAN
 
 # torch's own warning for `padding="same"` with an even kernel (the case means it),
 # an error under CI's `pytest -W error` inside torch.export
@@ -887,11 +888,7 @@ def build(name: str, seed: int = 0, dtype: torch.dtype = torch.float32):
     return model, xs
 
 
-_CUMSUM = "cumsum refused: Operation tm_tensor.scan is not registered"
-XFAIL: dict[tuple[str, str], str] = {
-    ("roberta_cumsum_ext_mask", "*"): _CUMSUM,
-    ("cumsum_minimal", "*"): _CUMSUM,
-}
+XFAIL: dict[tuple[str, str], str] = {}
 """(case, dtype) -> what fails, for the cases tilefuse currently gets wrong or refuses."""
 
 
@@ -928,14 +925,25 @@ def test_backend_compiles_a_bf16_grouped_conv():
 
 
 def test_backend_falls_back_on_a_refused_graph():
-    """A refused graph (cumsum: tm_tensor.scan) runs in eager through the backend,
-    counted as a fallback."""
+    """A refused graph (a cumsum longer than `scans.MAX_SCAN`: tm_tensor.scan) runs in
+    eager through the backend, counted as a fallback."""
     torch._dynamo.reset()
-    model, inputs = build("cumsum_minimal")
+    model = Fn(lambda x: torch.cumsum(x, -1))
+    inputs = (torch.randn(2, MAX_SCAN + 1, generator=torch.Generator().manual_seed(0)).to(DEVICE),)
     before = backend.STATS.fallbacks
     with torch.no_grad():
         out = torch.compile(model, backend=backend.tilefuse, dynamic=False)(*inputs)
     assert backend.STATS.fallbacks == before + 1
+    assert_matches("cumsum_long", out, eager64(model, inputs), RTOL[torch.float32])
+
+
+def test_backend_compiles_a_short_cumsum():
+    torch._dynamo.reset()
+    model, inputs = build("cumsum_minimal")
+    before = backend.STATS.fallbacks, backend.STATS.compiled
+    with torch.no_grad():
+        out = torch.compile(model, backend=backend.tilefuse, dynamic=False)(*inputs)
+    assert (backend.STATS.fallbacks, backend.STATS.compiled) == (before[0], before[1] + 1)
     assert_matches("cumsum_minimal", out, eager64(model, inputs), RTOL[torch.float32])
 
 

@@ -61,6 +61,7 @@ from tilefuse.torch.mlir import (
     compile_mlir,
     import_refusal,
 )
+from tilefuse.torch.scans import SCANS
 
 log = channel("fallback")
 
@@ -301,7 +302,7 @@ def tilefuse(gm: torch.fx.GraphModule, example_inputs: list[Any],
                          f"{', '.join(options)}")  # fmt: skip
     fw = forward_compiler(target)
     backend = aot_autograd(fw_compiler=fw, inference_compiler=fw, bw_compiler=compile_backward,
-                           decompositions=get_decomposition_table())  # fmt: skip
+                           decompositions={**get_decomposition_table(), **SCANS})  # fmt: skip
     # bf16/f16 attention in the fused kernels' precision (tilefuse.torch.attention);
     # the rest as ATen's math (on CUDA, aot_autograd would otherwise trace
     # `_scaled_dot_product_efficient_attention`, which torch-mlir cannot lower).
