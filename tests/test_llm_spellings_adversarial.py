@@ -1162,8 +1162,6 @@ XFAIL: dict[tuple[str, str], str] = {
     for name, why in {
         "decode_static_cache_index_copy": "index_copy refused: 'Operation "
         "tm_tensor.scatter is not registered'",
-        "mixtral_router_topk": "topk refused: 'Operation tm_tensor.sort is not "
-        "registered'",
     }.items()
 }
 """(case, dtype) -> what fails, for the cases that fail today."""

@@ -34,7 +34,7 @@ from tests.device import DEVICE
 from tests.eager import assert_matches, eager64
 from tilefuse.ir.diagnostics import CompileError
 from tilefuse.torch import backend
-from tilefuse.torch.scans import MAX_SCAN
+from tilefuse.torch.decompose import MAX_SCAN
 
 # torch's own warning for `padding="same"` with an even kernel (the case means it),
 # an error under CI's `pytest -W error` inside torch.export
@@ -925,7 +925,7 @@ def test_backend_compiles_a_bf16_grouped_conv():
 
 
 def test_backend_falls_back_on_a_refused_graph():
-    """A refused graph (a cumsum longer than `scans.MAX_SCAN`: tm_tensor.scan) runs in
+    """A refused graph (a cumsum longer than `decompose.MAX_SCAN`: tm_tensor.scan) runs in
     eager through the backend, counted as a fallback."""
     torch._dynamo.reset()
     model = Fn(lambda x: torch.cumsum(x, -1))

@@ -52,6 +52,7 @@ from tilefuse.ir.resources import module_text
 from tilefuse.runtime import CompiledProgram, gpu_available
 from tilefuse.torch.attention import rewrite_graph
 from tilefuse.torch.complex_pairs import for_import, pair_inputs, unpair_outputs
+from tilefuse.torch.decompose import TABLE as DECOMPOSED
 from tilefuse.torch.dynamic import concrete, generalised_program, graph_symbols
 from tilefuse.torch.export import torch_deprecations_quiet
 from tilefuse.torch.mlir import (
@@ -61,7 +62,6 @@ from tilefuse.torch.mlir import (
     compile_mlir,
     import_refusal,
 )
-from tilefuse.torch.scans import SCANS
 
 log = channel("fallback")
 
@@ -302,7 +302,7 @@ def tilefuse(gm: torch.fx.GraphModule, example_inputs: list[Any],
                          f"{', '.join(options)}")  # fmt: skip
     fw = forward_compiler(target)
     backend = aot_autograd(fw_compiler=fw, inference_compiler=fw, bw_compiler=compile_backward,
-                           decompositions={**get_decomposition_table(), **SCANS})  # fmt: skip
+                           decompositions={**get_decomposition_table(), **DECOMPOSED})  # fmt: skip
     # bf16/f16 attention in the fused kernels' precision (tilefuse.torch.attention);
     # the rest as ATen's math (on CUDA, aot_autograd would otherwise trace
     # `_scaled_dot_product_efficient_attention`, which torch-mlir cannot lower).

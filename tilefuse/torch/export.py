@@ -36,9 +36,9 @@ from tilefuse.ir.dynamic import DimRange
 from tilefuse.ir.resources import module_text
 from tilefuse.torch.attention import decompositions
 from tilefuse.torch.complex_pairs import paired_outputs, real_pairs
+from tilefuse.torch.decompose import TABLE as DECOMPOSED
 from tilefuse.torch.dynamic import generalised_program, marked_dims, resized, symbols
 from tilefuse.torch.mlir import TorchMlirDiagnostics, import_refusal
-from tilefuse.torch.scans import SCANS
 
 
 class ExportError(CompileError):
@@ -212,7 +212,7 @@ def _export_static(wrapper: nn.Module, args: tuple[Any, ...], name: str) -> tupl
     try:
         with torch_deprecations_quiet():
             program = torch.export.export(wrapper, args, strict=False)
-            program = program.run_decompositions(decompositions({**get_decomposition_table(), **SCANS}))
+            program = program.run_decompositions(decompositions({**get_decomposition_table(), **DECOMPOSED}))
             if real_pairs(program.graph):  # (a complex constant: its pair, as its placeholder's)
                 program.graph_module.recompile()
                 for c, t in list(program.constants.items()):

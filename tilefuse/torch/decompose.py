@@ -1,0 +1,104 @@
+"""
+ATen ops torch-mlir lowers outside linalg, written in ATen ops it lowers to linalg.
+
+torch-mlir lowers `aten.cumsum` to `tm_tensor.scan` and `aten.topk` to
+`tm_tensor.topk`/`sort`, ops of its own dialect: RoBERTa's position ids
+(`cumsum(input_ids != pad, dim=1) * mask + pad`) and Mixtral's router
+(`topk(softmax(gate(x)), 2)`) were refused. `TABLE` holds their decompositions, for
+torch.export's and aot_autograd's tables.
+
+**cumsum.** A prefix sum along a dim of `n` elements is a reduction with a mask:
+
+    out[..., i] = sum_j where(j <= i, x[..., j], 0)
+
+which torch-mlir writes as a `linalg.generic` over `[..., i, j]` with the compare in
+its payload (an iota, no tensor of `n * n` elements in memory once fused): one
+reduction kernel. It does `n` times the additions of a sequential scan, so only scans
+of at most `MAX_SCAN` elements are written so (position ids, masks, short sequences);
+a longer one stays `tm_tensor.scan` and is refused, located, as before. The result is
+the same sum in another order: exact for integers and booleans (promoted to int64, as
+torch does), and within the rounding of a sum for floats (each output rounded once
+from a sum accumulated as `sum` accumulates it).
+
+**topk.** `k` rounds of a max (or min) over the elements not yet taken, each taking
+the first index holding it (ties to the lower index; torch promises no order among
+equal values; a NaN counts as the largest, as torch's does): `2k` reductions over the dim,
+no sort, for `k <= MAX_TOPK`; the results are written by selects along a new dim
+of `k` (no concatenation). The values come out sorted, which `sorted=False` allows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+aten = torch.ops.aten
+
+MAX_SCAN = 4096
+"""The longest scan written as a masked sum (n^2 additions a row)."""
+
+
+def cumsum(x: torch.Tensor, dim: int, dtype: torch.dtype | None = None) -> Any:
+    """`torch.cumsum(x, dim, dtype=dtype)` as a masked sum (the module docstring)."""
+    if dtype is None:
+        dtype = x.dtype if x.is_floating_point() or x.is_complex() else torch.int64
+    if x.dim() == 0:
+        return x.to(dtype).clone()
+    dim = dim % x.dim()
+    n = x.size(dim)
+    if not isinstance(n, int) or n > MAX_SCAN or x.is_complex():
+        return NotImplemented
+    rows = x.to(dtype).movedim(dim, -1).unsqueeze(-2)  # [..., 1, n(j)]
+    index = torch.arange(n, device=x.device)
+    keep = index.unsqueeze(-1) >= index  # [n(i), n(j)]: j <= i
+    zero = torch.zeros((), dtype=dtype, device=x.device)
+    return torch.where(keep, rows, zero).sum(-1, dtype=dtype).movedim(-1, dim)
+
+
+MAX_TOPK = 16
+"""The largest `k` a topk is written for as `k` rounds of reductions."""
+
+
+def topk(x: torch.Tensor, k: int, dim: int = -1, largest: bool = True,
+         sorted: bool = True) -> Any:
+    """`torch.topk(x, k, dim, largest, sorted)` as `k` rounds of reductions (the module
+    docstring): (values, int64 indices)."""
+    if x.dim() == 0 or not isinstance(k, int) or k > MAX_TOPK or x.is_complex() or x.dtype == torch.bool:
+        return NotImplemented
+    dim = dim % x.dim()
+    n = x.size(dim)
+    if not isinstance(n, int) or k > n:
+        return NotImplemented
+    rows = x.movedim(dim, -1)  # [..., n]
+    device = x.device
+    index, slot = torch.arange(n, device=device), torch.arange(k, device=device)
+    nan = torch.isnan(rows) if x.is_floating_point() else torch.zeros(rows.shape, dtype=torch.bool, device=device)
+    if x.is_floating_point():
+        worst = float("-inf") if largest else float("inf")
+    else:
+        worst = torch.iinfo(x.dtype).min if largest else torch.iinfo(x.dtype).max
+    missing = torch.full((), float("nan") if x.is_floating_point() else 0, dtype=x.dtype, device=device)
+    untaken = torch.ones(rows.shape, dtype=torch.bool, device=device)
+    values = torch.zeros((*rows.shape[:-1], k), dtype=x.dtype, device=device)
+    indices = torch.zeros((*rows.shape[:-1], k), dtype=torch.int64, device=device)
+    for r in range(k):
+        ordinary = untaken & ~nan
+        kept = torch.where(ordinary, rows, worst)
+        best = kept.amax(-1, keepdim=True) if largest else kept.amin(-1, keepdim=True)
+        equal = (rows == best) & ordinary
+        if largest:  # a NaN is the largest: taken first
+            nans = (nan & untaken).any(-1, keepdim=True)
+            hit, value = torch.where(nans, nan & untaken, equal), torch.where(nans, missing, best)
+        else:  # and the smallest's last
+            some = ordinary.any(-1, keepdim=True)
+            hit, value = torch.where(some, equal, nan & untaken), torch.where(some, best, missing)
+        first = torch.where(hit, index, n).amin(-1, keepdim=True)  # [..., 1]
+        untaken = untaken & (index != first)
+        values = torch.where(slot == r, value, values)
+        indices = torch.where(slot == r, first, indices)
+    return values.movedim(-1, dim), indices.movedim(-1, dim)
+
+
+TABLE = {aten.cumsum.default: cumsum, aten.topk.default: topk}
+"""The decompositions of this module, for torch.export's and aot_autograd's tables."""
