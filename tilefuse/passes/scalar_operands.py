@@ -26,7 +26,8 @@ payloads are left (refused later, with a location).
 
 A splat constant input (`dense<true> : tensor<1024x1024xi1>`, what torch-mlir
 makes of a causal mask's `full_like(True)`; SDPA's `dense<0xFF800000> : tensor<f32>`),
-or a function-level fill of a scalar constant (a splat of dynamic shape), is its element, an `arith.constant` in the payload: a kernel loads nothing for it
+or a function-level fill of a scalar constant read by an elementwise generic (a splat
+of dynamic shape: SDPA's zeros for masked rows), is its element, an `arith.constant` in the payload: a kernel loads nothing for it
 (not a tile of a materialised megabyte per step) and later passes see the value
 (`SplatConstantAsScalar`).
 """
@@ -85,13 +86,16 @@ class SplatConstantAsScalar(RewritePattern):
         if not isinstance(op.parent_op(), func.FuncOp):
             return
         maps = [m.data for m in op.indexing_maps.data]
-        splat = [i for i, v in enumerate(op.inputs) if _splat_element(v) is not None]
+        # (a fill only into an elementwise generic: a contraction or reduction over a
+        # fill keeps reading it, as it is tiled and planned)
+        fills = all(str(i.data) == "parallel" for i in op.iterator_types)
+        splat = [i for i, v in enumerate(op.inputs) if _splat_element(v, fills) is not None]
         if not splat:
             return
         body = op.body.clone()
         block = body.block
         for i in reversed(splat):
-            scalar = arith.ConstantOp(_splat_element(op.inputs[i]))  # pyright: ignore
+            scalar = arith.ConstantOp(_splat_element(op.inputs[i], fills))  # pyright: ignore
             block.insert_op_before(scalar, block.first_op)
             block.args[i].replace_all_uses_with(scalar.result)
             block.erase_arg(block.args[i])
@@ -105,9 +109,9 @@ class SplatConstantAsScalar(RewritePattern):
                 rewriter.erase(const)
 
 
-def _splat_element(v: SSAValue) -> FloatAttr | IntegerAttr | None:
+def _splat_element(v: SSAValue, fills: bool = True) -> FloatAttr | IntegerAttr | None:
     """The element of a tensor every element of which is one constant, known here:
-    a splat `arith.constant`, or a function-level fill of a scalar constant
+    a splat `arith.constant`, or (`fills`) a function-level fill of a scalar constant
     (`linalg.fill`, or a generic yielding its one scalar input: `generalise`'s form
     of a splat constant of dynamic shape)."""
     if not isinstance(v, OpResult) or not isinstance(v.type, TensorType):
@@ -121,7 +125,7 @@ def _splat_element(v: SSAValue) -> FloatAttr | IntegerAttr | None:
             return None
         value = _first(op)
         return FloatAttr(value, element) if isinstance(element, AnyFloat) else IntegerAttr(value, element)
-    if not isinstance(op.parent_op(), func.FuncOp) or len(op.results) != 1:
+    if not fills or not isinstance(op.parent_op(), func.FuncOp) or len(op.results) != 1:
         return None
     if isinstance(op, linalg.FillOp):
         scalar = op.inputs[0]
