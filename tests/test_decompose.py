@@ -15,7 +15,7 @@ from torch import nn
 import tilefuse.torch as tt
 from tests.device import DEVICE
 from tests.eager import assert_matches, eager64
-from tilefuse.torch.decompose import MAX_SCAN, MAX_TOPK, cumsum, topk
+from tilefuse.torch.decompose import MAX_SCAN, MAX_TOPK, cumsum, index_copy, topk
 
 
 class Fn(nn.Module):
@@ -113,3 +113,29 @@ def test_mixtral_router_compiles():
         (w, s), (want_w, want_s) = compiled(x), model(x)
     assert torch.equal(s.cpu(), want_s.cpu())
     torch.testing.assert_close(w.cpu(), want_w.cpu(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dim", [0, 1, 2, -1])
+@pytest.mark.parametrize("count", [1, 3])
+def test_select_of_a_gather_is_index_copy(dim, count):
+    g = torch.Generator().manual_seed(count)
+    x = torch.randn(4, 5, 6, generator=g)
+    n = x.size(dim)
+    index = torch.randperm(n, generator=g)[:count]
+    shape = list(x.shape)
+    shape[dim] = count
+    source = torch.randn(*shape, generator=g)
+    assert torch.equal(index_copy(x, dim, index, source), x.index_copy(dim, index, source))
+
+
+def test_static_kv_cache_write_compiles():
+    model = Fn(lambda cache, k, pos: cache.index_copy(2, pos, k) * 2).to(DEVICE).eval()
+    g = torch.Generator().manual_seed(0)
+    cache, k = torch.randn(2, 4, 24, 16, generator=g), torch.randn(2, 4, 1, 16, generator=g)
+    inputs = (cache.to(DEVICE), k.to(DEVICE), torch.tensor([13]).to(DEVICE))
+    compiled = tt.compile(model, *inputs)
+    assert len(compiled.kernels) == 2  # which source entry each position takes; the write
+    with torch.no_grad():
+        assert torch.equal(compiled(*inputs).cpu(), model(*inputs).cpu())
+        moved = (inputs[0], inputs[1], torch.tensor([0]).to(DEVICE))
+        assert torch.equal(compiled(*moved).cpu(), model(*moved).cpu())

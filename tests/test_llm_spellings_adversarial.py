@@ -1160,8 +1160,6 @@ XFAIL: dict[tuple[str, str], str] = {
     (name, key): why
     for key in ("f32", "bf16")
     for name, why in {
-        "decode_static_cache_index_copy": "index_copy refused: 'Operation "
-        "tm_tensor.scatter is not registered'",
     }.items()
 }
 """(case, dtype) -> what fails, for the cases that fail today."""

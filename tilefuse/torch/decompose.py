@@ -1,10 +1,11 @@
 """
 ATen ops torch-mlir lowers outside linalg, written in ATen ops it lowers to linalg.
 
-torch-mlir lowers `aten.cumsum` to `tm_tensor.scan` and `aten.topk` to
-`tm_tensor.topk`/`sort`, ops of its own dialect: RoBERTa's position ids
-(`cumsum(input_ids != pad, dim=1) * mask + pad`) and Mixtral's router
-(`topk(softmax(gate(x)), 2)`) were refused. `TABLE` holds their decompositions, for
+torch-mlir lowers `aten.cumsum` to `tm_tensor.scan`, `aten.topk` to
+`tm_tensor.topk`/`sort` and `aten.index_copy` to `tm_tensor.scatter`, ops of its own
+dialect: RoBERTa's position ids (`cumsum(input_ids != pad, dim=1) * mask + pad`),
+Mixtral's router (`topk(softmax(gate(x)), 2)`) and Hugging Face's static KV cache
+(`k_cache.index_copy(2, cache_position, k)`) were refused. `TABLE` holds their decompositions, for
 torch.export's and aot_autograd's tables.
 
 **cumsum.** A prefix sum along a dim of `n` elements is a reduction with a mask:
@@ -25,6 +26,11 @@ the first index holding it (ties to the lower index; torch promises no order amo
 equal values; a NaN counts as the largest, as torch's does): `2k` reductions over the dim,
 no sort, for `k <= MAX_TOPK`; the results are written by selects along a new dim
 of `k` (no concatenation). The values come out sorted, which `sorted=False` allows.
+
+**index_copy.** Position `p` along the dim takes the source entry `j` whose index is
+`p` (the first such: torch leaves repeated indices undefined), else keeps `x`'s: a
+compare of `n` positions with the `count <= MAX_SCAN` indices, a gather of the source
+and a select, all elementwise or reductions over the indices; no scatter.
 """
 
 from __future__ import annotations
@@ -100,5 +106,26 @@ def topk(x: torch.Tensor, k: int, dim: int = -1, largest: bool = True,
     return values.movedim(-1, dim), indices.movedim(-1, dim)
 
 
-TABLE = {aten.cumsum.default: cumsum, aten.topk.default: topk}
+def index_copy(x: torch.Tensor, dim: int, index: torch.Tensor, source: torch.Tensor) -> Any:
+    """`x.index_copy(dim, index, source)` as a select between `x` and a gather of
+    `source` (the module docstring)."""
+    if x.dim() == 0 or index.dim() != 1:
+        return NotImplemented
+    dim = dim % x.dim()
+    n, count = x.size(dim), index.size(0)
+    if not isinstance(n, int) or not isinstance(count, int) or count > MAX_SCAN:
+        return NotImplemented
+    device = x.device
+    match = torch.arange(n, device=device)[:, None] == index[None, :]  # [n, count]
+    hit = match.any(-1)
+    which = torch.where(match, torch.arange(count, device=device), count).amin(-1)
+    which = torch.where(hit, which, 0)  # (a position no index names reads entry 0, unused)
+    shape = [1] * x.dim()
+    shape[dim] = n
+    gathered = torch.gather(source, dim, which.view(shape).expand(*x.shape[:dim], n, *x.shape[dim + 1:]))
+    return torch.where(hit.view(shape), gathered, x)
+
+
+TABLE = {aten.cumsum.default: cumsum, aten.topk.default: topk,
+         aten.index_copy.default: index_copy}  # fmt: skip
 """The decompositions of this module, for torch.export's and aot_autograd's tables."""
