@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import sympy
 
 from tilefuse.frontend.generalise import Instance, SizeExpr, fit, generalise
 from tilefuse.frontend.parse import parse_module
@@ -13,6 +14,7 @@ from tilefuse.ir.dynamic import DimRange, set_ranges
 from tilefuse.ir.module import entry_function
 from tilefuse.ir.resources import module_text
 from tilefuse.oracle.reference import evaluate
+from tilefuse.torch.dynamic import SizeSymbol, instance_points, symbol_divisors
 
 
 def test_fit_finds_integer_polynomials_and_checks_the_extra_points():
@@ -97,3 +99,28 @@ def test_what_varies_otherwise_is_a_located_refusal():
         generalise(mixed, {"T": (0, 1)})
     with pytest.raises(ValueError, match="1 symbols need 3 instances"):
         generalise(_instances(PROGRAM, (37, 53)), {"T": (0, 1)})
+
+
+def test_fit_divides_where_the_symbols_divisors_allow():
+    """A head width of `w / 4` where dynamo guards `w` to be a multiple of 4: a
+    polynomial over 4. Without that divisor, or over a denominator the divisors do
+    not make exact (`w / 8`), no fit."""
+    points = [{"w": 4 * p} for p in (37, 53, 41, 43)]
+    quarter = [p["w"] // 4 for p in points]
+    assert fit(points, quarter) is None
+    e = fit(points, quarter, {"w": 4})
+    assert e == SizeExpr(((frozenset({"w"}), 1),), 4) and str(e) == "(w) / 4"
+    assert fit(points, [3 * p["w"] // 8 for p in points], {"w": 4}) is None
+    two = [{"b": b, "w": w} for b in (3, 5) for w in (8, 12)] + [{"b": 7, "w": 20}]
+    e = fit(two, [p["b"] * p["w"] // 4 + 1 for p in two], {"w": 4})
+    assert e is not None and e.divisor == 4 and e.constant is None
+
+
+def test_instance_points_keep_to_the_guards():
+    w = sympy.Symbol("s1", integer=True, positive=True)
+    guards = [sympy.Eq(sympy.Mod(w, 4), 0), sympy.Ne(w, 4)]
+    found = [SizeSymbol("s1", 2, 4096, ((0, 1),))]
+    points = instance_points(found, guards)
+    assert len(points) >= 3 and all(p["s1"] % 4 == 0 and p["s1"] != 4 for p in points)
+    assert len({p["s1"] for p in points}) >= 3
+    assert symbol_divisors(found, guards) == {"s1": 4}

@@ -27,6 +27,7 @@ computed from them. What does not fit (a float constant that depends on a size,
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -64,20 +65,24 @@ class Instance:
 
 @dataclass(frozen=True)
 class SizeExpr:
-    """A multilinear polynomial in the symbols with integer coefficients."""
+    """A multilinear polynomial in the symbols with integer coefficients, over a
+    positive `divisor` that divides it at every size the symbols' divisors allow
+    (`fit`: a view into 4 heads of a width dynamo guards to be a multiple of 4)."""
 
     terms: tuple[tuple[Monomial, int], ...]
+    divisor: int = 1
 
     @property
     def constant(self) -> int | None:
         if all(not m for m, _ in self.terms):
-            return sum(c for _, c in self.terms)
+            return sum(c for _, c in self.terms) // self.divisor
         return None
 
     def __str__(self) -> str:
         parts = ["*".join([*([str(c)] if c != 1 or not m else []), *sorted(m)])
                  for m, c in self.terms]  # fmt: skip
-        return " + ".join(parts) or "0"
+        text = " + ".join(parts) or "0"
+        return text if self.divisor == 1 else f"({text}) / {self.divisor}"
 
 
 def _monomials(symbols: Sequence[str]) -> list[Monomial]:
@@ -85,9 +90,13 @@ def _monomials(symbols: Sequence[str]) -> list[Monomial]:
             for s in itertools.combinations(symbols, r)]  # fmt: skip
 
 
-def fit(points: Sequence[Mapping[str, int]], values: Sequence[int]) -> SizeExpr | None:
-    """The multilinear polynomial with integer coefficients through every
-    (point, value), or None (no such polynomial, or the points do not fix it)."""
+def fit(points: Sequence[Mapping[str, int]], values: Sequence[int],
+        divisors: Mapping[str, int] | None = None) -> SizeExpr | None:  # fmt: skip
+    """The multilinear polynomial through every (point, value), or None (no such
+    polynomial, or the points do not fix it): with integer coefficients, or with
+    rational ones of least common denominator `D` where the symbols' `divisors`
+    (each symbol a multiple of its own) make `D` divide its numerator at every
+    size (each term's coefficient times its symbols' divisors a multiple of `D`)."""
     symbols = sorted(points[0])
     basis = _monomials(symbols)
     rows = [[Fraction(_product(p, m)) for m in basis] + [Fraction(v)]
@@ -108,9 +117,11 @@ def fit(points: Sequence[Mapping[str, int]], values: Sequence[int]) -> SizeExpr 
     if any(row[-1] != 0 for row in rows[r:]):
         return None  # the extra points disagree: not multilinear
     coefficients = [rows[i][-1] for i in range(len(basis))]
-    if any(c.denominator != 1 for c in coefficients):
-        return None
-    return SizeExpr(tuple((m, int(c)) for m, c in zip(basis, coefficients, strict=True) if c))
+    d = math.lcm(*(c.denominator for c in coefficients))
+    numerators = [(m, int(c * d)) for m, c in zip(basis, coefficients, strict=True) if c]
+    if any(n * math.prod((divisors or {}).get(s, 1) for s in m) % d for m, n in numerators):
+        return None  # (a size that is not an integer at some size in range)
+    return SizeExpr(tuple(numerators), d)
 
 
 def _product(point: Mapping[str, int], m: Monomial) -> int:
@@ -164,6 +175,8 @@ class _Sizes:
                 term = self._add(arith.MuliOp(term, self.index(c)))
             total = term if total is None else self._add(arith.AddiOp(total, term))
         assert total is not None
+        if e.divisor != 1:  # (exact: `fit` checked the divisors)
+            total = self._add(arith.DivUIOp(total, self.index(e.divisor)))
         self.made[e] = total
         return total
 
@@ -183,9 +196,10 @@ _SIZE_ATTRS = {
 class _Generaliser:
     """Compare the instances op by op and record what varies, fitted."""
 
-    def __init__(self, instances: Sequence[Instance]):
+    def __init__(self, instances: Sequence[Instance], divisors: Mapping[str, int] | None = None):
         self.points = [i.sizes for i in instances]
         self.walks = [list(i.module.walk()) for i in instances]
+        self.divisors = divisors
 
     def error(self, op: Operation, why: str) -> CompileError:
         return CompileError(f"'{op.name}' op {why}: the program is not the same at every "
@@ -193,7 +207,7 @@ class _Generaliser:
                             op_location(op))  # fmt: skip
 
     def fitted(self, op: Operation, values: Sequence[int], what: str) -> SizeExpr:
-        e = fit(self.points, values)
+        e = fit(self.points, values, self.divisors)
         if e is None:
             sizes = ", ".join(f"{v} at {dict(p)}" for v, p in zip(values, self.points, strict=True))
             raise self.error(op, f"has {what} {sizes}, not an integer polynomial of the sizes")
@@ -283,16 +297,16 @@ class _Generaliser:
                              "and it is not an integer size")  # fmt: skip
 
 
-def generalise(instances: Sequence[Instance],
-               sources: Mapping[str, tuple[int, int]]) -> ModuleOp:  # fmt: skip
+def generalise(instances: Sequence[Instance], sources: Mapping[str, tuple[int, int]],
+               divisors: Mapping[str, int] | None = None) -> ModuleOp:  # fmt: skip
     """The first instance's module made dynamic in the symbols of `sources`
-    (symbol -> (argument, dim) of the entry function where it is read); the
-    instances must fix the fits (at least one point more than the monomials in
-    the symbols, which are 2 ** len(sources)). A `CompileError` when they do not
-    agree as one program."""
+    (symbol -> (argument, dim) of the entry function where it is read; `divisors`:
+    what each symbol is a multiple of, over its whole range); the instances must fix
+    the fits (at least one point more than the monomials in the symbols, which are
+    2 ** len(sources)). A `CompileError` when they do not agree as one program."""
     if len(instances) < 2 ** len(sources) + 1:
         raise ValueError(f"{len(sources)} symbols need {2 ** len(sources) + 1} instances")
-    varying = _Generaliser(instances).compare()
+    varying = _Generaliser(instances, divisors).compare()
     module = instances[0].module
     (f,) = [op for op in module.ops if isinstance(op, func.FuncOp)]
     sizes = _Sizes(f, sources)
@@ -319,7 +333,7 @@ def _entry_argument_source(op: Operation, found: dict[str, list[SizeExpr]],
     for key, shape in found.items():
         for d, e in enumerate(shape):
             if e.constant is None and not (len(e.terms) == 1 and e.terms[0][1] == 1
-                                           and len(e.terms[0][0]) == 1):  # fmt: skip
+                                           and len(e.terms[0][0]) == 1 and e.divisor == 1):  # fmt: skip
                 raise CompileError(f"argument {key.rsplit('.', 1)[-1]} dim {d} has size {e}: "
                                    "a dynamic argument dim must be one symbol",
                                    op_location(op))  # fmt: skip

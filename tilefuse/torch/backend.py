@@ -53,7 +53,12 @@ from tilefuse.runtime import CompiledProgram, gpu_available
 from tilefuse.torch.attention import rewrite_graph
 from tilefuse.torch.complex_pairs import for_import, pair_inputs, unpair_outputs
 from tilefuse.torch.decompose import TABLE as DECOMPOSED
-from tilefuse.torch.dynamic import concrete, generalised_program, graph_symbols
+from tilefuse.torch.dynamic import (
+    concrete,
+    generalised_program,
+    graph_symbols,
+    shape_guards,
+)
 from tilefuse.torch.export import torch_deprecations_quiet
 from tilefuse.torch.mlir import (
     Refusal,
@@ -204,7 +209,8 @@ def _compile_dynamic(gm: torch.fx.GraphModule, inputs: list[Any], name: str,
         graph = for_import(gm)
         with diagnostics:
             module, ranges = generalised_program(
-                found, lambda point: _instance(graph, concrete(inputs, point), name, diagnostics))
+                found, lambda point: _instance(graph, concrete(inputs, point), name, diagnostics),
+                guards=shape_guards(inputs))
     except CompileError as e:
         return Refusal(str(e).splitlines()[0].removeprefix("error: "))
     except Exception as e:  # torch-mlir's errors: any exception of its import

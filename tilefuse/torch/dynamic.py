@@ -20,6 +20,7 @@ dim without `max` ranges up to `DEFAULT_MAX`; without `min`, from 1.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -45,15 +46,39 @@ with tensors of the instance's sizes, and batch and tokens both at 1018 ran a GP
 block's out of this machine's 23 GB)."""
 
 
-def _twice_a_prime(lo: int, hi: int, taken: Sequence[int]) -> int | None:
+def _twice_a_prime(lo: int, hi: int, taken: Sequence[int],
+                   ok: Callable[[int], bool] = lambda v: True) -> int | None:  # fmt: skip
     """The largest `2p` (p prime) in `lo:hi`, not in `taken`: even where the primes
     traced at are odd (`T % 2`, `T % 4`: 37, 53 and 41 are all 1 mod 4), and still
     unlike a model's own sizes (a size equal to a width, 64, changed the program
-    torch-mlir wrote)."""
-    for v in range(hi - hi % 2, max(lo, 4) - 1, -2):
-        if v not in taken and sympy.isprime(v // 2):
-            return v
-    return None
+    torch-mlir wrote). Only sizes `ok` allows (dynamo's guards: where they ask for a
+    multiple of 4, the largest even size they allow)."""
+    evens = [v for v in range(hi - hi % 2, max(lo, 4) - 1, -2) if v not in taken and ok(v)]
+    return next((v for v in evens if sympy.isprime(v // 2)), evens[0] if evens else None)
+
+
+def _holds(guards: Sequence[sympy.Basic], point: dict[str, int]) -> bool:
+    """Whether every guard that `point` decides holds there (a guard on symbols it
+    does not give, or one sympy cannot decide, is not asked)."""
+    for g in guards:
+        names = {str(x) for x in g.free_symbols}
+        if not names or not names <= point.keys():
+            continue
+        value = g.subs({x: point[str(x)] for x in g.free_symbols})
+        if value is sympy.false:
+            return False
+    return True
+
+
+def _pool(s: SizeSymbol, k: int, guards: Sequence[sympy.Basic]) -> list[int]:
+    """Sizes to trace symbol `s` (the `k`-th) at, in order: primes, then their
+    multiples (dynamo's guards may ask for a multiple of 4: 4p), then the range's
+    first sizes (or for one of a few: 8 to 11 for a ViT's image), each in range and
+    allowed by the guards on `s` alone."""
+    primes = [*_VALUES[3 * k:], *_VALUES[:3 * k]]
+    pool = [m * p for m in range(1, 17) for p in primes]
+    pool += [*range(max(s.lo, 2), min(s.hi, s.lo + 512) + 1), s.lo]
+    return list(dict.fromkeys(v for v in pool if s.lo <= v <= s.hi and _holds(guards, {s.name: v})))
 
 
 @dataclass(frozen=True)
@@ -128,16 +153,17 @@ def symbols(wrapper: torch.nn.Module, args: tuple[Any, ...], n_state: int,
     return found
 
 
-def instance_points(found: Sequence[SizeSymbol]) -> list[dict[str, int]]:
+def instance_points(found: Sequence[SizeSymbol],
+                    guards: Sequence[sympy.Basic] = ()) -> list[dict[str, int]]:  # fmt: skip
     """The sizes to trace at: the corners of two sizes per symbol, then a third
     size of each (the fit's check), then checks at twice a prime: all symbols at
     once, then each near its range's end (`_twice_a_prime`, `LARGEST_CHECK`). Three
-    distinct sizes in each range."""
+    distinct sizes in each range, each point allowed by `guards` (dynamo's on the
+    graph's sizes: `shape_guards`; a point a guard refuses is a graph dynamo would
+    never run, and torch-mlir may not lower it: a view into 4 heads of a width of 29)."""
     triples = []
     for k, s in enumerate(found):
-        pool = [*_VALUES[3 * k:], *_VALUES[:3 * k], *range(max(s.lo, 2), min(s.hi, s.lo + 4) + 1),
-                s.lo]  # fmt: skip
-        values = list(dict.fromkeys(v for v in pool if s.lo <= v <= s.hi))[:3]
+        values = _pool(s, k, guards)[:3]
         if len(values) < 3:
             raise CompileError(f"{s.name} ranges over {s.lo}:{s.hi}, fewer than three sizes: "
                                "compile each size (static)")  # fmt: skip
@@ -150,26 +176,53 @@ def instance_points(found: Sequence[SizeSymbol]) -> list[dict[str, int]]:
     # the primes but not over the range, must not fit): all at twice the first prime,
     # then each symbol in turn at twice a prime near its range's end (at most
     # `LARGEST_CHECK`), the others at their first size.
-    near = {s.name: _twice_a_prime(s.lo, min(2 * triples[k][0], s.hi), triples[k])
+    def ok(s: SizeSymbol) -> Callable[[int], bool]:
+        return lambda v: _holds(guards, {s.name: v})
+
+    near = {s.name: _twice_a_prime(s.lo, min(2 * triples[k][0], s.hi), triples[k], ok(s))
             for k, s in enumerate(found)}  # fmt: skip
     checks = [near] + [{**{t.name: triples[m][0] for m, t in enumerate(found)},
-                        s.name: _twice_a_prime(s.lo, min(s.hi, LARGEST_CHECK), triples[k])}
+                        s.name: _twice_a_prime(s.lo, min(s.hi, LARGEST_CHECK), triples[k], ok(s))}
                        for k, s in enumerate(found)]  # fmt: skip
     for point in checks:
-        if all(v is not None for v in point.values()) and point not in points:
+        if all(v is not None for v in point.values()) and point not in points and _holds(guards, point):  # pyright: ignore
             points.append(point)  # pyright: ignore
+    if not all(_holds(guards, p) for p in points):
+        raise CompileError("no sizes of the dynamic dims satisfy dynamo's guards at every "
+                           "corner the fit needs: compile each size (static)")  # fmt: skip
     return points
 
 
 def generalised_program(found: Sequence[SizeSymbol], instance: Callable[[dict[str, int]], ModuleOp],
-                        first_argument: int = 0) -> tuple[ModuleOp, dict[str, DimRange]]:
-    """One dynamic program from the instances `instance` makes at `instance_points`,
-    and the ranges of its dynamic dims: arguments `first_argument + i` for the
-    symbols' `(i, dim)` (the export's tensors come after the module's state)."""
-    instances = [Instance(point, instance(point)) for point in instance_points(found)]
+                        first_argument: int = 0,
+                        guards: Sequence[sympy.Basic] = ()) -> tuple[ModuleOp, dict[str, DimRange]]:  # fmt: skip
+    """One dynamic program from the instances `instance` makes at `instance_points`
+    (allowed by `guards`), and the ranges of its dynamic dims: arguments
+    `first_argument + i` for the symbols' `(i, dim)` (the export's tensors come after
+    the module's state)."""
+    instances = [Instance(point, instance(point)) for point in instance_points(found, guards)]
     sources = {s.name: (first_argument + s.dims[0][0], s.dims[0][1]) for s in found}
-    ranges = {f"arg{first_argument + i}.{d}": DimRange(s.lo, s.hi) for s in found for i, d in s.dims}
-    return generalise(instances, sources), ranges
+    divisors = symbol_divisors(found, guards)
+    ranges = {}
+    for s in found:
+        d = divisors.get(s.name, 1)
+        for i, dim in s.dims:  # (a multiple of d: the range's ends too)
+            ranges[f"arg{first_argument + i}.{dim}"] = DimRange(-(-s.lo // d) * d, s.hi // d * d, d)
+    return generalise(instances, sources, divisors), ranges
+
+
+def symbol_divisors(found: Sequence[SizeSymbol], guards: Sequence[sympy.Basic]) -> dict[str, int]:
+    """What each symbol is a multiple of, by dynamo's guards (`Eq(Mod(s, 4), 0)`: a
+    view into 4 heads of a dynamic width): the least common multiple of those."""
+    names = {s.name for s in found}
+    divisors: dict[str, int] = {}
+    for g in guards:
+        if not isinstance(g, sympy.Eq) or g.rhs != 0 or type(g.lhs).__name__ not in ("Mod", "PythonMod"):
+            continue
+        x, d = g.lhs.args
+        if isinstance(x, sympy.Symbol) and str(x) in names and isinstance(d, sympy.Integer) and d > 0:
+            divisors[str(x)] = math.lcm(divisors.get(str(x), 1), int(d))
+    return divisors
 
 
 def resized(tensors: Sequence[torch.Tensor], found: Sequence[SizeSymbol],
@@ -219,6 +272,18 @@ def graph_symbols(inputs: Sequence[Any]) -> tuple[list[SizeSymbol], list[int]]:
                                    "as a dim")  # fmt: skip
     found = [SizeSymbol(n, *ranges[n], tuple(ds)) for n, ds in dims.items()]
     return found, tensors
+
+
+def shape_guards(inputs: Sequence[Any]) -> list[sympy.Basic]:
+    """The guards dynamo's shape environment holds on a graph's sizes (`Mod(s, 4) == 0`
+    of a view into 4 heads), its replacements applied (a size it pinned, a number)."""
+    for x in inputs:
+        sizes = [x] if isinstance(x, torch.SymInt) else list(x.shape) if isinstance(x, torch.Tensor) else []
+        for n in sizes:
+            if isinstance(n, torch.SymInt):
+                env = n.node.shape_env
+                return [env.replace(g.expr) for g in env.guards]
+    return []
 
 
 def concrete(inputs: Sequence[Any], point: dict[str, int]) -> list[Any]:
