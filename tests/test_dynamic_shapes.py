@@ -1033,3 +1033,39 @@ def test_a_module_printed_with_its_ranges_reads_back_without_declaring_them_agai
     broken = str(module).replace("#builtin.int<64>", "#builtin.int<0>")
     with pytest.raises(CompileError, match=r"tilefuse.dim_ranges: the range of x.0 .*1 <= LO <= HI"):
         load_program(broken)
+
+
+TWO_DYNAMIC_BRANCHES = """func.func @two(%x: tensor<?x32xf32>, %y: tensor<?x32xf32>) -> (tensor<?x32xf32>, tensor<?x32xf32>) {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x32xf32>
+  %m = tensor.dim %y, %c0 : tensor<?x32xf32>
+  %e = tensor.empty(%n) : tensor<?x32xf32>
+  %f = tensor.empty(%m) : tensor<?x32xf32>
+  %a = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel"]} ins(%x : tensor<?x32xf32>) outs(%e : tensor<?x32xf32>) {
+  ^bb0(%p: f32, %o: f32):
+    %t = math.tanh %p : f32
+    linalg.yield %t : f32
+  } -> tensor<?x32xf32>
+  %b = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel"]} ins(%y : tensor<?x32xf32>) outs(%f : tensor<?x32xf32>) {
+  ^bb0(%p: f32, %o: f32):
+    %t = math.exp %p : f32
+    linalg.yield %t : f32
+  } -> tensor<?x32xf32>
+  return %a, %b : tensor<?x32xf32>, tensor<?x32xf32>
+}"""
+
+
+def test_branches_of_run_time_program_counts():
+    """Two kernels over rows of two independent dynamic sizes: one launch of the sum
+    of their run-time program counts, each branch's bound the count before it."""
+    module = load_program(TWO_DYNAMIC_BRANCHES, dim_ranges={"x.0": DimRange(1, 4096), "y.0": DimRange(1, 4096)})
+    program = compile_program(module)
+    assert len(program.kernels) == 1 and "if pid < " in program.source
+    for n, k in [(1, 1), (1, 300), (257, 3), (64, 64), (1000, 17)]:
+        x = torch.randn(n, 32, generator=torch.Generator().manual_seed(n))
+        y = torch.randn(k, 32, generator=torch.Generator().manual_seed(k + 1))
+        a, b = program(on_device(x), on_device(y))
+        torch.testing.assert_close(a.cpu(), torch.tanh(x), rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(b.cpu(), torch.exp(y), rtol=1e-5, atol=1e-6)

@@ -23,11 +23,13 @@ The rule, per candidate joining a bundle (kernels in program order, greedy):
   LLaMA-7B-sized projections (three 32 MB weights) evicted each other's tiles (H100:
   241 us stacked against 180 us as three launches; BERT's, 16 MB in all, 53 against
   64 us);
-- **dynamic grids** (their program counts known at launch) join only kernels
+- **dynamic grids** (their program counts known at launch) stack with kernels
   running the same tile program whose grids are sized from the same run-time
   sizes (`dim_facts.size_origin`): a program finds its member as `pid // share`
-  with `share` computed from those sizes in the kernel, where branches would
-  need run-time segment bounds. A kernel with variants (`tile-and-fuse`'s
+  with `share` computed from those sizes in the kernel. As branches of different
+  programs, each branch's bound is the run-time count of the programs before it
+  (computed in the kernel from the size parameters, and by the host for the
+  launch), for members without variants that are not persistent. A kernel with variants (`tile-and-fuse`'s
   `VARIANTS`) joins as its whole family: every variant runs the same tile
   program as the other members' variant serving the same sizes, and each level
   becomes a bundle (the transformer block's Q, K and V projections at a
@@ -115,6 +117,8 @@ class KernelInfo:
     tensor share it in L2."""
     dynamic: bool = False
     """Its grid's program count is known at launch (`TileGridOp.sizes`)."""
+    variants: bool = False
+    """It stands for a family of variants (`tile-and-fuse`'s, by the sizes each serves)."""
 
 
 @dataclass(frozen=True)
@@ -195,10 +199,10 @@ def _accept(joining: list[KernelInfo], bundle: list[KernelInfo], target: Target)
     everyone = [*bundle, *joining]
     keys = {m.body_key for m in everyone}
     saved = format_seconds(target.launch_overhead)
-    if len(keys) > 1 and any(m.dynamic for m in everyone):
-        return False, ("horizontal: a dynamic grid shares a launch only with kernels running "
-                       "its tile program on tensors of its sizes (branches of run-time "
-                       "program counts have no static bounds)")  # fmt: skip
+    if len(keys) > 1 and any(m.dynamic for m in everyone) and any(m.variants or m.persistent for m in everyone):
+        return False, ("horizontal: a dynamic grid with variants, or a persistent one, shares "
+                       "a launch only with kernels running its tile program on tensors of "
+                       "its sizes (a branch per variant and member is not built)")  # fmt: skip
     if any(m.persistent for m in everyone):
         return _accept_persistent(everyone, target)
     dots = {m.dot_dtype for m in everyone} - {None}
@@ -232,9 +236,10 @@ def _accept(joining: list[KernelInfo], bundle: list[KernelInfo], target: Target)
             f"{format_seconds(total)}, under {MIN_SAVING:.0%}: not worth a branching kernel"
         )
     warps = max(m.num_warps for m in everyone)
+    count = "a run-time count of" if any(m.dynamic for m in everyone) else str(programs)
     return True, (
         f"independent, {len(keys)} tile programs as branches of one launch of "
-        f"{programs} programs at {warps} warps, {saved} launch saved"
+        f"{count} programs at {warps} warps, {saved} launch saved"
     )
 
 
@@ -312,7 +317,7 @@ def kernel_infos(groups: list[GroupOp], target: Target) -> list[KernelInfo]:
             smem_budget=plan.smem_budget.data if plan is not None else 0,
             persistent=plan is not None and plan.persistent.data > 0,
             reads=frozenset((v, tensor_bytes(v)) for v in g.inputs),
-            dynamic=bool(grid.sizes),
+            dynamic=bool(grid.sizes), variants=len(levels) > 1,
         ))  # fmt: skip
     return out
 

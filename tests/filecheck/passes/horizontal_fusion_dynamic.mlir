@@ -66,10 +66,11 @@ func.func @two_adds(%x: tensor<?x32xf32>, %u: tensor<32xf32>, %v: tensor<32xf32>
 // -----
 
 // The same program on x and y, each with a dynamic dim of its own: their program
-// counts may differ at run time, so each keeps its launch.
+// counts may differ at run time, so they do not stack; they run as two branches of
+// one launch, each branch's bound the run-time count of the programs before it.
 // CHECK-LABEL: func.func @two_tanh
-// CHECK:      tilefuse.group "fused_kernel_0" ins(%x
-// CHECK:      tilefuse.group "fused_kernel_1" ins(%y
+// CHECK:      tilefuse.group "fused_kernel_0" ins(%x, %y : tensor<?x32xf32>, tensor<?x32xf32>) reason "horizontal fusion of fused_kernel_0 + fused_kernel_1 (independent, 2 tile programs as branches of one launch of a run-time count of programs
+// CHECK-NOT:  tilefuse.group "fused_kernel_1"
 func.func @two_tanh(%x: tensor<?x32xf32>, %y: tensor<?x32xf32>) -> (tensor<?x32xf32>, tensor<?x32xf32>) attributes {tilefuse.dim_ranges = {x.0 = [#builtin.int<1>, #builtin.int<4096>], y.0 = [#builtin.int<1>, #builtin.int<4096>]}} {
   %a = tilefuse.group "fused_kernel_0" ins(%x : tensor<?x32xf32>) reason "pointwise: tanh (1 ops)" attributes {cost = #tilefuse.cost<flops = 131072, fused_bytes = 1048576, unfused_bytes = 1048576, tc_flops = 0, sfu_ops = 131072, dtype = "f32">} {
   ^bb0(%0: tensor<?x32xf32>):

@@ -265,6 +265,11 @@ class HostPrinter:
             programs = f"min({programs}, {sig.persistent // sig.members})"
         if sig.members > 1:  # (a stacked bundle: each member's programs)
             programs = f"{sig.members} * {programs}"
+        if sig.branches:  # (branches of different programs: the sum of theirs)
+            programs = " + ".join(
+                " * ".join([*([str(n)] if n != 1 or not sizes else []),
+                            *(_ceil_div(size_of.get(m, m), b) for m, b in sizes)])
+                for n, sizes in sig.branches)  # fmt: skip
         lines.append(f"    {sig.name}[({programs},)]({', '.join(call)}, "
                      f"num_warps={sig.num_warps}, num_stages={sig.num_stages})")  # fmt: skip
         return lines

@@ -411,6 +411,12 @@ class KernelPrinter(Emitter):
             params += [Param("DOT_DTYPE", CONSTEXPR, "tl.dtype", value=dtype.removeprefix("tl.")),
                        Param("DOT_PRECISION", CONSTEXPR, "str", value=precision)]  # fmt: skip
         grid = self.grid
+        if len(self.grids) > 1 and self.stacked is None and any(g.sizes for g in self.grids):
+            return KernelSignature(  # (branches of different programs, some of run-time counts)
+                self.name, tuple(params), grid.num_warps.value.data, grid.num_stages.value.data,
+                0, whole_sizes=tuple(w for g in self.grids for w in self._sizes_of(g)[1]),
+                branches=tuple((math.prod(n for n in g.grid_shape if n >= 0), self._sizes_of(g)[0])
+                               for g in self.grids))  # fmt: skip
         if grid.sizes:  # (bundled only as a stack: members of one program and sizes)
             dynamic = [(self.ref(v), b, m) for v, (_, b, m) in
                        zip(grid.sizes, [d for d in grid.plan.dims if d[0] < 0], strict=True)]
@@ -423,6 +429,16 @@ class KernelPrinter(Emitter):
         programs = self.persistent or sum(math.prod(g.grid_shape) for g in self.grids)
         return KernelSignature(self.name, tuple(params), grid.num_warps.value.data,
                                grid.num_stages.value.data, programs)  # fmt: skip
+
+    def _sizes_of(self, grid: TileGridOp) -> tuple[tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]]:
+        """A grid's (size parameter, block) per dynamic dim: those the grid spans, and
+        those held whole in every tile (`KernelSignature.grid_sizes`, `whole_sizes`)."""
+        if not grid.sizes:
+            return (), ()
+        dynamic = [(self.ref(v), b, m) for v, (_, b, m) in
+                   zip(grid.sizes, [d for d in grid.plan.dims if d[0] < 0], strict=True)]  # fmt: skip
+        return (tuple((n, b) for n, b, m in dynamic if m == GRID),
+                tuple((n, b) for n, b, m in dynamic if m == WHOLE))
 
     def _described(self) -> set[SSAValue]:
         """Tensors read through TMA descriptors (a stacked member as its slot's first)."""
@@ -474,17 +490,29 @@ class KernelPrinter(Emitter):
             self.ptr[first] = self.assign(self.names.fresh(f"{self.base[first]}_sel_ptr"), pick)
 
     def print_branches(self) -> None:
-        """Grids running different programs: one branch per grid, by program id."""
-        start = 0
-        for k, grid in enumerate(self.grids):
-            end = start + math.prod(grid.grid_shape)
+        """Grids running different programs: one branch per grid, by program id (a
+        dynamic grid's programs counted from its run-time sizes, before the branches)."""
+        ends, start = [], "0"
+        for grid in self.grids:
+            if grid.sizes:
+                count = self._product(self._counts(grid), range(len(grid.grid_shape))) or "1"
+            else:
+                count = str(math.prod(grid.grid_shape))
+            if start == "0":
+                end = count
+            elif start.isdigit() and count.isdigit():
+                end = str(int(start) + int(count))
+            else:
+                end = self.assign(self.names.fresh("branch_end"), f"{start} + {count}")
+            ends.append((start, end))
+            start = end
+        for k, (grid, (first, end)) in enumerate(zip(self.grids, ends, strict=True)):
             head = "if" if k == 0 else "elif" if k < len(self.grids) - 1 else "else"
             self.emit(f"{head} pid < {end}:" if head != "else" else "else:")
             self.push()
-            local = self.assign(self.names.fresh("lpid"), f"pid - {start}")
+            local = self.assign(self.names.fresh("lpid"), f"pid - {first}")
             self.print_grid(grid, local)
             self.pop()
-            start = end
 
     def print_program_ids(self, grid: TileGridOp, pid: str) -> None:
         """Row-major program ids; M and N in grouped order when the plan asks.

@@ -95,6 +95,9 @@ class KernelSignature:
     """Of a kernel with run-time sizes (`grid_sizes` or not): the grids of a stacked
     bundle, launched side by side, each with the programs counted above (a persistent
     one `persistent / members` at most)."""
+    branches: tuple[tuple[int, tuple[tuple[str, int], ...]], ...] = ()
+    """Of a bundle of different tile programs, some with run-time counts: per branch,
+    its static factor and its `grid_sizes`; the launch has the sum of their programs."""
 
     @property
     def unspecialized(self) -> tuple[str, ...]:
