@@ -33,9 +33,9 @@ BENCH = (128, 1024)
 ROUNDS = 3
 
 
-def main(json_out: str | None) -> None:
+def main(json_out: str | None, attention: str) -> None:
     torch.manual_seed(0)
-    model = LlamaBlock(WIDTH, 16, 4, 2816, T_MAX, "sdpa").to(torch.bfloat16).cuda().eval()
+    model = LlamaBlock(WIDTH, 16, 4, 2816, T_MAX, attention).to(torch.bfloat16).cuda().eval()
     x = torch.randn(BATCH, 64, WIDTH, dtype=torch.bfloat16, device="cuda")
     torch._dynamo.mark_dynamic(x, 1, min=1, max=T_MAX - 1)
     start = time.perf_counter()
@@ -67,4 +67,6 @@ def main(json_out: str | None) -> None:
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--json")
-    main(ap.parse_args().json)
+    ap.add_argument("--attention", default="sdpa", choices=["sdpa", "eager"])
+    args = ap.parse_args()
+    main(args.json, args.attention)
