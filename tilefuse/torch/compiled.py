@@ -120,6 +120,8 @@ class CompiledModule:
             raise ArgumentError(f"{self.name} takes its inputs by position, as compiled "
                                 f"(got keywords {', '.join(kwargs)})")  # fmt: skip
         tensors = self._tensors(args)
+        if any(t.is_complex() for t in tensors):  # (passed as its pair, as compiled)
+            tensors = pair_inputs(tensors)
         ex = self.exported
         # (no detach: the kernels read the tensors' data and the call runs under no_grad)
         state = self.read_state()

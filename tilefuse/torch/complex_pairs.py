@@ -27,20 +27,22 @@ Each rule computes what torch's complex op computes, up to the rounding of `a*c 
 (as torch's own CPU kernel rounds it: no fused multiply-add is asked for). A complex
 input of the program (a buffer `freqs_cis`) becomes its pair, `view_as_real` of the
 tensor, which the caller passes (`pair_inputs`: a view, no copy); a lifted constant is
-replaced by its pair. Where an op with a complex operand or result has no rule (a
-complex matmul, `exp` of a complex), nothing is rewritten: torch-mlir then refuses it,
-located, as before.
+replaced by its pair. An op with a complex operand or result and no rule (a complex
+matmul, `exp`, `sum` of a complex) is a located `CompileError`: never handed to
+torch-mlir, which lowers some complex ops wrongly (`1 - c`) and aborts on others.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch.fx import Graph, GraphModule, Node
 from torch.fx.passes.shape_prop import _extract_tensor_metadata
 
+from tilefuse.ir.diagnostics import CompileError
 from tilefuse.torch import aten_graph
 from tilefuse.torch.aten_graph import inline, traced
 
@@ -76,7 +78,20 @@ def _as_pair(x: Any, paired: bool) -> Any:
     return _pair(x, torch.zeros_like(x))
 
 
+@dataclass(frozen=True)
+class Complex:
+    """A complex number operand (`c * 1j`): its parts, Python floats."""
+
+    re: float
+    im: float
+
+
 def _mul(a: Any, b: Any, pa: bool, pb: bool) -> torch.Tensor:
+    if isinstance(a, Complex):
+        a, b, pa, pb = b, a, pb, pa
+    if isinstance(b, Complex):  # (a is a pair, or a real tensor: its imaginary part 0)
+        ar, ai = _parts(a) if pa else (a, torch.zeros_like(a))
+        return _pair(ar * b.re - ai * b.im, ar * b.im + ai * b.re)
     if not pb:  # complex times a real: each part scaled
         return a * (b.unsqueeze(-1) if isinstance(b, torch.Tensor) else b)
     if not pa:
@@ -86,14 +101,27 @@ def _mul(a: Any, b: Any, pa: bool, pb: bool) -> torch.Tensor:
 
 
 def _add(a: Any, b: Any, pa: bool, pb: bool, alpha: Any = 1) -> torch.Tensor:
-    a, b = _as_pair(a, pa), _as_pair(b, pb)
+    """`a + alpha * b` (torch's `add`), either operand complex (a pair, or a `Complex`)."""
+    if alpha != 1:
+        b = _mul(b, alpha, pb, False) if isinstance(b, torch.Tensor) else _scaled(b, alpha)
+    if (not pa and not isinstance(a, torch.Tensor)) or isinstance(a, Complex):
+        a, b, pa, pb = b, a, pb, pa  # (the tensor first)
+    a = _as_pair(a, pa)
+    if isinstance(b, Complex):
+        return a + _pair(torch.full_like(a[..., 0], b.re), torch.full_like(a[..., 0], b.im))
+    b = _as_pair(b, pb)
     if not isinstance(b, torch.Tensor):  # a complex plus a real number: the real part
         b = _pair(torch.full_like(a[..., 0], b), torch.zeros_like(a[..., 0]))
-    return a + b * alpha
+    return a + b
 
 
 def _sub(a: Any, b: Any, pa: bool, pb: bool, alpha: Any = 1) -> torch.Tensor:
     return _add(a, b, pa, pb, -alpha)
+
+
+def _scaled(x: Any, alpha: Any) -> Any:
+    """A number (or `Complex`) times a real `alpha`."""
+    return Complex(x.re * alpha, x.im * alpha) if isinstance(x, Complex) else x * alpha
 
 
 # A rule: the node -> a function of its arguments (complex ones as pairs; `paired`
@@ -147,7 +175,22 @@ def _unsqueeze_rule(node: Node) -> Callable[..., torch.Tensor]:
 
 
 def _binary(fn: Callable[..., torch.Tensor]) -> Rule:
-    return lambda node: (lambda a, b, *rest, paired=(False, False): fn(a, b, paired[0], paired[1], *rest))
+    return lambda node: (lambda a, b, *rest, paired=(False, False), **kw:
+                         fn(_number(a), _number(b), paired[0], paired[1], *rest, **kw))
+
+
+def _number(x: Any) -> Any:
+    """A Python complex number as a `Complex` (a real one stays a number)."""
+    return Complex(x.real, x.imag) if isinstance(x, complex) else x
+
+
+def _abs(x: torch.Tensor) -> torch.Tensor:
+    """|re + i im| without overflow (torch's `hypot`): the larger part times the
+    length of the pair scaled by it."""
+    re, im = x[..., 0].abs(), x[..., 1].abs()
+    big = torch.maximum(re, im)
+    scale = torch.where(big == 0, torch.ones_like(big), big)
+    return big * torch.sqrt((re / scale) ** 2 + (im / scale) ** 2)
 
 
 RULES: dict[Any, Rule] = {
@@ -178,7 +221,9 @@ RULES: dict[Any, Rule] = {
     aten._conj.default: lambda node: lambda x, paired=(): _pair(x[..., 0], -x[..., 1]),
     aten.real.default: lambda node: lambda x, paired=(): x[..., 0],
     aten.imag.default: lambda node: lambda x, paired=(): x[..., 1],
-    aten.abs.default: lambda node: lambda x, paired=(): torch.sqrt(x[..., 0] ** 2 + x[..., 1] ** 2),
+    aten.abs.default: lambda node: lambda x, paired=(): _abs(x),
+    aten.rsub.Scalar: _binary(lambda a, b, pa, pb, alpha=1: _add(b, a, pb, pa, -alpha)),
+    aten.rsub.Tensor: _binary(lambda a, b, pa, pb, alpha=1: _add(b, a, pb, pa, -alpha)),
 }
 """ATen op -> the rule writing it on pairs (the module docstring)."""
 
@@ -200,26 +245,41 @@ def for_import(gm: GraphModule) -> GraphModule:
     return copy
 
 
-def _covered(graph: Graph) -> bool:
-    """Whether a rule covers every node that reads or makes a complex value (the
-    outputs a list: a complex one is returned as its pair, `paired_outputs`)."""
+def _uncovered(graph: Graph) -> Node | None:
+    """The first node that reads or makes a complex value with no rule (a complex
+    output outside a list of outputs too); None when every one is covered (a complex
+    output in a list is returned as its pair, `paired_outputs`)."""
     for node in graph.nodes:
         reads = any(_is_complex(a.meta.get("val")) for a in node.all_input_nodes)
         if node.op == "output" and reads and not isinstance(node.args[0], list | tuple):
-            return False
+            return node
         if node.op == "call_function" and (reads or _is_complex(node.meta.get("val"))) and \
                 node.target not in RULES and node.target not in _DROPPED:  # fmt: skip
-            return False
-    return True
+            return node
+    return None
+
+
+def _refusal(node: Node) -> CompileError:
+    """A located refusal of a complex op with no rule: torch-mlir lowers some complex
+    ops wrongly (`1 - c`: the imaginary part 1 - im) or aborts the process (`sum`)."""
+    trace = node.meta.get("stack_trace") or ""
+    where = next((ln.strip() for ln in reversed(trace.splitlines()) if ln.strip().startswith("File ")), "")
+    at = f" ({where})" if where else ""
+    return CompileError(f"complex {node.target}{at} is not supported: tilefuse computes complex "
+                        "values as real pairs for view_as_complex/view_as_real, polar, complex, "
+                        "views, mul, add, sub, neg, conj, real, imag and abs")  # fmt: skip
 
 
 def real_pairs(graph: Graph) -> bool:
     """Rewrite `graph`'s complex values as pairs (the module docstring), a complex
     placeholder too (its value is then `view_as_real` of the tensor: `pair_inputs`)
     and a complex output (returned as its pair: `paired_outputs`); whether it
-    changed. Nothing changes unless a rule covers every complex op."""
-    if not any(_is_complex(n.meta.get("val")) for n in graph.nodes) or not _covered(graph):
+    changed. A complex op no rule covers is a located `CompileError` (never handed to
+    torch-mlir, which lowers some wrongly)."""
+    if not any(_is_complex(n.meta.get("val")) for n in graph.nodes):
         return False
+    if (node := _uncovered(graph)) is not None:
+        raise _refusal(node)
     pairs: dict[Node, Node] = {}
     rewritten: list[Node] = []
     for node in list(graph.nodes):

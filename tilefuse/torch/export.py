@@ -213,13 +213,13 @@ def _export_static(wrapper: nn.Module, args: tuple[Any, ...], name: str) -> tupl
         with torch_deprecations_quiet():
             program = torch.export.export(wrapper, args, strict=False)
             program = program.run_decompositions(decompositions({**get_decomposition_table(), **DECOMPOSED}))
-            if real_pairs(program.graph):  # (a complex constant: its pair, as its placeholder's)
-                program.graph_module.recompile()
-                for c, t in list(program.constants.items()):
-                    if isinstance(t, torch.Tensor) and t.is_complex():
-                        program.constants[c] = torch.view_as_real(t)
     except Exception as e:
         raise ExportError(f"torch.export cannot trace {name}: {_first_line(e)}") from e
+    if real_pairs(program.graph):  # (a complex constant: its pair, as its placeholder's)
+        program.graph_module.recompile()
+        for c, t in list(program.constants.items()):
+            if isinstance(t, torch.Tensor) and t.is_complex():
+                program.constants[c] = torch.view_as_real(t)
     if paired_outputs(program.graph):
         raise ExportError(f"{name} returns a complex tensor: tilefuse returns real tensors "
                           "(return torch.view_as_real(...))")  # fmt: skip

@@ -750,7 +750,10 @@ class KernelPrinter(Emitter):
         if isinstance(v, IntegerAttr):
             if getattr(v.type, "width", None) is not None and v.type.width.data == 1:
                 return str(bool(v.value.data))  # an i1: a condition for tl.where
-            return str(v.value.data)
+            n = v.value.data
+            if not -(2**31) <= n < 2**31:  # (a bare literal takes an int32 tensor's type in
+                return f"tl.full((), {n}, tl.int64)"  # Triton and overflows: an int64 scalar)
+            return str(n)
         if isinstance(v, FloatAttr):
             return literal(v.value.data)
         raise CompileError.at(op, "has a constant the Triton backend cannot print")
