@@ -296,19 +296,23 @@ def test_a_persistent_bundle_splits_its_programs_among_the_members():
     assert persistent_programs(3, 20, 20, H200) == 60
 
 
-def test_dynamic_grids_stack_only_with_their_own_tile_program():
+def test_dynamic_grids_stack_with_their_own_tile_program_and_branch_with_others():
     """A dynamic grid's program count is known at launch: kernels of its tile
-    program (one key: one program over the same run-time sizes) stack, any other
-    kernel keeps its launch, the refusal said."""
-    def rows(name, key, dynamic=True):
-        return KernelInfo(name, frozenset(), 4, 1, -1 if dynamic else 8, 4e-6, key, dynamic=dynamic)
+    program (one key: one program over the same run-time sizes) stack; others join as
+    branches, each bound a run-time count, unless a member has variants or is
+    persistent (then it keeps its launch, the refusal said)."""
+    def rows(name, key, dynamic=True, variants=False):
+        return KernelInfo(name, frozenset(), 4, 1, -1 if dynamic else 8, 4e-6, key, dynamic=dynamic,
+                          variants=variants)  # fmt: skip
 
     plan = plan_horizontal([rows("a", 0), rows("b", 0), rows("c", 1), rows("d", 2, dynamic=False)], H200)
-    assert plan.bundles == (("a", "b"), ("c",), ("d",))
-    refused = [d for d in plan.decisions if not d.taken]
-    assert refused and all("dynamic grid shares a launch only with kernels running its tile program"
-                           in d.reason for d in refused)  # fmt: skip
+    assert plan.bundles == (("a", "b", "c", "d"),)
     assert "a run-time count of programs" in plan.decisions[0].reason
+    assert all("branches of one launch of a run-time count" in d.reason for d in plan.decisions[1:] if d.taken)
+    plan = plan_horizontal([rows("a", 0), rows("b", 0), rows("c", 1, variants=True)], H200)
+    assert plan.bundles == (("a", "b"), ("c",))
+    refused = [d for d in plan.decisions if not d.taken]
+    assert refused and all("a dynamic grid with variants, or a persistent one" in d.reason for d in refused)
 
 
 def test_a_dynamic_persistent_bundle_launches_each_member_its_share():

@@ -912,6 +912,14 @@ def _in_place(loop: scf.ForOp, arg: SSAValue, y: SSAValue) -> bool:
     return True
 
 
+def _same_run_time_sizes(a: TileGridOp, b: TileGridOp) -> bool:
+    """Do two grids' run-time extents have one origin each (`size_origin`): one size at
+    every call, so a stack may count every member's programs by the first's? (The same
+    program over rows of independent dynamic sizes is two branches, not a stack.)"""
+    return len(a.sizes) == len(b.sizes) and all(
+        size_origin(x) == size_origin(y) for x, y in zip(a.sizes, b.sizes, strict=True))
+
+
 def stacked_tensors(grids: Sequence[TileGridOp]) -> list[list[SSAValue]] | None:
     """For a bundle of grids running one tile program: per tensor the first grid
     reads or writes, the tensor each grid uses in its place. None for a single
@@ -923,7 +931,7 @@ def stacked_tensors(grids: Sequence[TileGridOp]) -> list[list[SSAValue]] | None:
     columns += [[d] for d in first.destinations]
     for other in grids[1:]:
         pairs = same_tile_program(first, other)
-        if pairs is None:
+        if pairs is None or not _same_run_time_sizes(first, other):
             return None
         mapped = dict(pairs)
         for column in columns[: len(pairs)]:
