@@ -28,6 +28,7 @@ from tilefuse.backend.triton.scalar import (
     REDUCE,
     int_width,
     scalar_expr,
+    wide_value,
 )
 from tilefuse.ir.diagnostics import CompileError
 from tilefuse.ir.structured import (
@@ -132,7 +133,7 @@ class GenericPrinter:
             # theirs: an f32 fill rounds past 2**24; a dot's accumulator f32, or f64
             # for an f64 dot: Triton 3.6 refuses an f64 one for an f32 dot)
             dtype = compute_type(result.type)
-            self.k.bind(result, f"tl.full({shape}, {value}, {dtype})", shape, hint)
+            self.k.bind(result, f"tl.full({shape}, {wide_value(value)}, {dtype})", shape, hint)
             return
         self.k.bind(result, self.from_loop_space(value, dims, vdims), shape, hint)
 

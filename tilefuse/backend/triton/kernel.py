@@ -37,6 +37,7 @@ from tilefuse.backend.triton.names import Names
 from tilefuse.backend.triton.scalar import (
     BINARY,
     UNARY,
+    WIDE,
     block_constant,
     literal,
     scalar_expr,
@@ -752,7 +753,7 @@ class KernelPrinter(Emitter):
                 return str(bool(v.value.data))  # an i1: a condition for tl.where
             n = v.value.data
             if not -(2**31) <= n < 2**31:  # (a bare literal takes an int32 tensor's type in
-                return f"tl.full((), {n}, tl.int64)"  # Triton and overflows: an int64 scalar)
+                return f"{WIDE}{n}, tl.int64)"  # Triton and overflows: an int64 scalar)
             return str(n)
         if isinstance(v, FloatAttr):
             return literal(v.value.data)

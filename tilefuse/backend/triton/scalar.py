@@ -101,12 +101,21 @@ def is_literal(text: str) -> bool:
     return True
 
 
+WIDE = "tl.full((), "
+"""How an integer literal past int32 is printed (a 0-d int64 block: `KernelPrinter.constant`)."""
+
+
+def wide_value(text: str) -> str:
+    """The number inside a `WIDE` literal (the text itself otherwise)."""
+    return text[len(WIDE):].split(",")[0] if text.startswith(WIDE) else text
+
+
 def block_constant(v: SSAValue, text: str) -> str:
     """A constant operand of a prelude helper or a cast as a 0-d block (a Python
     number has no `.to`, and the helpers take blocks); also a payload argument
     bound to a scalar constant (a fill's value), printed as its literal."""
-    if not isinstance(v.owner, arith.ConstantOp) and not is_literal(text):
-        return text
+    if (not isinstance(v.owner, arith.ConstantOp) and not is_literal(text)) or text.startswith(WIDE):
+        return text  # (an int64 literal past int32 is a 0-d block already: `KernelPrinter.constant`)
     t = v.type
     if isinstance(t, Float64Type):
         dtype = "tl.float64"
