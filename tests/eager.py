@@ -14,6 +14,22 @@ from tests.device import DEVICE
 from tilefuse.testing.zoo import ZOO
 
 
+class Fn(nn.Module):
+    """A function as a module (the sweeps' smallest reproductions)."""
+
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args):
+        return self.fn(*args)
+
+
+def randn(*shape: int, seed: int = 0, device: torch.device | str = DEVICE) -> torch.Tensor:
+    """Seeded standard normals of `shape` on `device` (`DEVICE` unless given)."""
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed)).to(device)
+
+
 def build(name: str) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
     """The zoo model `name` and its inputs on `DEVICE`."""
     model, inputs = ZOO[name].build()

@@ -14,17 +14,8 @@ from torch import nn
 
 import tilefuse.torch as tt
 from tests.device import DEVICE
-from tests.eager import assert_matches, eager64
+from tests.eager import Fn, assert_matches, eager64
 from tilefuse.torch.decompose import MAX_SCAN, MAX_TOPK, cumsum, index_copy, topk
-
-
-class Fn(nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args):
-        return self.fn(*args)
 
 
 def _ints(*shape: int) -> torch.Tensor:

@@ -25,7 +25,7 @@ from torch import nn
 
 import tilefuse.torch as tt
 from tests.device import DEVICE, on_device
-from tests.eager import assert_matches, eager64
+from tests.eager import Fn, assert_matches, eager64, randn
 from tilefuse.frontend.program import load_program, random_inputs
 from tilefuse.ir.diagnostics import CompileError
 from tilefuse.ir.dynamic import DimRange
@@ -48,17 +48,6 @@ SIZES = (5, 2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 64)
 separate compile of it is cheap."""
 
 
-class Fn(nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args):
-        return self.fn(*args)
-
-
-def randn(*shape: int, seed: int = 0) -> torch.Tensor:
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed)).to(DEVICE)
 
 
 class _Lines(logging.Handler):

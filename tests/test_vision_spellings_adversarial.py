@@ -31,7 +31,7 @@ from torch import nn
 
 import tilefuse.torch as tt
 from tests.device import DEVICE
-from tests.eager import assert_matches, eager64
+from tests.eager import Fn, assert_matches, eager64
 from tilefuse.ir.diagnostics import CompileError
 from tilefuse.torch import backend
 from tilefuse.torch.decompose import MAX_SCAN
@@ -131,16 +131,6 @@ class DeiT(nn.Module):
         x = self.norm2(x + self.proj(y))
         return (self.head(x[:, 0]) + self.head_dist(x[:, 1])) / 2
 
-
-class Fn(nn.Module):
-    """A function as a module (for the smallest reproductions)."""
-
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args):
-        return self.fn(*args)
 
 
 def window_partition(x, w: int):

@@ -419,14 +419,10 @@ class KernelPrinter(Emitter):
                 branches=tuple((math.prod(n for n in g.grid_shape if n >= 0), self._sizes_of(g)[0])
                                for g in self.grids))  # fmt: skip
         if grid.sizes:  # (bundled only as a stack: members of one program and sizes)
-            dynamic = [(self.ref(v), b, m) for v, (_, b, m) in
-                       zip(grid.sizes, [d for d in grid.plan.dims if d[0] < 0], strict=True)]
             static = math.prod(n for n in grid.grid_shape if n >= 0)
             return KernelSignature(
                 self.name, tuple(params), grid.num_warps.value.data, grid.num_stages.value.data,
-                static, tuple((n, b) for n, b, m in dynamic if m == GRID),
-                tuple((n, b) for n, b, m in dynamic if m == WHOLE), self.persistent,
-                members=len(self.grids))  # fmt: skip
+                static, *self._sizes_of(grid), self.persistent, members=len(self.grids))  # fmt: skip
         programs = self.persistent or sum(math.prod(g.grid_shape) for g in self.grids)
         return KernelSignature(self.name, tuple(params), grid.num_warps.value.data,
                                grid.num_stages.value.data, programs)  # fmt: skip
