@@ -51,3 +51,26 @@ def test_a_size_from_what_the_facts_do_not_follow_is_unknown():
     f = entry_function(load_program(text, dim_ranges={"x.1": DimRange(1, 100)}))
     empty = next(op for op in f.walk() if isinstance(op, tensor.EmptyOp))
     assert dim_facts(empty.tensor, 0) is None
+
+
+def test_facts_of_a_size_less_a_constant():
+    """`x[:, 1:]` of T tokens has T - 1 (torch's dynamic export writes `-1 + T`), the
+    merged rows of two such 2 * T - 2: a kernel holding them whole is planned at
+    their largest size, not at the largest declared range end."""
+    text = """func.func @f(%x: tensor<2x?xf32>) -> (tensor<?xf32>, tensor<?xf32>) {
+  %c1 = arith.constant 1 : index
+  %m1 = arith.constant -1 : index
+  %t = tensor.dim %x, %c1 : tensor<2x?xf32>
+  %a = arith.subi %t, %c1 : index
+  %s = tensor.extract_slice %x[0, 1] [2, %a] [1, 1] : tensor<2x?xf32> to tensor<2x?xf32>
+  %c = tensor.collapse_shape %s [[0, 1]] : tensor<2x?xf32> into tensor<?xf32>
+  %b = arith.addi %m1, %t : index
+  %e = tensor.empty(%b) : tensor<?xf32>
+  return %c, %e : tensor<?xf32>, tensor<?xf32>
+}"""
+    f = entry_function(load_program(text, dim_ranges={"x.1": DimRange(3, 32)}))
+    ret = f.body.block.last_op
+    assert isinstance(ret, func.ReturnOp)
+    c, e = ret.operands
+    assert dim_facts(c, 0) == DimFacts(4, 62, 2)
+    assert dim_facts(e, 0) == DimFacts(2, 31, 1)

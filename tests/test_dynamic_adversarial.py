@@ -21,6 +21,7 @@ import pytest
 pytest.importorskip("torch_mlir")
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 import tilefuse.torch as tt
@@ -38,6 +39,7 @@ from tilefuse.testing.zoo import (
     GPT2Block,
     LlamaBlock,
     RMSNorm,
+    TinyGPT,
     ViT,
 )
 from tilefuse.torch import backend
@@ -145,6 +147,67 @@ def test_llama_block_through_tilefuse_compile_dynamic_tokens(attention, kernels,
             assert_matches(f"size {t}", compiled(*xs), eager64(model, xs), RTOL)
 
 
+class _LanguageModelStep(nn.Module):
+    """A GPT's training loss on its next-token targets (`logits[:, :-1]` against
+    `idx[:, 1:]`) and the logits of the last position (generation's `x[:, -1]`)."""
+
+    def __init__(self):
+        super().__init__()
+        self.gpt = TinyGPT(64, 32, 2, 64)
+
+    def forward(self, idx):
+        logits = self.gpt(idx)
+        loss = F.cross_entropy(logits[:, :-1].reshape(-1, 64), idx[:, 1:].reshape(-1))
+        return loss, logits[:, -1]
+
+
+def test_language_model_loss_on_shifted_targets_and_last_token_dynamic_tokens():
+    """Slices at offsets from the dynamic end (`[:, :-1]`, `[:, 1:]`, `[:, -1]`) are host
+    views the host checks per call; the loss's mean over 2 x (T - 1) targets is
+    planned at its own largest size (126), not at the range end (64)."""
+    torch.manual_seed(0)
+    ids = lambda t: (torch.randint(0, 64, (2, t), generator=torch.Generator().manual_seed(t)).to(DEVICE),)  # noqa: E731
+    assert_one_program(through_backend(_LanguageModelStep(), ids, (5, 3, 9, 17, 63)))
+
+
+class _DecodeStep(nn.Module):
+    """One token of generation against a KV cache of a dynamic length: the new
+    token's K and V appended (a concat along the dynamic dim), attention over the
+    cache, the grown cache returned."""
+
+    def __init__(self, sdpa: bool):
+        super().__init__()
+        self.sdpa, self.qkv, self.o = sdpa, nn.Linear(32, 96), nn.Linear(32, 32)
+
+    def forward(self, x, past_k, past_v):
+        b, t, d = x.shape
+        q, k, v = (y.view(b, t, 4, 8).transpose(1, 2) for y in self.qkv(x).split(d, -1))
+        k, v = torch.cat([past_k, k], 2), torch.cat([past_v, v], 2)
+        if self.sdpa:
+            y = F.scaled_dot_product_attention(q, k, v)
+        else:
+            y = ((q @ k.transpose(-1, -2)) / 8**0.5).softmax(-1) @ v
+        return self.o(y.transpose(1, 2).reshape(b, t, d)), k, v
+
+
+@pytest.mark.parametrize("sdpa", [False, True])
+def test_decode_step_over_a_kv_cache_of_dynamic_length(sdpa):
+    """The cache's K and V marked apart: torch traces SDPA as one op whose meta
+    function leaves their lengths independent symbols, and the static exports at
+    independent lengths fail; they are then one symbol (`dynamic.unified`)."""
+    torch.manual_seed(0)
+    model = _DecodeStep(sdpa).to(DEVICE).eval()
+    make = lambda n: (randn(2, 1, 32, seed=n), randn(2, 4, n, 8, seed=n + 1), randn(2, 4, n, 8, seed=n + 2))  # noqa: E731
+    xs = make(9)
+    for i in (1, 2):
+        torch._dynamo.mark_dynamic(xs[i], 2, min=1, max=256)
+    compiled = tt.compile(model, *xs)
+    for n in (1, 2, 7, 64, 129, 256):
+        xs = make(n)
+        with torch.no_grad():
+            assert_matches(f"cache {n}", compiled(*xs), eager64(model, xs), RTOL)
+
+
 def _bert_inputs(bt):
     b, t = bt
     lengths = torch.randint(1, t + 1, (b,), generator=torch.Generator().manual_seed(b * t))
@@ -239,12 +302,23 @@ def test_reductions_over_tokens(name):
     assert_one_program(through_backend(Fn(fn), lambda t: (randn(2, t, 32, seed=t),), SIZES))
 
 
-@pytest.mark.xfail(strict=True, reason="mean over the dynamic dim: graph to eager, 'arith.constant' "
-                   "op has value = 3.7e+01 : f32 in one instance, 5.3e+01 in another, and it is "
-                   "not an integer size")  # fmt: skip
-def test_mean_over_tokens():
-    assert_one_program(through_backend(Fn(lambda x: x.mean(1)), lambda t: (randn(2, t, 32, seed=t),),
-                                       (5, 2, 17), dynamic=None, mark=[(0, 1)]))  # fmt: skip
+MEANS = {
+    "mean": lambda x: x.mean(1),
+    "mean_of_both_dims": lambda x: x.mean((0, 1)),
+    "unbiased_var": lambda x: x.var(1),
+    "times_one_over_t": lambda x: x.sum(1) * (1.0 / x.shape[1]),
+    "masked_mean_pooling": lambda x: (x * (x[..., :1] > 0)).sum(1) / x.shape[1],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(MEANS))
+def test_means_over_tokens(name):
+    """A mean's divisor is the dynamic size as a float (`T`, `B*T`, `T - 1`) or its
+    reciprocal: at static sizes a float constant per size, generalised to the size
+    cast in the kernel (`sitofp(index_cast(T))`), not a graph in eager."""
+    mark = [(0, 0), (0, 1)] if name == "mean_of_both_dims" else [(0, 1)]
+    assert_one_program(through_backend(Fn(MEANS[name]), lambda t: (randn(2, t, 32, seed=t),),
+                                       (5, 2, 17, 33), dynamic=None, mark=mark))  # fmt: skip
 
 
 def test_argmax_over_tokens_at_one_token():
@@ -533,10 +607,9 @@ def test_mlir_slice_of_a_buffer_past_its_end_is_refused():
         compile_program(module)
 
 
-@pytest.mark.xfail(strict=True, raises=CompileError, reason="a mean whose divisor is the dynamic "
-                   "size (tensor.dim -> index_cast -> sitofp): 'arith.index_cast' op cannot be "
-                   "placed among fusion groups")  # fmt: skip
 def test_mlir_row_mean_divides_by_the_dynamic_size():
+    """The divisor `sitofp(index_cast(tensor.dim))` at function level: cloned into
+    the kernel, the size its parameter."""
     module = load_program(ROW_MEAN_FROM_DIM, dim_ranges={"x.1": DimRange(1, 1024)})
     program = compile_program(module)
     for n in (1, 2, 17, 129):

@@ -20,7 +20,7 @@ from tilefuse.frontend.specialize import (
     read_header,
     specialize,
 )
-from tilefuse.ir.diagnostics import ArgumentError, CompileError
+from tilefuse.ir.diagnostics import ArgumentError, CompileError, RuntimeCheckError
 from tilefuse.ir.dynamic import DimRange, declared_ranges, parse_range
 from tilefuse.ir.module import entry_function
 from tilefuse.ir.tilefuse import SERVES, VARIANT_OF, GroupOp
@@ -1073,3 +1073,63 @@ def test_branches_of_run_time_program_counts(second):
         a, b = program(on_device(x), on_device(y))
         torch.testing.assert_close(a.cpu(), torch.tanh(x), rtol=1e-5, atol=1e-6)
         torch.testing.assert_close(b.cpu(), getattr(torch, second)(y), rtol=1e-5, atol=1e-6)
+
+
+SHIFTED = """func.func @f(%x: tensor<?x8xf32>, %buf: tensor<40x8xf32>) -> (tensor<?x8xf32>, tensor<1x8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = tensor.dim %x, %c0 : tensor<?x8xf32>
+  %m = arith.subi %n, %c1 : index
+  %next = tensor.extract_slice %x[1, 0] [%m, 8] [1, 1] : tensor<?x8xf32> to tensor<?x8xf32>
+  %prev = tensor.extract_slice %x[0, 0] [%m, 8] [1, 1] : tensor<?x8xf32> to tensor<?x8xf32>
+  %e = tensor.empty(%m) : tensor<?x8xf32>
+  %d = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>,
+      affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%next, %prev : tensor<?x8xf32>, tensor<?x8xf32>) outs(%e : tensor<?x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = arith.subf %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<?x8xf32>
+  %row = tensor.extract_slice %buf[%m, 0] [1, 8] [1, 1] : tensor<40x8xf32> to tensor<1x8xf32>
+  %e2 = tensor.empty() : tensor<1x8xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+      iterator_types = ["parallel", "parallel"]} ins(%row : tensor<1x8xf32>) outs(%e2 : tensor<1x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.mulf %a, %a : f32
+    linalg.yield %s : f32
+  } -> tensor<1x8xf32>
+  return %d, %r : tensor<?x8xf32>, tensor<1x8xf32>
+}"""
+
+
+def test_slices_at_offsets_and_sizes_from_the_run_time_size_are_host_views():
+    """`x[1:] - x[:-1]` of a dynamic dim (offset 1, size n - 1) and a row of a static
+    buffer at the dynamic offset n - 1: host views; the kernels match the evaluator
+    at each size; the buffer's row stays inside it over the whole range, and a
+    range that would take it past the end is refused where the slice is."""
+    module = load_program(SHIFTED, dim_ranges={"x.0": DimRange(2, 40)})
+    program = compile_program(module)
+    assert len(_launches(program)) == 1  # (the two kernels side by side: horizontal fusion)
+    for n in (2, 3, 17, 40):
+        inputs = random_inputs(module, seed=n, sizes={"x.0": n})
+        got = program(*[on_device(torch.from_numpy(x)) for x in inputs])
+        want = evaluate(module, inputs)
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_array_equal(g.cpu().numpy(), w)
+    with pytest.raises(CompileError, match=r"<input>:16:\d+: error: 'tensor.extract_slice' op slices dim 0 "
+                       r"\(size 40\) from a dynamic offset to sizes 1 to 1, not inside it"):  # fmt: skip
+        compile_program(load_program(SHIFTED, dim_ranges={"x.0": DimRange(2, 41)}))
+
+
+def test_a_host_slice_outside_its_dynamic_source_is_a_located_error_at_the_call():
+    """x[1:n] of an x of n rows reads one row past the end: Python's slice would
+    clamp it; the host checks it at each call and raises, located."""
+    text = SHIFTED.replace("[%m, 8] [1, 1] : tensor<?x8xf32> to tensor<?x8xf32>\n  %prev",
+                           "[%n, 8] [1, 1] : tensor<?x8xf32> to tensor<?x8xf32>\n  %prev")
+    text = text.replace("%prev = tensor.extract_slice %x[0, 0] [%m, 8]", "%prev = tensor.extract_slice %x[0, 0] [%n, 8]")
+    text = text.replace("%e = tensor.empty(%m)", "%e = tensor.empty(%n)")
+    program = compile_program(load_program(text, dim_ranges={"x.0": DimRange(2, 40)}))
+    x, buf = on_device(torch.ones(5, 8)), on_device(torch.ones(40, 8))
+    with pytest.raises(RuntimeCheckError, match=r"<input>:6:\d+: error: runtime check failed: slices a dim "
+                       r"outside its source at this call's sizes \(dim 0: offset 1, size 5, step 1 of 5\)"):  # fmt: skip
+        program(x, buf)

@@ -28,7 +28,7 @@ from torch import nn
 import tilefuse.torch as tt
 from tests.device import DEVICE
 from tests.eager import Fn, assert_matches, eager64, flat, randn
-from tilefuse.ir.diagnostics import CompileError
+from tilefuse.ir.diagnostics import CompileError, RuntimeCheckError
 from tilefuse.testing.zoo import BasicBlock, Bottleneck, CausalSelfAttention, LlamaBlock
 from tilefuse.torch import backend
 
@@ -747,27 +747,65 @@ def test_dynamic_gathers_and_decompositions(name):
     dynamic(Fn(fn), make, marks, TOKENS, 9)
 
 
-DYNAMIC_REFUSED = {
+DYNAMIC_SLICES = {
+    # each: (function, inputs of a size, (input, dim)s marked, the least size)
     "last_token": (lambda x: x[:, -1] * 2, lambda t: (randn(2, t, 8, seed=t),), [(0, 1)], 1),
     "shifted_difference": (lambda x: x[:, 1:] - x[:, :-1], lambda t: (randn(2, t, 8, seed=t),), [(0, 1)], 3),
+    "roll_tokens": (lambda x: torch.roll(x, 1, 1), lambda t: (randn(2, t, 8, seed=t),), [(0, 1)], 2),
+    "inner_window_product": (lambda x: x[:, 2:-1] * x[:, 1:-2], lambda t: (randn(2, t, 8, seed=t),), [(0, 1)], 5),
+    "last_three_summed": (lambda x: x[:, -3:].sum(1) + x[:, :4].mean(1),
+                          lambda t: (randn(2, t, 8, seed=t),), [(0, 1)], 5),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(DYNAMIC_SLICES))
+def test_dynamic_slices_at_offsets_from_the_end(name):
+    """Slices of a dynamic dim at offsets or to sizes of the run-time size (`x[:, -1]`,
+    `x[:, 1:]`): host views, checked by the host at each call."""
+    fn, make, marks, lo = DYNAMIC_SLICES[name]
+    dynamic(Fn(fn), make, marks, tuple(t for t in TOKENS if t >= lo), 9, lo=lo)
+
+
+def test_roll_of_one_token_is_a_located_runtime_error():
+    """`roll` at T = 1 slices an empty piece (`x[:, :0]`): the host's check refuses
+    it at the call, located, where a Python slice would have clamped."""
+    x = randn(2, 9, 8, seed=0)
+    torch._dynamo.mark_dynamic(x, 1, min=1, max=33)
+    compiled = tt.compile(Fn(lambda x: torch.roll(x, 1, 1)), x)
+    with pytest.raises(RuntimeCheckError, match=r"\.mlir:\d+:\d+: error: runtime check failed: slices a "
+                       r"dim outside its source .*size 0"):  # fmt: skip
+        compiled(randn(2, 1, 8, seed=1))
+
+
+DYNAMIC_GATHERS = {
     "flip_tokens": (lambda x: x.flip(1) * 3, lambda t: (randn(2, t, 8, seed=t),), [(0, 1)], 1),
-    "roll_tokens": (lambda x: torch.roll(x, 1, 1), lambda t: (randn(2, t, 8, seed=t),), [(0, 1)], 1),
     "gather_along_the_dynamic_dim": (
         lambda x, i: torch.gather(x, 1, i),
         lambda t: (randn(2, t, 8, seed=t), ints(2, 3, 8, lo=0, hi=t, seed=t)), [(0, 1)], 1),
     "static_index_into_the_dynamic_dim": (lambda x: x[:, torch.tensor([0, 0])] + 1,
                                           lambda t: (randn(2, t, 8, seed=t),), [(0, 1)], 1),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(DYNAMIC_GATHERS))
+def test_dynamic_gathers_reading_the_run_time_size(name):
+    """Gathers whose payload reads the dynamic size (flip's `T - 1 - i`, the bounds
+    torch-mlir checks a gather's indices against, `x[:, idx]`'s wrap of negative
+    indices): the size's arithmetic and casts computed in the kernel from its size
+    parameter."""
+    fn, make, marks, lo = DYNAMIC_GATHERS[name]
+    dynamic(Fn(fn), make, marks, tuple(t for t in TOKENS if t >= lo), 9, lo=lo)
+
+
+DYNAMIC_REFUSED = {
     "index_copy_of_a_dynamic_count": (lambda c, k, p: c.index_copy(1, p, k),
                                       lambda t: (randn(2, 40, 4), randn(2, t, 4, seed=t), torch.arange(t) + 3),
                                       [(1, 1), (2, 0)], 1),
 }  # fmt: skip
 
 
-@pytest.mark.xfail(strict=True, reason="refused over a dynamic token dim: x[:, -1] and roll ('extract_slice "
-                   "has dynamic offsets'), x[:, 1:] - x[:, :-1] ('slices dim 1 of dynamic size to another "
-                   "dynamic size'), flip and gather ('a scalar operand that is not a constant cannot be "
-                   "tiled'), x[:, idx] ('arith.index_cast cannot be placed among fusion groups'), "
-                   "index_copy of t positions ('arith.constant ... varies with the sizes')")  # fmt: skip
+@pytest.mark.xfail(strict=True, reason="refused over a dynamic token dim: index_copy of t positions "
+                   "('arith.constant ... varies with the sizes')")  # fmt: skip
 @pytest.mark.parametrize("name", sorted(DYNAMIC_REFUSED))
 def test_dynamic_slices_and_gathers_refused_today(name):
     fn, make, marks, lo = DYNAMIC_REFUSED[name]

@@ -79,11 +79,28 @@ def test_sizes_become_dynamic_and_are_computed_from_the_symbols():
         np.testing.assert_allclose(got, want, rtol=1e-6)
 
 
+@pytest.mark.parametrize(("constant", "want"), [("{T}.0", lambda t: t), ("{R}", lambda t: 1 / t)])
+def test_a_float_constant_that_is_a_size_or_its_reciprocal_is_computed_from_it(constant, want):
+    """A mean's divisor (`T` as a float) or its reciprocal, a float constant at each
+    static size: `sitofp(index_cast(T))` (divided into 1)."""
+    text = PROGRAM.replace("%rf = arith.sitofp %ri : i64 to f32", f"%rf = arith.constant {constant} : f32")
+    instances = [Instance({"T": t}, parse_module(make_context(), text.format(T=t, T2=2 * t, R=repr(float(
+        np.float32(1 / t)))), "f.mlir")) for t in (37, 53, 41)]  # fmt: skip
+    module = generalise(instances, {"T": (0, 1)})
+    assert "arith.sitofp" in module_text(module)
+    reparsed = parse_module(make_context(), module_text(module), "g.mlir", dim_ranges={"x.1": DimRange(1, 100)})
+    for t in (1, 5, 64):
+        x = np.random.default_rng(t).standard_normal((2, t, 8)).astype(np.float32)
+        (got,) = evaluate(reparsed, [x])
+        np.testing.assert_allclose(got, x[:, :, 4:] + np.float32(want(t)), rtol=1e-6)
+
+
 def test_what_varies_otherwise_is_a_located_refusal():
     scaled = PROGRAM.replace("%rf = arith.sitofp %ri : i64 to f32",
-                             "%rf = arith.constant {T}.0 : f32")  # fmt: skip
+                             "%rf = arith.constant {T}.5 : f32")  # fmt: skip
     with pytest.raises(CompileError, match=r"f.mlir:\d+:\d+: .*'arith.constant' op has value "
-                       r"= 3.700000e\+01 : f32 in one instance"):  # fmt: skip
+                       r"= 37.5 in one instance, 53.5 in another, and it is not a size or the "
+                       r"reciprocal of one"):  # fmt: skip
         generalise(_instances(scaled), {"T": (0, 1)})
     halved = PROGRAM.replace("%n = arith.constant {T} : index", "%n = arith.constant {H} : index")
     texts = [halved.format(T=t, T2=2 * t, H=t // 2) for t in (37, 53, 41)]

@@ -176,10 +176,11 @@ def format_report(report: ProgramReport) -> str:
     uf, fu = report.unfused, report.fused
     ub, fb = sum(k.point.bytes for k in uf), sum(k.point.bytes for k in fu)
     launches = f" in {report.launches} launches" if report.launches != len(fu) else ""
+    ratio = f" ({report.unfused_time / report.fused_time:.2f}x)" if report.fused_time else ""
     print(f"\ntotal: {len(uf)} -> {len(fu)} kernels{launches}, HBM {format_bytes(ub)} -> "
           f"{format_bytes(fb)} ({ub / max(fb, 1):.2f}x less), predicted "
-          f"{format_seconds(report.unfused_time)} -> {format_seconds(report.fused_time)} "
-          f"({report.unfused_time / report.fused_time:.2f}x)", file=out)  # fmt: skip
+          f"{format_seconds(report.unfused_time)} -> {format_seconds(report.fused_time)}{ratio}",
+          file=out)  # fmt: skip
     if report.tiles:
         print("\ntiles:", file=out)
         for name, tile in report.tiles:

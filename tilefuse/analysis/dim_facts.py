@@ -43,13 +43,18 @@ class DimFacts:
 
     @staticmethod
     def exact(n: int) -> DimFacts:
-        return DimFacts(n, n, max(n, 1))
+        return DimFacts(n, n, max(abs(n), 1))
 
     def __mul__(self, other: DimFacts) -> DimFacts:
-        return DimFacts(self.lo * other.lo, self.hi * other.hi, self.divisor * other.divisor)
+        corners = [a * b for a in (self.lo, self.hi) for b in (other.lo, other.hi)]
+        return DimFacts(min(corners), max(corners), self.divisor * other.divisor)
 
     def __add__(self, other: DimFacts) -> DimFacts:
         return DimFacts(self.lo + other.lo, self.hi + other.hi,
+                        math.gcd(self.divisor, other.divisor))  # fmt: skip
+
+    def __sub__(self, other: DimFacts) -> DimFacts:
+        return DimFacts(self.lo - other.hi, self.hi - other.lo,
                         math.gcd(self.divisor, other.divisor))  # fmt: skip
 
     def floordiv(self, c: int) -> DimFacts:
@@ -126,14 +131,14 @@ def size_facts(value: SSAValue, depth: int = 0) -> DimFacts | None:
         return None
     if isinstance(op, arith.ConstantOp):
         n = getattr(op.value, "value", None)
-        return DimFacts.exact(n.data) if n is not None and n.data >= 0 else None  # pyright: ignore
+        return DimFacts.exact(n.data) if isinstance(getattr(n, "data", None), int) else None  # pyright: ignore
     if isinstance(op, arith.IndexCastOp):
         return size_facts(op.input, depth + 1)
-    if isinstance(op, (arith.MuliOp, arith.AddiOp)):
+    if isinstance(op, (arith.MuliOp, arith.AddiOp, arith.SubiOp)):  # (`T - 1`: `x[:, 1:]`)
         a, b = size_facts(op.lhs, depth + 1), size_facts(op.rhs, depth + 1)
         if a is None or b is None:
             return None
-        return a * b if isinstance(op, arith.MuliOp) else a + b
+        return a * b if isinstance(op, arith.MuliOp) else a + b if isinstance(op, arith.AddiOp) else a - b
     if isinstance(op, (arith.DivUIOp, arith.DivSIOp, arith.FloorDivSIOp, arith.CeilDivUIOp,
                        arith.CeilDivSIOp)):  # fmt: skip
         a, c = size_facts(op.lhs, depth + 1), size_facts(op.rhs, depth + 1)

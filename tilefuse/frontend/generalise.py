@@ -14,14 +14,15 @@ dynamic = generalise(instances, {"T": (0, 1)})   # T is dim 1 of argument 0
 
 The modules must be the same program: the same ops in the same order with the same
 attributes, except integers that depend on the symbols (sizes in types, slice and
-expand sizes, index constants). Each such integer is fitted as a multilinear
+expand sizes, index constants, a float constant that is a size or its reciprocal:
+a mean's divisor). Each such integer is fitted as a multilinear
 polynomial with integer coefficients in the symbols (`2*T`, `B*T`, `T + 1`), exactly
 over every instance (more instances than monomials: the extra ones check the fit).
 The result is the first instance with every varying size `?` in its types, the
 symbols read once with `tensor.dim` from their source arguments, and each size an
 op needs (`tensor.empty`, `expand_shape`, `extract_slice`, an index constant)
-computed from them. What does not fit (a float constant that depends on a size,
-`T // 2`, ops that differ between sizes) is a `CompileError` naming the op.
+computed from them. What does not fit (another float constant that depends on a
+size, `T // 2`, ops that differ between sizes) is a `CompileError` naming the op.
 """
 
 from __future__ import annotations
@@ -35,8 +36,10 @@ from fractions import Fraction
 from xdsl.dialects import arith, func, tensor
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
+    AnyFloat,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
+    FloatAttr,
     FunctionType,
     IndexType,
     IntegerAttr,
@@ -256,8 +259,39 @@ class _Generaliser:
             if (op.name, key) not in _SIZE_ATTRS:
                 raise self.error(op, f"has attribute {key} = {values[0]} in one instance, "
                                      f"{values[1]} in another")  # fmt: skip
+            if all(isinstance(v, FloatAttr) for v in values):
+                key, fitted = self.float_value(op, [v.value.data for v in values])  # pyright: ignore
+                found[key] = [fitted]
+                continue
+            if self.float_splats(ops):  # (a 0-d tensor of 1 / T: `x * (1.0 / x.shape[1])`)
+                key, fitted = self.float_value(op, [float(constant_array(o).flat[0]) for o in ops])
+                found[f"splat_{key}"] = [fitted]
+                continue
             found[key] = self.attribute(ops, key, values)
         return found
+
+    @staticmethod
+    def float_splats(ops: Sequence[Operation]) -> bool:
+        """Float splat constants of one static type whose value varies."""
+        types = [o.results[0].type for o in ops]
+        return (all(t == types[0] for t in types) and isinstance(types[0], TensorType)
+                and isinstance(types[0].get_element_type(), AnyFloat)
+                and all(isinstance(o, arith.ConstantOp) and is_splat(o) for o in ops)
+                and len({_splat_bits(o) for o in ops}) > 1)  # fmt: skip
+
+    def float_value(self, op: Operation, values: Sequence[float]) -> tuple[str, SizeExpr]:
+        """A float constant that varies with the sizes: a size as a float (`value`: a
+        mean's divisor, `T` or `B*T`) or its reciprocal (`reciprocal`: `1 / T`), each
+        fitted as an integer polynomial of the sizes."""
+        for key, numbers in (("value", values), ("reciprocal", [1 / v if v else math.inf for v in values])):
+            rounded = [round(n) if math.isfinite(n) else None for n in numbers]
+            if all(r is not None and r != 0 and abs(n - r) <= 1e-6 * abs(r)
+                   for n, r in zip(numbers, rounded, strict=True)):  # fmt: skip
+                e = fit(self.points, rounded, self.divisors)  # pyright: ignore[reportArgumentType]
+                if e is not None:
+                    return key, e
+        raise self.error(op, f"has value = {values[0]} in one instance, {values[1]} in another, "
+                             "and it is not a size or the reciprocal of one")  # fmt: skip
 
     def value_shapes(self, ops: Sequence[Operation]) -> dict[str, list[SizeExpr]]:
         """The varying shapes of the op's results (`result<i>`) and of its regions'
@@ -370,11 +404,23 @@ def _replace_empty(op: tensor.EmptyOp, found: dict[str, list[SizeExpr]], sizes: 
 def _replace_constant(op: arith.ConstantOp, found: dict[str, list[SizeExpr]],
                       sizes: _Sizes) -> None:  # fmt: skip
     """A size constant as the size's value; a splat of a varying shape filled."""
-    if isinstance(op.result.type, TensorType):
+    t = op.result.type
+    splat = next((k for k in found if k.startswith("splat_")), None)
+    if splat is not None:  # a 0-d (or static splat) tensor of a size as a float
+        assert isinstance(t, TensorType)
+        made = _float_size(found[splat][0], splat.removeprefix("splat_"), t.get_element_type(), sizes)
+        empty = tensor.EmptyOp([], t)
+        fill = FillOp([made[-1].results[0]], [empty.tensor], [t])
+        Rewriter.replace_op(op, [*made, empty, fill])
+        return
+    if isinstance(t, TensorType):
         _replace_splat(op, found["value"], sizes)
         return
+    if isinstance(t, AnyFloat):  # a size as a float, or its reciprocal
+        key = "value" if "value" in found else "reciprocal"
+        Rewriter.replace_op(op, _float_size(found[key][0], key, t, sizes))
+        return
     value = sizes.value(found["value"][0])
-    t = op.result.type
     if isinstance(t, IntegerType):
         cast = arith.IndexCastOp(value, t)
         Rewriter.replace_op(op, cast)
@@ -383,6 +429,17 @@ def _replace_constant(op: arith.ConstantOp, found: dict[str, list[SizeExpr]],
         Rewriter.erase_op(op)
     else:
         raise CompileError(f"'arith.constant' op of type {t} depends on the sizes", op_location(op))
+
+
+def _float_size(e: SizeExpr, key: str, t: Attribute, sizes: _Sizes) -> list[Operation]:
+    """Ops computing size `e` as a float of type `t` (`key` "value"), or its
+    reciprocal ("reciprocal"); the last one's result is it."""
+    cast = arith.IndexCastOp(sizes.value(e), IntegerType(64))
+    size = arith.SIToFPOp(cast.result, t)
+    if key == "value":
+        return [cast, size]
+    one = constant_of(1.0, t)
+    return [cast, size, one, arith.DivfOp(one.result, size.result)]
 
 
 def _replace_splat(op: arith.ConstantOp, shape: list[SizeExpr], sizes: _Sizes) -> None:

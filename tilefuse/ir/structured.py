@@ -36,7 +36,7 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.linalg import abstract_ops
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.dialects.linalg.attrs import IteratorType, IteratorTypeAttr
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineMap
 
 from tilefuse.ir.affine import last_index, window_terms
@@ -467,9 +467,13 @@ def made_size(value: SSAValue, axis: int) -> SSAValue | tuple[SSAValue, int] | N
         if len(dynamic) == 1 and all(source[d] == 1 for d in group if d != dynamic[0]):
             return op.src, dynamic[0]
         return None
-    if isinstance(op, tensor.ExtractSliceOp) and axis in (slice_whole_dims(op) or ()):
+    if isinstance(op, tensor.ExtractSliceOp):
         rank_kept = len(op.result.type.get_shape()) == len(op.source.type.get_shape())  # pyright: ignore
-        return (op.source, axis) if rank_kept else None
+        dims = slice_dims(op) if rank_kept else None
+        if dims is None:
+            return None
+        s = dims[axis]
+        return (op.source, axis) if s.whole else s.size if isinstance(s.size, SSAValue) else None
     return None
 
 
@@ -504,34 +508,58 @@ def made_value(value: SSAValue, axis: int) -> SSAValue | None:
     return None
 
 
+@dataclass(frozen=True)
+class SliceDim:
+    """One dim of a `tensor.extract_slice`: its offset and size (a number, or the
+    index value giving it: the host computes it), and its static stride; `whole`:
+    a dynamic size that is its source's whole dim (offset 0, stride 1, the size
+    `tensor.dim` of the source or the value both were made with)."""
+
+    offset: int | SSAValue
+    size: int | SSAValue
+    stride: int
+    whole: bool = False
+
+
+def slice_dims(op: tensor.ExtractSliceOp) -> list[SliceDim] | None:
+    """`op`'s dims (`SliceDim`); None if it has a dynamic stride."""
+    if op.strides:
+        return None
+    offsets, sizes = iter(op.offsets), iter(op.sizes)
+    dims = []
+    for d, (o, n, st) in enumerate(zip(op.static_offsets.get_values(), op.static_sizes.get_values(),
+                                       op.static_strides.get_values(), strict=True)):  # fmt: skip
+        offset = next(offsets) if o == DYNAMIC_INDEX else o
+        size = next(sizes) if n == DYNAMIC_INDEX else n
+        whole = isinstance(size, SSAValue) and offset == 0 and st == 1 and _same_size(size, op.source, d)
+        dims.append(SliceDim(offset, size, st, whole))
+    return dims
+
+
+HOST_SIZE_ARITH = {arith.AddiOp: "+", arith.SubiOp: "-", arith.MuliOp: "*", arith.DivUIOp: "//"}
+"""Size arithmetic the host computes on Python ints (a dynamic program's sizes)."""
+
+
+def host_index(v: SSAValue) -> bool:
+    """Can the host compute index value `v` before any kernel runs: a constant, a
+    `tensor.dim` (constant index) of a function argument, `HOST_SIZE_ARITH` of such?"""
+    op = v.owner
+    if isinstance(op, arith.ConstantOp):
+        return True
+    if isinstance(op, tensor.DimOp):
+        return isinstance(op.index.owner, arith.ConstantOp) and isinstance(op.source, BlockArgument)
+    return type(op) in HOST_SIZE_ARITH and all(host_index(o) for o in op.operands)  # pyright: ignore
+
+
 def slice_whole_dims(op: tensor.ExtractSliceOp) -> set[int] | None:
-    """The dims a slice with dynamic sizes keeps whole: static offset 0 and stride
-    1, and the size its source's along the same dim (`tensor.dim` of it, or the
-    value both were made with: `resolved_size`); None if it has another dynamic offset, stride
-    or size. A static slice keeps no dim whole this way: the empty set."""
-    if op.offsets or op.strides:
+    """The dims a slice with dynamic sizes keeps whole (`SliceDim.whole`); None if it
+    has a dynamic offset or stride, or a dynamic size not a whole dim. A static slice
+    keeps no dim whole this way: the empty set."""
+    dims = slice_dims(op)
+    if dims is None or any(isinstance(s.offset, SSAValue) or (isinstance(s.size, SSAValue) and not s.whole)
+                           for s in dims):  # fmt: skip
         return None
-    static = op.static_sizes.get_values()
-    dims = [d for d, n in enumerate(static) if n == DYNAMIC_INDEX]
-    whole = set()
-    for d, size in zip(dims, op.sizes, strict=True):
-        if not (op.static_offsets.get_values()[d] == 0 and op.static_strides.get_values()[d] == 1
-                and _same_size(size, op.source, d)):  # fmt: skip
-            return None
-        whole.add(d)
-    return whole
-
-
-def short_slice_sizes(op: tensor.ExtractSliceOp) -> dict[int, SSAValue] | None:
-    """The dims of a slice with static offsets and strides whose dynamic size is not
-    its source's whole dim (`slice_whole_dims`), each with its size value (`x[:t]`
-    of a 128-row buffer: {0: %t}); None if it has a dynamic offset or stride."""
-    if op.offsets or op.strides:
-        return None
-    offsets, strides = op.static_offsets.get_values(), op.static_strides.get_values()
-    dims = [d for d, n in enumerate(op.static_sizes.get_values()) if n == DYNAMIC_INDEX]
-    return {d: size for d, size in zip(dims, op.sizes, strict=True)
-            if not (offsets[d] == 0 and strides[d] == 1 and _same_size(size, op.source, d))}
+    return {d for d, s in enumerate(dims) if s.whole}
 
 
 def _same_size(size: SSAValue, value: SSAValue, axis: int) -> bool:

@@ -8,7 +8,8 @@ value and the payload ops that only computed it; the max is then a plain max
 reduction. A result whose accumulator a kept result still reads stays, as do the
 results of a generic whose other operands would no longer bound every loop; a
 multi-result generic none of whose results is read is erased. The inits left
-unread (fills, empties) are erased too.
+unread (fills, empties) are erased too, and an init a generic's payload never
+reads that a fill made is replaced by the fill's own init (`skip_unread_fills`).
 
 ```mlir
 %r:2 = linalg.generic ... outs(%max0, %idx0 : tensor<7xf32>, tensor<7xi64>) {
@@ -40,7 +41,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
-from tilefuse.passes.cleanup import erase_dead_views
+from tilefuse.passes.cleanup import erase_dead_views, is_generic_fill
 
 
 def _read_by(values: list[SSAValue], block: Block) -> set[SSAValue]:
@@ -108,6 +109,22 @@ def drop_unused_results(op: linalg.GenericOp) -> None:
     Rewriter.replace_op(op, new, [None if k in dead else next(results) for k in range(len(op.results))])
 
 
+def skip_unread_fills(op: linalg.GenericOp) -> None:
+    """An init `op`'s payload never reads (a gather's, a pointwise op's) made by a
+    fill: `op` writes the fill's own init instead, and a fill left unread goes (as
+    upstream's `RemoveOutsDependency`). The fill would otherwise be a producer of
+    `op` in its fusion group whose loops nothing else bounds: a dynamic size
+    computed from the arguments' (`2 * T - 2`) that no kernel input gives."""
+    accs = op.body.block.args[len(op.inputs) :]
+    for k, (init, acc) in enumerate(zip(op.outputs, accs, strict=True)):
+        fill = init.owner
+        if acc.uses or not (isinstance(fill, linalg.FillOp) or is_generic_fill(fill)):
+            continue
+        op.operands[len(op.inputs) + k] = fill.outputs[0]  # pyright: ignore[reportAttributeAccessIssue]
+        if not any(r.uses for r in fill.results):  # pyright: ignore[reportAttributeAccessIssue]
+            Rewriter.erase_op(fill)  # pyright: ignore[reportArgumentType]
+
+
 @dataclass(frozen=True)
 class DropUnusedResultsPass(ModulePass):
     """Drop the unread results of multi-result `linalg.generic` ops."""
@@ -117,4 +134,6 @@ class DropUnusedResultsPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for generic in [o for o in op.walk() if isinstance(o, linalg.GenericOp)]:
             drop_unused_results(generic)
+        for generic in [o for o in op.walk() if isinstance(o, linalg.GenericOp)]:
+            skip_unread_fills(generic)
         erase_dead_views(op)

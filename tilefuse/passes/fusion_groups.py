@@ -20,6 +20,7 @@ cost (`#tilefuse.cost`: FLOPs and HBM bytes, for `horizontal-fusion` and the ben
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -52,21 +53,27 @@ from tilefuse.analysis.value_range import value_range
 from tilefuse.ir import forms
 from tilefuse.ir.diagnostics import CompileError, warn
 from tilefuse.ir.log import channel
-from tilefuse.ir.structured import as_structured, short_slice_sizes
+from tilefuse.ir.structured import as_structured, host_index, slice_dims
 from tilefuse.ir.tilefuse import CostAttr, GroupOp, WindowOp, YieldOp
 from tilefuse.passes.order import sort_top_level
 
 
 def _is_free(op: Operation) -> bool:
     """Ops cloned into every group that uses them: scalar constants, `tensor.empty`,
-    and a dynamic size (`tensor.dim`, index arithmetic on sizes); what they read
-    from outside becomes the group's input (the tensor a `tensor.dim` asks)."""
+    a dynamic size (`tensor.dim`, index arithmetic on sizes), and scalars computed
+    from sizes and constants (a mean's divisor: `sitofp(index_cast(tensor.dim))`);
+    what they read from outside becomes the group's input (the tensor a
+    `tensor.dim` asks)."""
     if isinstance(op, tensor.EmptyOp | tensor.DimOp):
         return True
     if isinstance(op, arith.ConstantOp):
         return not isinstance(op.result.type, TensorType)
-    return (op.dialect_name() == "arith" and len(op.results) == 1
-            and isinstance(op.results[0].type, IndexType))  # fmt: skip
+    if op.dialect_name() != "arith" or len(op.results) != 1 or op.regions:
+        return False
+    if isinstance(op.results[0].type, IndexType):
+        return True
+    return not isinstance(op.results[0].type, TensorType) and all(
+        isinstance(o.owner, Operation) and _is_free(o.owner) for o in op.operands)
 
 
 def is_tensor_constant(op: Operation) -> bool:
@@ -171,27 +178,44 @@ def is_host_reshape(op: Operation) -> bool:
 
 
 def dynamic_slice_error(op: tensor.ExtractSliceOp) -> str | None:
-    """Why the host cannot take `op` as a view, or None: its offsets and strides
-    must be static, and a dynamic size short of its source's dim (`x[:t]`) must
-    stay inside a static dim at every size the declared ranges allow (`value_range`
-    of the size: `t` of a 128-row buffer in `1:128`)."""
-    short = short_slice_sizes(op)
-    if short is None:
-        return ("has dynamic offsets or strides: tilefuse slices at static offsets and "
-                "strides (sizes may be dynamic)")  # fmt: skip
+    """Why the host cannot take `op` as a view, or None: its strides must be static,
+    its dynamic offsets and sizes computable by the host (`host_index`: sizes of the
+    arguments, constants, their arithmetic), and a dim of static size must hold the
+    slice at every size the declared ranges allow (`value_range`: `x[:t]` of a
+    128-row buffer with `t` in `1:128`). A dynamic dim's slice (`x[:, 1:]`,
+    `x[:, t - 1]`) is checked by the host at each call (`slice_checks`)."""
+    dims = slice_dims(op)
+    if dims is None:
+        return "has dynamic strides: tilefuse slices at static strides (offsets and sizes may be dynamic)"
     source = op.source.type.get_shape()  # pyright: ignore
-    offsets, strides = op.static_offsets.get_values(), op.static_strides.get_values()
-    for d, size in short.items():
-        r = value_range(size)
+    for d, s in enumerate(dims):
+        values = [v for v in (s.offset, s.size) if isinstance(v, SSAValue)]
+        if s.whole or not values:
+            continue
+        if not all(host_index(v) for v in values):
+            return (f"slices dim {d} at an offset or to a size the host cannot compute before "
+                    "the kernels run (only sizes of the arguments, constants and their "
+                    "arithmetic)")  # fmt: skip
         if source[d] < 0:
-            return (f"slices dim {d} of dynamic size to another dynamic size: tilefuse "
-                    "slices a dynamic dim whole, or a static dim to a dynamic size")  # fmt: skip
-        if r is None or r.lo < 1 or offsets[d] + (r.hi - 1) * strides[d] >= source[d]:
-            sizes = "an unbounded size" if r is None else f"sizes {int(r.lo)} to {int(r.hi)}"
-            return (f"slices dim {d} (size {source[d]}) from offset {offsets[d]} to {sizes}, "
-                    "not inside it at every size the declared ranges allow: narrow the "
-                    "dynamic dims' ranges")  # fmt: skip
+            continue  # (checked by the host at each call)
+        offset, size = (_int_range(v) for v in (s.offset, s.size))
+        if (offset is None or size is None or offset[0] < 0 or size[0] < 1
+                or offset[1] + (size[1] - 1) * s.stride >= source[d]):  # fmt: skip
+            where = "a dynamic offset" if isinstance(s.offset, SSAValue) else f"offset {s.offset}"
+            sizes = "an unbounded size" if size is None else f"sizes {size[0]} to {size[1]}"
+            return (f"slices dim {d} (size {source[d]}) from {where} to {sizes}, not inside "
+                    "it at every size the declared ranges allow: narrow the dynamic dims' "
+                    "ranges")  # fmt: skip
     return None
+
+
+def _int_range(v: int | SSAValue) -> tuple[int, int] | None:
+    if isinstance(v, int):
+        return v, v
+    r = value_range(v)
+    if r is None or not (math.isfinite(r.lo) and math.isfinite(r.hi)):
+        return None
+    return math.ceil(r.lo), math.floor(r.hi)
 
 
 def is_host_copy(op: Operation) -> bool:

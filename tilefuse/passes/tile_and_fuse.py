@@ -1167,16 +1167,24 @@ class TileProgramBuilder:
         return empty.tensor
 
     def _scalar(self, value: SSAValue, scope: _Scope) -> SSAValue:
-        """Scalars (fill values) come from constants: clone them here."""
+        """A scalar a payload or fill reads from outside it: a constant, or arithmetic
+        and casts of constants and the group's dynamic sizes (a mean's divisor, the
+        size as a float: `sitofp(index_cast(tensor.dim))`), cloned here, each size
+        the kernel's size parameter (`_run_time_size`)."""
         owner = value.owner
-        if not isinstance(owner, arith.ConstantOp):
+        if isinstance(owner, tensor.DimOp) and isinstance(owner.index.owner, arith.ConstantOp):
+            return self._run_time_size(owner.source, owner.index.owner.value.value.data)  # pyright: ignore
+        if not isinstance(owner, arith.ConstantOp) and not (
+                isinstance(owner, Operation) and owner.dialect_name() == "arith" and not owner.regions
+                and len(owner.results) == 1 and not isinstance(value.type, TensorType)):  # fmt: skip
             raise CompileError(
-                "a scalar operand that is not a constant cannot be tiled",
+                "a scalar operand that is not a constant or computed from the sizes cannot be tiled",
                 op_location(owner) if isinstance(owner, Operation) else None,
             )
-        clone = owner.clone()
+        operands = {o: self._scalar(o, scope) for o in owner.operands}  # pyright: ignore
+        clone = owner.clone(value_mapper=operands)  # pyright: ignore
         scope.block.add_op(clone)
-        return clone.result
+        return clone.results[0]
 
     def _run_time_size(self, tensor_value: SSAValue, axis: int) -> SSAValue:
         """`tensor.dim` of a group input along a dynamic `axis`, made once in the

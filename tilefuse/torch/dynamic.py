@@ -153,6 +153,31 @@ def symbols(wrapper: torch.nn.Module, args: tuple[Any, ...], n_state: int,
     return found
 
 
+def unified(wrapper: torch.nn.Module, args: tuple[Any, ...], n_state: int,
+            found: Sequence[SizeSymbol]) -> list[SizeSymbol] | None:  # fmt: skip
+    """`found` with the symbols of equal size in `args` made one (their ranges
+    intersected), checked by `torch.export` as in `symbols`; None if none are equal.
+    For a module torch traces as one op whose meta function does not relate its
+    operands' sizes (SDPA's keys and values of a KV cache, marked apart: independent
+    symbols) but that needs them equal: its static exports at independent sizes
+    fail, at equal sizes they agree. The host checks the merged dims agree per call."""
+    tensors = args[n_state:]
+    by_size: dict[int, list[SizeSymbol]] = {}
+    for sym in found:
+        i, d = sym.dims[0]
+        by_size.setdefault(int(tensors[i].shape[d]), []).append(sym)
+    if all(len(group) == 1 for group in by_size.values()):
+        return None
+    merged = [SizeSymbol(f"s{k}", max(s.lo for s in group), min(s.hi for s in group),
+                         tuple(d for s in group for d in s.dims))
+              for k, group in enumerate(by_size.values())]  # fmt: skip
+    if any(s.lo > s.hi for s in merged):
+        return None
+    named = {d: torch.export.Dim(s.name, min=s.lo, max=s.hi) for s in merged for d in s.dims}
+    _export(wrapper, args, _dynamic_shapes(n_state, tensors, lambda i, d: named.get((i, d))))
+    return merged
+
+
 def instance_points(found: Sequence[SizeSymbol],
                     guards: Sequence[sympy.Basic] = ()) -> list[dict[str, int]]:  # fmt: skip
     """The sizes to trace at: the corners of two sizes per symbol, then a third

@@ -15,6 +15,7 @@ else (an int, a float, a flag, None) is a constant of the exported program, as
 from __future__ import annotations
 
 import contextlib
+import logging
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -37,7 +38,13 @@ from tilefuse.ir.resources import module_text
 from tilefuse.torch.attention import decompositions
 from tilefuse.torch.complex_pairs import paired_outputs, real_pairs
 from tilefuse.torch.decompose import TABLE as DECOMPOSED
-from tilefuse.torch.dynamic import generalised_program, marked_dims, resized, symbols
+from tilefuse.torch.dynamic import (
+    generalised_program,
+    marked_dims,
+    resized,
+    symbols,
+    unified,
+)
 from tilefuse.torch.mlir import TorchMlirDiagnostics, import_refusal
 
 
@@ -170,6 +177,19 @@ def torch_deprecations_quiet() -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def fake_tensor_errors_quiet() -> Iterator[None]:
+    """torch logs a fake-tensor kernel's error before raising it: where tilefuse
+    catches it and tries again (`unified`), the log line is noise."""
+    logger = logging.getLogger("torch._subclasses.fake_tensor")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
 def _first_line(e: BaseException) -> str:
     lines = [s.strip() for s in str(e).splitlines() if s.strip()]
     return f"{type(e).__name__}: {lines[0] if lines else ''}"
@@ -266,6 +286,16 @@ def _export_dynamic(module: nn.Module, state: list[tuple[str, bool]], in_spec: A
         programs.append(program)
         return parse_module(make_context(), str(mlir), name)
 
-    generalised, ranges = generalised_program(found, instance, len(args))
+    try:
+        with fake_tensor_errors_quiet():
+            generalised, ranges = generalised_program(found, instance, len(args))
+    except ExportError:  # (sizes torch's trace left apart that the module needs equal?)
+        with torch_deprecations_quiet():
+            merged = unified(wrapper, (*args, *tensors), len(args), found)
+        if merged is None:
+            raise
+        found = merged
+        programs.clear()
+        generalised, ranges = generalised_program(found, instance, len(args))
     return Exported(module, state, in_spec, leaves, programs[0].call_spec.out_spec,
                     module_text(generalised), programs[0].graph, ranges)  # fmt: skip

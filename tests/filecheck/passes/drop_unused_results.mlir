@@ -123,3 +123,38 @@ func.func @unread(%x: tensor<7x19xf32>, %v0: tensor<7xf32>) -> tensor<7xf32> {
   } -> (tensor<7xf32>, tensor<7xi64>)
   func.return %v0 : tensor<7xf32>
 }
+
+// -----
+
+// A gather's init is a fill its payload never reads (torch-mlir's `gather`, here
+// over a dynamic row count `2 * T - 2`): the generic writes the fill's empty and the
+// fill goes (its loops bounded by nothing a kernel reads).
+// CHECK-LABEL: func.func @gather_init
+// CHECK-NOT:     linalg.fill
+// CHECK:         %[[E:.*]] = tensor.empty(%{{.*}}) : tensor<?x1xf32>
+// CHECK-NEXT:    %{{.*}} = linalg.generic {{{.*}}} ins(%{{.*}} : tensor<?x1xi64>) outs(%[[E]] : tensor<?x1xf32>)
+// A fill the payload reads as its accumulator (a sum) stays.
+// CHECK:         %[[Z:.*]] = linalg.fill
+// CHECK:         linalg.generic {{{.*}}} ins(%{{.*}} : tensor<?x1xf32>) outs(%[[Z]] : tensor<1xf32>)
+func.func @gather_init(%t: tensor<?x64xf32>, %i: tensor<?x1xi64>) -> tensor<1xf32> attributes {tilefuse.dim_ranges = {"t.0" = [1, 64], "i.0" = [1, 64]}} {
+  %c0 = arith.constant 0 : index
+  %cst = arith.constant 0.000000e+00 : f32
+  %n = tensor.dim %i, %c0 : tensor<?x1xi64>
+  %e = tensor.empty(%n) : tensor<?x1xf32>
+  %f = linalg.fill ins(%cst : f32) outs(%e : tensor<?x1xf32>) -> tensor<?x1xf32>
+  %g = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%i : tensor<?x1xi64>) outs(%f : tensor<?x1xf32>) {
+  ^bb0(%in: i64, %out: f32):
+    %r = linalg.index 0 : index
+    %c = arith.index_cast %in : i64 to index
+    %x = tensor.extract %t[%r, %c] : tensor<?x64xf32>
+    linalg.yield %x : f32
+  } -> tensor<?x1xf32>
+  %e1 = tensor.empty() : tensor<1xf32>
+  %z = linalg.fill ins(%cst : f32) outs(%e1 : tensor<1xf32>) -> tensor<1xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>], iterator_types = ["reduction", "parallel"]} ins(%g : tensor<?x1xf32>) outs(%z : tensor<1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %a = arith.addf %in, %out : f32
+    linalg.yield %a : f32
+  } -> tensor<1xf32>
+  func.return %s : tensor<1xf32>
+}

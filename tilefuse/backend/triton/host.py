@@ -47,8 +47,8 @@ from tilefuse.backend.triton.signature import (
     KernelSignature,
 )
 from tilefuse.ir.constants import constant_array, is_splat, stored_elements
-from tilefuse.ir.diagnostics import CompileError
-from tilefuse.ir.structured import short_slice_sizes
+from tilefuse.ir.diagnostics import CompileError, op_location
+from tilefuse.ir.structured import HOST_SIZE_ARITH, SliceDim, slice_dims
 from tilefuse.ir.tilefuse import (
     LAYOUT_ATTR,
     SAME_SIZES,
@@ -129,7 +129,16 @@ class HostPrinter:
                  checks: dict[tuple[str, str | None], int] | None = None):  # fmt: skip
         self.f = f
         self.checks = {n: key for key, n in (checks or {}).items()}
-        """The kernels' runtime checks by number: (message, location)."""
+        self.kernel_checks = bool(self.checks)
+        """The kernels' runtime checks by number: (message, location); and the host's
+        (`slice_checks`, numbered after the kernels')."""
+        self.slice_checks: dict[tuple[Operation, int], int] = {}
+        for op in f.body.block.ops:
+            if isinstance(op, tensor.ExtractSliceOp):
+                for d in slice_checks(op):
+                    number = max(self.checks, default=0) + 1
+                    self.checks[number] = (SLICE_CHECK, op_location(op))
+                    self.slice_checks[(op, d)] = number
         self.launches = {g: (grids, stacked, sig) for g, grids, stacked, sig in launches}
         self.by_name = {g.sym_name.data: g for g in self.launches}
         self.tma_checked: set[SSAValue] = set()
@@ -177,23 +186,31 @@ class HostPrinter:
             lines.append(f"    {', '.join(c.name for c in self.constants)}, = constants")
         if any(sig.has_descriptors for _, _, sig in self.launches.values()):
             lines.append("    _tma_allocator()")
-        if self.checks:  # one flag per call, read once after the kernels ran
+        if self.kernel_checks:  # one flag per call, read once after the kernels ran
             lines.append("    checks = torch.zeros((1,), dtype=torch.int32, device=device)")
         for op in f.body.block.ops:
             if op in self.padded_in_place or VARIANT_OF in op.attributes:
                 continue  # (a variant launches where the group it stands in for does)
             lines += _host_empties(op, names)
-            if isinstance(op, GroupOp):
-                lines += self.launch(op)
-            else:
-                if isinstance(op, func.ReturnOp) and self.checks:
-                    lines += ["    failed = int(checks.item())",
-                              "    if failed:",
-                              "        raise check_error(*CHECKS[failed])"]  # fmt: skip
-                lines += _host_op(op, names, size)
-                if not isinstance(op, func.ReturnOp):
-                    lines += size.defined(op)
+            lines += self.launch(op) if isinstance(op, GroupOp) else self._host_lines(op)
         return "\n".join(size.used(lines)) + "\n"
+
+    def _host_lines(self, op: Operation) -> list[str]:
+        """The lines of a function-level op other than a kernel, with the host's checks."""
+        names, size = self.names, self.size
+        assert size is not None
+        lines = []
+        if isinstance(op, func.ReturnOp) and self.kernel_checks:
+            lines += ["    failed = int(checks.item())",
+                      "    if failed:",
+                      "        raise check_error(*CHECKS[failed])"]  # fmt: skip
+        if isinstance(op, tensor.ExtractSliceOp):
+            for d in slice_checks(op):
+                lines += _slice_check(op, d, self.slice_checks[(op, d)], names, size)
+        lines += _host_op(op, names, size)
+        if not isinstance(op, func.ReturnOp):
+            lines += size.defined(op)
+        return lines
 
     def launch(self, g: GroupOp) -> list[str]:
         _, stacked, _ = self.launches[g]
@@ -424,25 +441,56 @@ def _host_splat(op: arith.ConstantOp) -> str:
 
 def _slice_spans(op: tensor.ExtractSliceOp | tensor.InsertSliceOp, names=None) -> str:
     """`o:o+n` (or `o:end:st`) per dim of a slice; `:` for a dynamic dim it keeps
-    whole (`slice_whole_dims`), `o:o + t` for a dynamic size `t` short of its
-    source's dim (`short_slice_sizes`: an extract_slice's, whose sizes the host has)."""
-    short = short_slice_sizes(op) if isinstance(op, tensor.ExtractSliceOp) else None
+    whole; offsets and sizes the host computes (an extract_slice's `slice_dims`) by
+    their names."""
+    if isinstance(op, tensor.InsertSliceOp):  # (static: `is_host_copy`)
+        dims = [SliceDim(o, n, st) for o, n, st in zip(op.static_offsets.get_values(),
+                op.static_sizes.get_values(), op.static_strides.get_values(), strict=True)]  # fmt: skip
+    else:
+        dims = slice_dims(op)
+        assert dims is not None  # (`dynamic_slice_error`)
     spans = []
-    for d, (o, n, st) in enumerate(zip(op.static_offsets.get_values(), op.static_sizes.get_values(),
-                                       op.static_strides.get_values(), strict=True)):  # fmt: skip
-        if n == DYNAMIC_INDEX and short and d in short:
-            end = f"{o} + {names(short[d])}" if st == 1 else f"{o} + ({names(short[d])} - 1) * {st} + 1"
-            spans.append(f"{o}:{end}" + (f":{st}" if st != 1 else ""))
-        elif n == DYNAMIC_INDEX:
+    for s in dims:
+        if s.whole:
             spans.append(":")
+            continue
+        o, n, st = (names(v) if isinstance(v, SSAValue) else v for v in (s.offset, s.size, s.stride))
+        if isinstance(o, int) and isinstance(n, int):
+            end = o + (n - 1) * st + 1
         else:
-            spans.append(f"{o}:{o + (n - 1) * st + 1}:{st}" if st != 1 else f"{o}:{o + n}")
+            end = f"{o} + {n}" if st == 1 else f"{o} + ({n} - 1) * {st} + 1"
+        spans.append(f"{o}:{end}" + (f":{st}" if st != 1 else ""))
     return ", ".join(spans)
 
 
+def slice_checks(op: tensor.ExtractSliceOp) -> list[int]:
+    """The dims of a host slice of a dynamic dim at a dynamic offset or to a dynamic
+    size (`x[:, 1:]`, `x[:, t - 1]`): the host checks at each call that the slice
+    lies inside its source (a Python slice would clamp, a negative offset wrap)."""
+    source = op.source.type.get_shape()  # pyright: ignore[reportAttributeAccessIssue]
+    dims = slice_dims(op) or []
+    return [d for d, s in enumerate(dims) if source[d] < 0 and not s.whole
+            and (isinstance(s.offset, SSAValue) or isinstance(s.size, SSAValue))]  # fmt: skip
+
+
+SLICE_CHECK = "slices a dim outside its source at this call's sizes"
+
+
+def _slice_check(op: tensor.ExtractSliceOp, d: int, number: int, names, read) -> list[str]:
+    s = (slice_dims(op) or [])[d]
+    o, n = (names(v) if isinstance(v, SSAValue) else str(v) for v in (s.offset, s.size))
+    extent = read(op.source, d)
+    last = f"{o} + ({n} - 1) * {s.stride}" if s.stride != 1 else f"{o} + {n} - 1"
+    holds = [*([f"0 <= {o}"] if isinstance(s.offset, SSAValue) else []),
+             *([f"1 <= {n}"] if isinstance(s.size, SSAValue) else []), f"{last} < {extent}"]  # fmt: skip
+    return [f"    if not ({' and '.join(holds)}):",
+            f'        raise check_error(f"{{CHECKS[{number}][0]}} (dim {d}: offset {{{o}}}, '
+            f'size {{{n}}}, step {s.stride} of {{{extent}}})", CHECKS[{number}][1])']  # fmt: skip
+
+
 def _host_slice(op: tensor.ExtractSliceOp, names) -> str:
-    """A static `tensor.extract_slice` as a torch view (strided; unit dims the
-    slice drops squeezed by a reshape, which views)."""
+    """A `tensor.extract_slice` as a torch view (strided; unit dims the slice drops
+    squeezed by a reshape, which views)."""
     view = f"{names(op.source)}[{_slice_spans(op, names)}]"
     shape = tuple(op.result.type.get_shape())
     if len(shape) != len(op.static_sizes.get_values()):
@@ -499,10 +547,6 @@ def _host_empties(op: Operation, names) -> list[str]:
     return lines
 
 
-_SIZE_ARITH = {arith.AddiOp: "+", arith.SubiOp: "-", arith.MuliOp: "*", arith.DivUIOp: "//"}
-"""Size arithmetic the host computes on Python ints (a dynamic program's sizes)."""
-
-
 def _host_index(op: Operation, names, read) -> str:
     """A function-level index value on the host: a size, a constant, arithmetic."""
     if isinstance(op, tensor.DimOp):
@@ -510,7 +554,7 @@ def _host_index(op: Operation, names, read) -> str:
     if isinstance(op, arith.ConstantOp):
         return str(op.value.value.data)  # pyright: ignore[reportAttributeAccessIssue]
     a, b = (names(v) for v in op.operands)
-    return f"{a} {_SIZE_ARITH[type(op)]} {b}"
+    return f"{a} {HOST_SIZE_ARITH[type(op)]} {b}"
 
 
 def _reshape_sizes(op: tensor.ExpandShapeOp | tensor.CollapseShapeOp, names) -> str:
@@ -539,7 +583,7 @@ def _host_op(op: Operation, names, read) -> list[str]:
         return [] if _is_table_constant(op) else [f"    {names(op.result)} = {_host_splat(op)}"]
     if isinstance(op, tensor.ExpandShapeOp | tensor.CollapseShapeOp):
         return [f"    {names(op.result)} = {names(op.src)}.reshape({_reshape_sizes(op, names)})"]
-    if isinstance(op, (tensor.DimOp, arith.ConstantOp, *_SIZE_ARITH)) and \
+    if isinstance(op, (tensor.DimOp, arith.ConstantOp, *HOST_SIZE_ARITH)) and \
             isinstance(op.results[0].type, IndexType):  # fmt: skip
         return [f"    {names(op.results[0])} = {_host_index(op, names, read)}"]
     if isinstance(op, tensor.ExtractSliceOp):

@@ -36,6 +36,7 @@ from tilefuse.backend.triton.generic import GenericPrinter, result_hint
 from tilefuse.backend.triton.names import Names
 from tilefuse.backend.triton.scalar import (
     BINARY,
+    CONVERSIONS,
     UNARY,
     WIDE,
     block_constant,
@@ -66,8 +67,9 @@ from tilefuse.ir.tilefuse import (
     same_tile_program,
 )
 
-SCALAR_OPS = (arith.CmpiOp, arith.SelectOp)
-"""Scalar ops of a tile program besides those of the BINARY and UNARY tables."""
+SCALAR_OPS = (arith.CmpiOp, arith.SelectOp, *CONVERSIONS)
+"""Scalar ops of a tile program besides those of the BINARY and UNARY tables (the
+conversions: a size as a float, a mean's divisor)."""
 
 KERNEL_LOCALS = ("pid", "tile_id", "seg", "tile", "group", "first_m", "rows", CHECKS_PARAM)
 """Names the kernel's program-id arithmetic uses."""
