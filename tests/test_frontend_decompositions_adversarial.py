@@ -784,6 +784,9 @@ DYNAMIC_GATHERS = {
         lambda t: (randn(2, t, 8, seed=t), ints(2, 3, 8, lo=0, hi=t, seed=t)), [(0, 1)], 1),
     "static_index_into_the_dynamic_dim": (lambda x: x[:, torch.tensor([0, 0])] + 1,
                                           lambda t: (randn(2, t, 8, seed=t),), [(0, 1)], 1),
+    "index_copy_of_a_dynamic_count": (lambda c, k, p: c.index_copy(1, p, k),
+                                      lambda t: (randn(2, 40, 4), randn(2, t, 4, seed=t), torch.arange(t) + 3),
+                                      [(1, 1), (2, 0)], 1),
 }  # fmt: skip
 
 
@@ -791,22 +794,8 @@ DYNAMIC_GATHERS = {
 def test_dynamic_gathers_reading_the_run_time_size(name):
     """Gathers whose payload reads the dynamic size (flip's `T - 1 - i`, the bounds
     torch-mlir checks a gather's indices against, `x[:, idx]`'s wrap of negative
-    indices): the size's arithmetic and casts computed in the kernel from its size
-    parameter."""
+    indices, index_copy's `where(m, arange(n), n)`, a 0-d constant of the size at each
+    static instance): the size's arithmetic and casts computed in the kernel from its
+    size parameter."""
     fn, make, marks, lo = DYNAMIC_GATHERS[name]
-    dynamic(Fn(fn), make, marks, tuple(t for t in TOKENS if t >= lo), 9, lo=lo)
-
-
-DYNAMIC_REFUSED = {
-    "index_copy_of_a_dynamic_count": (lambda c, k, p: c.index_copy(1, p, k),
-                                      lambda t: (randn(2, 40, 4), randn(2, t, 4, seed=t), torch.arange(t) + 3),
-                                      [(1, 1), (2, 0)], 1),
-}  # fmt: skip
-
-
-@pytest.mark.xfail(strict=True, reason="refused over a dynamic token dim: index_copy of t positions "
-                   "('arith.constant ... varies with the sizes')")  # fmt: skip
-@pytest.mark.parametrize("name", sorted(DYNAMIC_REFUSED))
-def test_dynamic_slices_and_gathers_refused_today(name):
-    fn, make, marks, lo = DYNAMIC_REFUSED[name]
     dynamic(Fn(fn), make, marks, tuple(t for t in TOKENS if t >= lo), 9, lo=lo)

@@ -263,19 +263,25 @@ class _Generaliser:
                 key, fitted = self.float_value(op, [v.value.data for v in values])  # pyright: ignore
                 found[key] = [fitted]
                 continue
-            if self.float_splats(ops):  # (a 0-d tensor of 1 / T: `x * (1.0 / x.shape[1])`)
-                key, fitted = self.float_value(op, [float(constant_array(o).flat[0]) for o in ops])
+            if self.varying_splats(ops):  # (a 0-d tensor of T or 1 / T: `x * (1.0 / x.shape[1])`)
+                numbers = [constant_array(o).flat[0] for o in ops]
+                if isinstance(ops[0].results[0].type.get_element_type(), AnyFloat):  # pyright: ignore
+                    key, fitted = self.float_value(op, [float(n) for n in numbers])
+                else:
+                    key, fitted = "value", self.fitted(op, [int(n) for n in numbers], "a value")
                 found[f"splat_{key}"] = [fitted]
                 continue
             found[key] = self.attribute(ops, key, values)
         return found
 
     @staticmethod
-    def float_splats(ops: Sequence[Operation]) -> bool:
-        """Float splat constants of one static type whose value varies."""
+    def varying_splats(ops: Sequence[Operation]) -> bool:
+        """Splat constants (floats, or integers wider than i1) of one static type whose
+        value varies (a size: `where(m, arange(n), n)`)."""
         types = [o.results[0].type for o in ops]
         return (all(t == types[0] for t in types) and isinstance(types[0], TensorType)
-                and isinstance(types[0].get_element_type(), AnyFloat)
+                and (isinstance(et := types[0].get_element_type(), AnyFloat)
+                     or (isinstance(et, IntegerType) and et.width.data > 1))
                 and all(isinstance(o, arith.ConstantOp) and is_splat(o) for o in ops)
                 and len({_splat_bits(o) for o in ops}) > 1)  # fmt: skip
 
@@ -406,9 +412,13 @@ def _replace_constant(op: arith.ConstantOp, found: dict[str, list[SizeExpr]],
     """A size constant as the size's value; a splat of a varying shape filled."""
     t = op.result.type
     splat = next((k for k in found if k.startswith("splat_")), None)
-    if splat is not None:  # a 0-d (or static splat) tensor of a size as a float
+    if splat is not None:  # a 0-d (or static splat) tensor of a size (as a float)
         assert isinstance(t, TensorType)
-        made = _float_size(found[splat][0], splat.removeprefix("splat_"), t.get_element_type(), sizes)
+        et = t.get_element_type()
+        if isinstance(et, AnyFloat):
+            made = _float_size(found[splat][0], splat.removeprefix("splat_"), et, sizes)
+        else:
+            made = [arith.IndexCastOp(sizes.value(found[splat][0]), et)]
         empty = tensor.EmptyOp([], t)
         fill = FillOp([made[-1].results[0]], [empty.tensor], [t])
         Rewriter.replace_op(op, [*made, empty, fill])
