@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import sympy
 
-from tilefuse.frontend.generalise import Instance, SizeExpr, fit, generalise
+from tilefuse.frontend.generalise import Instance, SizeExpr, fit, floor_fit, generalise
 from tilefuse.frontend.parse import parse_module
 from tilefuse.ir.context import make_context
 from tilefuse.ir.diagnostics import CompileError
@@ -116,6 +116,26 @@ def test_what_varies_otherwise_is_a_located_refusal():
         generalise(mixed, {"T": (0, 1)})
     with pytest.raises(ValueError, match="1 symbols need 3 instances"):
         generalise(_instances(PROGRAM, (37, 53)), {"T": (0, 1)})
+
+
+def test_floor_fit_finds_strided_sizes_when_the_points_fix_them():
+    """A stride-2 convolution's rows `(H + 1) // 2` and `T // 2`: one function each
+    (its forms over 4 are the same function); at odd sizes only, `(H + 1) // 2` and
+    `(H + 2) // 2` agree: ambiguous, no fit; a size no divisor rounds to: none."""
+    points = [{"H": h} for h in (37, 53, 41, 74, 254)]
+    e = floor_fit(points, [(h["H"] + 1) // 2 for h in points])
+    assert e is not None and str(e) == "(1 + H) // 2" and e.at({"H": 10}) == 5
+    assert str(floor_fit(points, [h["H"] // 2 for h in points])) == "(H) // 2"
+    # (no point a multiple of 3: H // 3 and (H - 1) // 3 agree at every one)
+    assert floor_fit(points, [(h["H"] - 3) // 3 + 1 for h in points]) is None
+    odd = [{"H": h} for h in (37, 53, 41, 43, 59)]
+    assert floor_fit(odd, [(h["H"] + 1) // 2 for h in odd]) is None
+    assert floor_fit(points, [h["H"] * h["H"] // 7 for h in points]) is None
+    two = [{"B": b, "H": h} for b in (3, 5) for h in (37, 53)] + [{"B": 7, "H": 74}, {"B": 2, "H": 254}]
+    e = floor_fit(two, [p["B"] * ((p["H"] + 1) // 2) for p in two])
+    assert e is None  # (B * ((H + 1) // 2) is not one polynomial rounded down)
+    e = floor_fit(two, [(p["B"] * p["H"] + 1) // 2 for p in two])
+    assert e is not None and e.at({"B": 3, "H": 7}) == 11
 
 
 def test_fit_divides_where_the_symbols_divisors_allow():

@@ -74,6 +74,9 @@ class SizeExpr:
 
     terms: tuple[tuple[Monomial, int], ...]
     divisor: int = 1
+    floor: bool = False
+    """The polynomial over `divisor` rounded down (`floor_fit`: a strided window's
+    positions, `(H - 1) // 2 + 1`), not exact."""
 
     @property
     def constant(self) -> int | None:
@@ -85,7 +88,11 @@ class SizeExpr:
         parts = ["*".join([*([str(c)] if c != 1 or not m else []), *sorted(m)])
                  for m, c in self.terms]  # fmt: skip
         text = " + ".join(parts) or "0"
-        return text if self.divisor == 1 else f"({text}) / {self.divisor}"
+        return text if self.divisor == 1 else f"({text}) {'//' if self.floor else '/'} {self.divisor}"
+
+    def at(self, point: Mapping[str, int]) -> int:
+        """The size at `point` (rounded down over the divisor)."""
+        return sum(c * _product(point, m) for m, c in self.terms) // self.divisor
 
 
 def _monomials(symbols: Sequence[str]) -> list[Monomial]:
@@ -125,6 +132,41 @@ def fit(points: Sequence[Mapping[str, int]], values: Sequence[int],
     if any(n * math.prod((divisors or {}).get(s, 1) for s in m) % d for m, n in numerators):
         return None  # (a size that is not an integer at some size in range)
     return SizeExpr(tuple(numerators), d)
+
+
+FLOOR_DIVISORS = (2, 3, 4)
+"""What `floor_fit` divides by: the strides of convolutions and pools."""
+
+
+def floor_fit(points: Sequence[Mapping[str, int]], values: Sequence[int]) -> SizeExpr | None:
+    """An integer multilinear polynomial `P` and a divisor `d` of `FLOOR_DIVISORS`
+    with `P // d` the value at every point (a stride-2 convolution's output rows
+    `(H + 1) // 2`), if exactly one such function fits (`P` and `d` without a common
+    factor, the least divisor among forms of one function); None otherwise, or where
+    the points leave it ambiguous (all sizes odd: `(H + 1) // 2` and `(H + 2) // 2`
+    agree there). `P` is fitted through the first
+    points at each choice of their remainders, then checked at every point."""
+    basis = _monomials(sorted(points[0]))
+    m = len(basis)
+    if len(points) <= m:
+        return None
+    found: set[SizeExpr] = set()
+    for d in FLOOR_DIVISORS:
+        if d**m > 4096:
+            continue
+        for rems in itertools.product(range(d), repeat=m):
+            e = fit(points[:m], [d * v + r for v, r in zip(values, rems, strict=False)])
+            if e is None or e.divisor != 1 or math.gcd(d, *(c for _, c in e.terms)) != 1:
+                continue
+            candidate = SizeExpr(e.terms, d, floor=True)
+            if all(candidate.at(p) == v for p, v in zip(points, values, strict=True)):
+                found.add(candidate)
+    # One function may have several forms (`(2H + 3) // 4` is `(H + 1) // 2`): told
+    # apart by their values at small sizes, where they would differ.
+    symbols = sorted(points[0])
+    grid = [dict(zip(symbols, p, strict=True)) for p in itertools.product(range(1, 25), repeat=len(symbols))]
+    functions = {tuple(c.at(p) for p in grid[:4096]): c for c in sorted(found, key=lambda c: -c.divisor)}
+    return next(iter(functions.values())) if len(functions) == 1 else None
 
 
 def _product(point: Mapping[str, int], m: Monomial) -> int:
@@ -178,7 +220,7 @@ class _Sizes:
                 term = self._add(arith.MuliOp(term, self.index(c)))
             total = term if total is None else self._add(arith.AddiOp(total, term))
         assert total is not None
-        if e.divisor != 1:  # (exact: `fit` checked the divisors)
+        if e.divisor != 1:  # (exact where `fit` checked the divisors; else rounded down)
             total = self._add(arith.DivUIOp(total, self.index(e.divisor)))
         self.made[e] = total
         return total
@@ -210,7 +252,7 @@ class _Generaliser:
                             op_location(op))  # fmt: skip
 
     def fitted(self, op: Operation, values: Sequence[int], what: str) -> SizeExpr:
-        e = fit(self.points, values, self.divisors)
+        e = fit(self.points, values, self.divisors) or floor_fit(self.points, values)
         if e is None:
             sizes = ", ".join(f"{v} at {dict(p)}" for v, p in zip(values, self.points, strict=True))
             raise self.error(op, f"has {what} {sizes}, not an integer polynomial of the sizes")

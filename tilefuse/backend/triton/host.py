@@ -500,6 +500,26 @@ def _host_slice(op: tensor.ExtractSliceOp, names) -> str:
     return view
 
 
+def _window_size(op: WindowOp, j: int, x: str) -> str:
+    """The host's size of dynamic view dim `j`: a source dim (a convolution's images),
+    or the positions a window slides to along the one source dim `r` that reads it,
+    `r = s * j + sum c_k * k + c` with the other view dims `k` static (a convolution's
+    output rows over a padded input of dynamic height: `(H - 1 - c - sum c_k (n_k - 1))
+    // s + 1`, as torch sizes a convolution's output)."""
+    shape = op.result.type.get_shape()  # pyright: ignore[reportAttributeAccessIssue]
+    reading = [(r, coeffs, const) for r, (coeffs, const) in enumerate(op.terms()) if coeffs.get(j)]
+    if len(reading) == 1:
+        r, coeffs, const = reading[0]
+        if coeffs == {j: 1} and not const:
+            return f"{x}.shape[{r}]"
+        if all(shape[k] >= 0 for k in coeffs if k != j):
+            reach = const + sum(c * (shape[k] - 1) for k, c in coeffs.items() if k != j)
+            step = coeffs[j]
+            return f"({x}.shape[{r}] - {reach + 1}) // {step} + 1" if step != 1 else f"{x}.shape[{r}] - {reach}"
+    raise CompileError.at(op, "has a dynamic window dim the host cannot size (one that a "
+                          "source dim reads with static window dims only)")  # fmt: skip
+
+
 def _host_window(op: WindowOp, names) -> str:
     """A `tilefuse.window` as `torch.as_strided` over its source (any layout):
     view dim j steps sum_r coeff[r][j] * source.stride(r); the constants move
@@ -515,16 +535,8 @@ def _host_window(op: WindowOp, names) -> str:
     strides = [combine([(r, coeffs.get(j, 0)) for r, (coeffs, _) in enumerate(terms)])
                for j in range(rank)]  # fmt: skip
     offset = combine([(r, const) for r, (_, const) in enumerate(terms)])
-    sizes = []
-    for j, n in enumerate(op.result.type.get_shape()):
-        plain = [r for r, (coeffs, const) in enumerate(terms) if coeffs == {j: 1} and not const]
-        if n >= 0:
-            sizes.append(str(n))
-        elif plain:  # a dynamic view dim that is a source dim (a convolution's images)
-            sizes.append(f"{x}.shape[{plain[0]}]")
-        else:
-            raise CompileError.at(op, "has a dynamic window dim the host cannot size (only "
-                                  "one that is a dim of its source)")  # fmt: skip
+    shape = op.result.type.get_shape()
+    sizes = [str(n) if n >= 0 else _window_size(op, j, x) for j, n in enumerate(shape)]
     shape = f"({', '.join(sizes)}{',' if rank == 1 else ''})"
     return (f"torch.as_strided({x}, {shape}, "
             f"({', '.join(strides)}{',' if rank == 1 else ''}), {x}.storage_offset() + {offset})")  # fmt: skip
