@@ -36,9 +36,11 @@ from tilefuse.runtime import compile as compile_program
 from tilefuse.testing.zoo import (
     BasicBlock,
     BertLayer,
+    ConvNeXtBlock,
     GPT2Block,
     LlamaBlock,
     RMSNorm,
+    SqueezeExcite,
     TinyGPT,
     ViT,
 )
@@ -405,6 +407,25 @@ def test_resnet_basic_block_dynamic_height_and_width(stride):
     model = BasicBlock(8, 8 * stride, stride)
     assert_one_program(through_backend(model, lambda h: (randn(2, 8, h, h + 1, seed=h),),
                                        (5, 3, 8, 17), dynamic=None, mark=[(0, 2), (0, 3)]))  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ["squeeze_excite", "convnext"])
+def test_cnn_blocks_dynamic_height_and_width(name):
+    """Depthwise and 7x7 convolutions, channels-last LayerNorm and a global average
+    pool (a mean over H x W: its divisor the sizes' product as a float) over images
+    of dynamic height and width, marked on an input: one program."""
+    torch.manual_seed(0)
+    model = {"squeeze_excite": lambda: SqueezeExcite(8, 2), "convnext": lambda: ConvNeXtBlock(8)}[name]()
+    model = model.to(DEVICE).eval()
+    x = randn(2, 8, 9, 10)
+    torch._dynamo.mark_dynamic(x, 2, min=3, max=64)
+    torch._dynamo.mark_dynamic(x, 3, min=3, max=64)
+    compiled = tt.compile(model, x)
+    for h in (3, 17, 64):
+        xs = (randn(2, 8, h, 5 if h == 64 else h + 1, seed=h),)
+        with torch.no_grad():
+            assert_matches(f"{h}", compiled(*xs), eager64(model, xs), RTOL)
+
 
 
 def test_a_recompile_for_another_range_is_not_served_the_first_range():
