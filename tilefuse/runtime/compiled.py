@@ -162,7 +162,8 @@ def kernels_replaced(python: ModuleType, stand_in: Any) -> Iterator[None]:
             setattr(python, name, kernel)
 
 
-def compile_in_parallel(python: ModuleType, fn: Any, args: tuple[Any, ...]) -> None:
+def compile_in_parallel(python: ModuleType, fn: Any, args: tuple[Any, ...],
+                        kwargs: dict[str, Any] | None = None) -> None:  # fmt: skip
     """JIT-compile every kernel of a generated module at once, before its first run.
 
     Triton compiles a kernel at its first launch, one after another. Running
@@ -186,7 +187,7 @@ def compile_in_parallel(python: ModuleType, fn: Any, args: tuple[Any, ...]) -> N
     workers = min(len(every_kernel(python)), os.cpu_count() or 1)
     with ThreadPoolExecutor(max_workers=workers) as pool:
         with kernels_replaced(python, lambda _, k: _Warmup(k, pool, futures)):
-            fn(*args)
+            fn(*args, **(kwargs or {}))
         for f in futures:
             f.result()
 
@@ -334,7 +335,7 @@ class CompiledProgram:
         checked = {"check_error": RuntimeCheckError} if getattr(self.python, "CHECKS", None) else {}
         if self.on_gpu:
             if not self.warmed:
-                compile_in_parallel(self.python, fn, args)
+                compile_in_parallel(self.python, fn, args, checked)  # (a host check may fail here)
                 fast_launches(self.python)
                 self.warmed = True
             out = fn(*args, **checked)

@@ -133,6 +133,30 @@ def _is_symbolic(v: Any) -> bool:
     return isinstance(v, torch.SymInt) or (isinstance(v, torch.Tensor) and not _is_static(v))
 
 
+def _host_scalar(x: Any) -> bool:
+    """A 0-d CPU tensor: how dynamo passes a Python float it does not specialise
+    (`self.eps` of a norm, torch >= 2.11's `specialize_float = False`); moved to
+    the GPU at each call (`_scalars_moved`)."""
+    return isinstance(x, torch.Tensor) and x.dim() == 0 and x.device.type == "cpu"
+
+
+def _scalars_moved(run: Callable[..., Any], inputs: list[Any]) -> Callable[..., Any]:
+    """`run` with the inputs `_host_scalar` names moved to the GPU the others are on."""
+    moved = [i for i, x in enumerate(inputs) if _host_scalar(x)] if gpu_available() else []
+    device = next((x.device for x in inputs if isinstance(x, torch.Tensor) and x.device.type == "cuda"), "cuda")
+    if not moved:
+        return run
+
+    def run_moved(*args: Any) -> Any:
+        args = list(args)
+        for i in moved:
+            args[i] = args[i].to(device, non_blocking=True)
+        return run(*args)
+
+    run_moved.program = run.program  # type: ignore[attr-defined]
+    return run_moved
+
+
 def unsupported(gm: torch.fx.GraphModule, inputs: list[Any]) -> Refusal | None:
     """Why a graph cannot be compiled before trying: what tilefuse does not take."""
     for i, x in enumerate(inputs):
@@ -141,7 +165,7 @@ def unsupported(gm: torch.fx.GraphModule, inputs: list[Any]) -> Refusal | None:
         if not isinstance(x, torch.Tensor):
             return Refusal(f"input {i} is {type(x).__name__}: the torch front end compiles "
                            "functions of tensors")  # fmt: skip
-        if gpu_available() and x.device.type != "cuda":
+        if gpu_available() and x.device.type != "cuda" and not _host_scalar(x):
             return Refusal(f"input {i} is on {x.device}: tilefuse's kernels run on the GPU")
     (output,) = [n for n in gm.graph.nodes if n.op == "output"]
     for i, arg in enumerate(pytree.tree_leaves(output.args[0])):
@@ -287,7 +311,7 @@ def forward_compiler(target: str) -> Callable[..., Any]:
             return make_boxed_func(gm)
         paired = any(isinstance(x, torch.Tensor) and x.is_complex() for x in inputs)
         outputs = [i for i, v in enumerate(_output_values(gm)) if isinstance(v, torch.Tensor) and v.is_complex()]
-        return make_boxed_func(_launcher(cached, gm, paired, outputs))
+        return make_boxed_func(_scalars_moved(_launcher(cached, gm, paired, outputs), inputs))
 
     return compile_forward
 

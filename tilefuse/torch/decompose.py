@@ -112,6 +112,9 @@ def index_copy(x: torch.Tensor, dim: int, index: torch.Tensor, source: torch.Ten
     if x.dim() == 0 or index.dim() != 1:
         return NotImplemented
     dim = dim % x.dim()
+    # (torch requires one source row an index: said, so that a dynamic count and the
+    # source's rows are one size to torch.export, not two it traces apart)
+    torch._check(index.size(0) == source.size(dim))
     n, count = x.size(dim), index.size(0)
     if not isinstance(n, int) or not isinstance(count, int) or count > MAX_SCAN:
         return NotImplemented

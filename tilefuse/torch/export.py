@@ -216,14 +216,29 @@ def export(fn: nn.Module | Callable[..., Any], example_inputs: tuple[Any, ...],
     # (`_scaled_dot_product_efficient_attention`, `_thnn_fused_lstm_cell`) and
     # torch-mlir cannot lower those; the CPU spelling is the same math in ATen
     # ops. The values are never read: weights and inputs are arguments.
-    args = [_on_cpu(state_tensor(module, n, p).detach()) for n, p in state]
-    tensors = [_on_cpu(x) for x in flat if isinstance(x, torch.Tensor)]
+    # A tensor the module captures (a closure's, a global, a plain attribute: torch
+    # lifts it as a constant) stays where it is: on the GPU it meets CPU stand-ins
+    # and torch refuses to mix devices; then the stand-ins are made on the inputs'
+    # own devices (CUDA-only decompositions are then refused by torch-mlir, located).
     marked = marked_dims([x for x in flat if isinstance(x, torch.Tensor)])
-    if marked:
-        return _export_dynamic(module, state, in_spec, leaves, wrapper, args, tensors, marked, name)
-    program, mlir = _export_static(wrapper, (*args, *tensors), name)
-    return Exported(module, state, in_spec, leaves, program.call_spec.out_spec, mlir,
-                    program.graph)  # fmt: skip
+    for place in (_on_cpu, _stand_in):
+        args = [place(state_tensor(module, n, p).detach()) for n, p in state]
+        tensors = [place(x) for x in flat if isinstance(x, torch.Tensor)]
+        try:
+            if marked:
+                return _export_dynamic(module, state, in_spec, leaves, wrapper, args, tensors, marked, name)
+            program, mlir = _export_static(wrapper, (*args, *tensors), name)
+            return Exported(module, state, in_spec, leaves, program.call_spec.out_spec, mlir,
+                            program.graph)  # fmt: skip
+        except ExportError as e:
+            if place is _stand_in or "two different devices" not in str(e):
+                raise
+    raise AssertionError("unreachable")
+
+
+def _stand_in(x: torch.Tensor) -> torch.Tensor:
+    """Zeros of `x`'s shape, dtype, strides and device."""
+    return torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device=x.device).zero_()
 
 
 def _export_static(wrapper: nn.Module, args: tuple[Any, ...], name: str) -> tuple[Any, Any]:
