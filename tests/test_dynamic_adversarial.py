@@ -428,6 +428,37 @@ def test_cnn_blocks_dynamic_height_and_width(name):
 
 
 
+class _AudioFrontEnd(nn.Module):
+    """Whisper's encoder stem: two 1-d convolutions (the second of stride 2) over a
+    dynamic number of frames, GELU, positions sliced to the `(T + 1) // 2` outputs."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1, self.c2 = nn.Conv1d(8, 16, 3, padding=1), nn.Conv1d(16, 16, 3, stride=2, padding=1)
+        self.pos, self.ln = nn.Parameter(torch.randn(64, 16)), nn.LayerNorm(16)
+
+    def forward(self, x):
+        x = F.gelu(self.c2(F.gelu(self.c1(x)))).permute(0, 2, 1)
+        return self.ln(x + self.pos[: x.shape[1]])
+
+
+def test_strided_conv1d_front_end_dynamic_frames():
+    """A rounded-down size (`(T + 1) // 2`, `generalise.floor_fit`) the host computes;
+    the bias broadcast into those rows, a kernel no input is read along, takes its
+    extent as arithmetic on the size parameter (`tile_and_fuse._computed_extent`);
+    the position table's slice to it bounded through the division (`value_range`)."""
+    torch.manual_seed(0)
+    model = _AudioFrontEnd().to(DEVICE).eval()
+    x = randn(2, 8, 37)
+    torch._dynamo.mark_dynamic(x, 2, min=4, max=127)
+    compiled = tt.compile(model, x)
+    assert len(compiled.program.kernels) == 4
+    for t in (4, 5, 16, 17, 127):
+        xs = (randn(2, 8, t, seed=t),)
+        with torch.no_grad():
+            assert_matches(f"{t}", compiled(*xs), eager64(model, xs), RTOL)
+
+
 def test_a_recompile_for_another_range_is_not_served_the_first_range():
     """A re-traced graph with another range hit backend._CACHE (its key ignored the
     symbols' ranges): the program for 2:15 served B >= 16 by running every call in

@@ -200,6 +200,10 @@ def _arithmetic(op: Operation, a: Range, b: Range) -> Range | None:
         r = Range(max(a.lo, b.lo), max(a.hi, b.hi))
     elif isinstance(op, arith.MinSIOp):
         r = Range(min(a.lo, b.lo), min(a.hi, b.hi))
+    elif isinstance(op, arith.DivUIOp | arith.DivSIOp | arith.FloorDivSIOp) and a.lo >= 0 and b.lo > 0:
+        r = Range(a.lo // b.hi, a.hi // b.lo)  # (non-negative: truncation is floor)
+    elif isinstance(op, arith.CeilDivUIOp | arith.CeilDivSIOp) and a.lo >= 0 and b.lo > 0:
+        r = Range(-(-a.lo // b.hi), -(-a.hi // b.lo))
     elif isinstance(op, arith.RemUIOp | arith.RemSIOp) and a.lo >= 0 and b.lo > 0:
         r = a if a.hi < b.lo else Range(0, min(a.hi, b.hi - 1))
     else:

@@ -461,6 +461,9 @@ class TileProgramBuilder:
                           for a, x in self._size_sources(t.dim)]  # fmt: skip
                 continue
             sources = self._size_sources(t.dim) or self._made_sources(t.dim)
+            if not sources and (computed := self._computed_extent(t.dim, block)) is not None:
+                extents[t.dim] = computed
+                continue
             if not sources:
                 raise TilingRefused("cannot tile: no input of the group is read along one of "
                                     "its dynamic dims, so no kernel argument gives its size",
@@ -504,6 +507,39 @@ class TileProgramBuilder:
                         if isinstance(at, tuple) and at[0] in self.args:
                             return [at]
         return []
+
+    def _computed_extent(self, dim: int, block: Block) -> SSAValue | None:
+        """For a dynamic `dim` sized by arithmetic on the inputs' sizes and nothing
+        reads along (a broadcast into a strided convolution's `(H + 1) // 2` output
+        rows): that arithmetic, cloned into the entry `block` (each `tensor.dim` the
+        kernel's size parameter); None if an output's size is not such."""
+        for n in self.graph.nodes:
+            for i, v in enumerate(n.s.outputs, start=len(n.s.inputs)):
+                for axis, loop in enumerate(n.s.operand_dims(i)):
+                    if self.dims.of[(n.index, loop)] != dim or shape_of(v)[axis] >= 0:
+                        continue
+                    at = resolved_size(v, axis)
+                    if not isinstance(at, tuple) and (made := self._clone_size(at, block)) is not None:
+                        return made
+        return None
+
+    def _clone_size(self, v: SSAValue, block: Block) -> SSAValue | None:
+        """Index value `v` (constants, `tensor.dim` of group inputs, index arithmetic)
+        rebuilt in `block`; None if it reads anything else."""
+        op = v.owner
+        if isinstance(op, arith.ConstantOp):
+            clone = op.clone()
+        elif isinstance(op, tensor.DimOp) and op.source in self.args and isinstance(op.index.owner, arith.ConstantOp):
+            clone = tensor.DimOp(self.args[op.source], self._index(_Scope(block, {}), op.index.owner.value.value.data))  # pyright: ignore
+        elif isinstance(op, arith.AddiOp | arith.SubiOp | arith.MuliOp | arith.DivUIOp):
+            operands = [self._clone_size(o, block) for o in op.operands]
+            if any(o is None for o in operands):
+                return None
+            clone = type(op)(*operands)  # pyright: ignore[reportCallIssue]
+        else:
+            return None
+        block.add_op(clone)
+        return clone.results[0]
 
     def _full_empty(self, value: SSAValue) -> tensor.EmptyOp:
         """The destination of a group output, its dynamic sizes the extents'."""

@@ -275,7 +275,7 @@ class HostPrinter:
         # (ceil-division as integer arithmetic: `triton.cdiv` is a Triton constexpr
         # function, ~2 us a call, one per launch of a dynamic program)
         programs = " * ".join([*([str(sig.programs)] if sig.programs != 1 or not sig.grid_sizes else []),
-                               *(_ceil_div(size_of.get(n, n), b) for n, b in sig.grid_sizes)])
+                               *(_ceil_div(_host_expr(n, size_of), b) for n, b in sig.grid_sizes)])
         # (`sig.programs` is one member's tiles here, its grid static or not: a stack of
         # grids with static counts whose loops take run-time sizes too)
         if sig.persistent:  # (a persistent kernel: one program per tile at most)
@@ -340,9 +340,10 @@ class HostPrinter:
                 if int(n) > b:
                     raise CompileError.at(g, f"holds a dim of size {n} whole in blocks of {b}")
                 continue
-            lines += [f"    if {size_of[n]} > {b}:",
+            size = _host_expr(n, size_of)
+            lines += [f"    if {size} > {b}:",
                       f"        raise ValueError(f'{at}: {sig.name} holds a dynamic dim of size "
-                      f"{{{size_of[n]}}} whole in blocks of {b}: compile with a larger declared range')"]  # fmt: skip
+                      f"{{{size}}} whole in blocks of {b}: compile with a larger declared range')"]  # fmt: skip
         return lines
 
     def _equal_strides(self, g: GroupOp, stacked, variants: Sequence[GroupOp] = ()) -> list[str]:
@@ -410,8 +411,13 @@ def _host_size(v: SSAValue, outer: dict, read, at: Operation) -> str:
     if isinstance(op, tensor.DimOp) and isinstance(op.index.owner, arith.ConstantOp):
         source = outer.get(op.source, op.source)
         return read(source, op.index.owner.value.value.data)  # type: ignore[union-attr]
+    if isinstance(op, arith.ConstantOp) and isinstance(op.result.type, IndexType):
+        return str(op.value.value.data)  # type: ignore[union-attr]
+    if type(op) in HOST_SIZE_ARITH:  # (a strided window's rows: `(H + 1) // 2`)
+        a, b = (_host_size(o, outer, read, at) for o in op.operands)  # type: ignore[union-attr]
+        return f"({a} {HOST_SIZE_ARITH[type(op)]} {b})"
     raise CompileError.at(at, "has a dynamic size the host cannot compute (only tensor.dim "
-                          "of a tensor with a constant index)")  # fmt: skip
+                          "of a tensor with a constant index, constants and their arithmetic)")  # fmt: skip
 
 
 def _host_made(value: SSAValue) -> bool:
@@ -437,6 +443,14 @@ def _host_splat(op: arith.ConstantOp) -> str:
     shape, dtype = tuple(op.result.type.get_shape()), torch_dtype(op.result.type, op)
     return f"torch.full({shape}, {text}, dtype={dtype}, device=device)"
 
+
+
+def _host_expr(size: str, size_of: dict[str, str]) -> str:
+    """A kernel's size expression (a size parameter, or arithmetic on them:
+    `(x_n2 + 1) // 2`) with each parameter as the host reads it."""
+    if size in size_of:
+        return size_of[size]
+    return re.sub(r"\b[A-Za-z_]\w*\b", lambda m: size_of.get(m.group(0), m.group(0)), size)
 
 
 def _slice_spans(op: tensor.ExtractSliceOp | tensor.InsertSliceOp, names=None) -> str:

@@ -24,7 +24,7 @@ import re
 from collections.abc import Sequence
 
 from xdsl.dialects import arith, cf, scf, tensor
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, IntegerType
+from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerAttr, IntegerType
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 
 from tilefuse.analysis.dataflow import tma_tensor
@@ -66,6 +66,10 @@ from tilefuse.ir.tilefuse import (
     grid_inputs,
     same_tile_program,
 )
+
+ENTRY_SIZE_ARITH = {arith.AddiOp: "+", arith.SubiOp: "-", arith.MuliOp: "*", arith.DivUIOp: "//"}
+"""Index arithmetic of a group's entry on its sizes (an extent computed from them), as
+the host computes it too (`host.HostPrinter._launch` puts its size expressions in)."""
 
 SCALAR_OPS = (arith.CmpiOp, arith.SelectOp, *CONVERSIONS)
 """Scalar ops of a tile program besides those of the BINARY and UNARY tables (the
@@ -238,6 +242,12 @@ class KernelPrinter(Emitter):
                 self.expr[op.result] = size
             elif isinstance(op, tensor.DimOp) and (n := _static_dim(op)) is not None:
                 self.expr[op.result] = str(n)
+            elif isinstance(op, arith.ConstantOp) and isinstance(op.result.type, IndexType):
+                self.expr[op.result] = str(op.value.value.data)  # pyright: ignore[reportAttributeAccessIssue]
+            elif type(op) in ENTRY_SIZE_ARITH and all(o in self.expr for o in op.operands):
+                # (an extent computed from sizes: `tile_and_fuse._computed_extent`)
+                a, b = (self.expr[o] for o in op.operands)
+                self.expr[op.results[0]] = f"({a} {ENTRY_SIZE_ARITH[type(op)]} {b})"
         self.hints: dict[LoadOp, str] = {}
         self.uses_dot_constexprs = False
         self.loop_stack: list[Sequence[SSAValue]] = []
