@@ -35,6 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
+from xdsl.dialects import tensor
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Block, Operation, SSAValue
@@ -120,6 +121,8 @@ def skip_unread_fills(op: linalg.GenericOp) -> None:
         fill = init.owner
         if acc.uses or not (isinstance(fill, linalg.FillOp) or is_generic_fill(fill)):
             continue
+        if not isinstance(fill.outputs[0].owner, tensor.EmptyOp):  # pyright: ignore[reportAttributeAccessIssue]
+            continue  # (a fill into an argument: left as it is)
         op.operands[len(op.inputs) + k] = fill.outputs[0]  # pyright: ignore[reportAttributeAccessIssue]
         if not any(r.uses for r in fill.results):  # pyright: ignore[reportAttributeAccessIssue]
             Rewriter.erase_op(fill)  # pyright: ignore[reportArgumentType]

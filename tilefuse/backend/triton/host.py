@@ -35,7 +35,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from tilefuse.analysis.dataflow import pad_value, reshape_root
-from tilefuse.analysis.dim_facts import size_origin
+from tilefuse.analysis.dim_facts import dim_facts, size_origin
 from tilefuse.backend.triton.dtypes import torch_dtype
 from tilefuse.backend.triton.names import Names
 from tilefuse.backend.triton.scalar import literal
@@ -478,13 +478,22 @@ def _slice_spans(op: tensor.ExtractSliceOp | tensor.InsertSliceOp, names=None) -
 
 
 def slice_checks(op: tensor.ExtractSliceOp) -> list[int]:
-    """The dims of a host slice of a dynamic dim at a dynamic offset or to a dynamic
-    size (`x[:, 1:]`, `x[:, t - 1]`): the host checks at each call that the slice
-    lies inside its source (a Python slice would clamp, a negative offset wrap)."""
+    """The dims of a host slice of a dynamic dim not kept whole (`x[:, 1:]`, `x[:, t - 1]`,
+    `x[:, 3:5]`): the host checks at each call that the slice lies inside its source (a
+    Python slice would clamp, a negative offset wrap), unless static offset and size
+    fit the least size the dim can have (`dim_facts`: `x[:, 0]` of `T >= 1`)."""
     source = op.source.type.get_shape()  # pyright: ignore[reportAttributeAccessIssue]
     dims = slice_dims(op) or []
-    return [d for d, s in enumerate(dims) if source[d] < 0 and not s.whole
-            and (isinstance(s.offset, SSAValue) or isinstance(s.size, SSAValue))]  # fmt: skip
+    checked = []
+    for d, s in enumerate(dims):
+        if source[d] >= 0 or s.whole:
+            continue
+        if isinstance(s.offset, int) and isinstance(s.size, int):
+            facts = dim_facts(op.source, d)
+            if facts is not None and s.offset >= 0 and s.offset + (s.size - 1) * s.stride < facts.lo:
+                continue
+        checked.append(d)
+    return checked
 
 
 SLICE_CHECK = "slices a dim outside its source at this call's sizes"
