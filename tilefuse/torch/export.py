@@ -304,13 +304,19 @@ def _export_dynamic(module: nn.Module, state: list[tuple[str, bool]], in_spec: A
     try:
         with fake_tensor_errors_quiet():
             generalised, ranges = generalised_program(found, instance, len(args))
-    except ExportError:  # (sizes torch's trace left apart that the module needs equal?)
-        with torch_deprecations_quiet():
-            merged = unified(wrapper, (*args, *tensors), len(args), found)
+    except CompileError as first:  # (sizes torch's trace left apart that the module needs equal?)
+        try:
+            with torch_deprecations_quiet():
+                merged = unified(wrapper, (*args, *tensors), len(args), found)
+        except Exception:  # (torch refuses them as one: the first error says more)
+            merged = None
         if merged is None:
             raise
-        found = merged
         programs.clear()
-        generalised, ranges = generalised_program(found, instance, len(args))
+        found = merged  # (what `instance` resizes by)
+        try:
+            generalised, ranges = generalised_program(found, instance, len(args))
+        except CompileError:
+            raise first from None
     return Exported(module, state, in_spec, leaves, programs[0].call_spec.out_spec,
                     module_text(generalised), programs[0].graph, ranges)  # fmt: skip
