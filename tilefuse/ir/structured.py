@@ -536,30 +536,20 @@ def slice_dims(op: tensor.ExtractSliceOp) -> list[SliceDim] | None:
     return dims
 
 
-HOST_SIZE_ARITH = {arith.AddiOp: "+", arith.SubiOp: "-", arith.MuliOp: "*", arith.DivUIOp: "//"}
-"""Size arithmetic the host computes on Python ints (a dynamic program's sizes)."""
+SIZE_ARITH = {arith.AddiOp: "+", arith.SubiOp: "-", arith.MuliOp: "*", arith.DivUIOp: "//"}
+"""Index arithmetic on sizes, as the host (Python ints) and a kernel's entry (its size
+parameters) compute it: the operator each prints."""
 
 
 def host_index(v: SSAValue) -> bool:
     """Can the host compute index value `v` before any kernel runs: a constant, a
-    `tensor.dim` (constant index) of a function argument, `HOST_SIZE_ARITH` of such?"""
+    `tensor.dim` (constant index) of a function argument, `SIZE_ARITH` of such?"""
     op = v.owner
     if isinstance(op, arith.ConstantOp):
         return True
     if isinstance(op, tensor.DimOp):
         return isinstance(op.index.owner, arith.ConstantOp) and isinstance(op.source, BlockArgument)
-    return type(op) in HOST_SIZE_ARITH and all(host_index(o) for o in op.operands)  # pyright: ignore
-
-
-def slice_whole_dims(op: tensor.ExtractSliceOp) -> set[int] | None:
-    """The dims a slice with dynamic sizes keeps whole (`SliceDim.whole`); None if it
-    has a dynamic offset or stride, or a dynamic size not a whole dim. A static slice
-    keeps no dim whole this way: the empty set."""
-    dims = slice_dims(op)
-    if dims is None or any(isinstance(s.offset, SSAValue) or (isinstance(s.size, SSAValue) and not s.whole)
-                           for s in dims):  # fmt: skip
-        return None
-    return {d for d, s in enumerate(dims) if s.whole}
+    return type(op) in SIZE_ARITH and all(host_index(o) for o in op.operands)  # pyright: ignore
 
 
 def _same_size(size: SSAValue, value: SSAValue, axis: int) -> bool:

@@ -45,7 +45,7 @@ Runs after `fusion-groups`. For every group:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -105,6 +105,7 @@ from tilefuse.ir.diagnostics import CompileError, op_location, warn
 from tilefuse.ir.dynamic import PLANNING_SIZE_ATTR, planning_size, smallest_size
 from tilefuse.ir.structured import (
     IDENTITY,
+    SIZE_ARITH,
     arg_reduction,
     combiner_at,
     constant_of,
@@ -495,32 +496,30 @@ class TileProgramBuilder:
                         found.append((v, axis))
         return found
 
-    def _made_sources(self, dim: int) -> list[tuple[SSAValue, int]]:
-        """For a dynamic `dim` no input is read along (a broadcast into rows of a run-time
-        count): the group input and axis an output's init was sized from
-        (`tensor.empty(%n)`, `%n = tensor.dim %x`), if any."""
+    def _output_sizes(self, dim: int) -> Iterator[SSAValue | tuple[SSAValue, int]]:
+        """What each output's init along dynamic shared `dim` was sized from
+        (`resolved_size`: a tensor's axis, or a size value)."""
         for n in self.graph.nodes:
             for i, v in enumerate(n.s.outputs, start=len(n.s.inputs)):
                 for axis, loop in enumerate(n.s.operand_dims(i)):
                     if self.dims.of[(n.index, loop)] == dim and shape_of(v)[axis] < 0:
-                        at = resolved_size(v, axis)
-                        if isinstance(at, tuple) and at[0] in self.args:
-                            return [at]
-        return []
+                        yield resolved_size(v, axis)
+
+    def _made_sources(self, dim: int) -> list[tuple[SSAValue, int]]:
+        """For a dynamic `dim` no input is read along (a broadcast into rows of a run-time
+        count): the group input and axis an output's init was sized from
+        (`tensor.empty(%n)`, `%n = tensor.dim %x`), if any."""
+        found = next((at for at in self._output_sizes(dim) if isinstance(at, tuple) and at[0] in self.args), None)
+        return [found] if found is not None else []
 
     def _computed_extent(self, dim: int, block: Block) -> SSAValue | None:
         """For a dynamic `dim` sized by arithmetic on the inputs' sizes and nothing
         reads along (a broadcast into a strided convolution's `(H + 1) // 2` output
         rows): that arithmetic, cloned into the entry `block` (each `tensor.dim` the
         kernel's size parameter); None if an output's size is not such."""
-        for n in self.graph.nodes:
-            for i, v in enumerate(n.s.outputs, start=len(n.s.inputs)):
-                for axis, loop in enumerate(n.s.operand_dims(i)):
-                    if self.dims.of[(n.index, loop)] != dim or shape_of(v)[axis] >= 0:
-                        continue
-                    at = resolved_size(v, axis)
-                    if not isinstance(at, tuple) and (made := self._clone_size(at, block)) is not None:
-                        return made
+        for at in self._output_sizes(dim):
+            if not isinstance(at, tuple) and (made := self._clone_size(at, block)) is not None:
+                return made
         return None
 
     def _clone_size(self, v: SSAValue, block: Block) -> SSAValue | None:
@@ -531,7 +530,7 @@ class TileProgramBuilder:
             clone = op.clone()
         elif isinstance(op, tensor.DimOp) and op.source in self.args and isinstance(op.index.owner, arith.ConstantOp):
             clone = tensor.DimOp(self.args[op.source], self._index(_Scope(block, {}), op.index.owner.value.value.data))  # pyright: ignore
-        elif isinstance(op, arith.AddiOp | arith.SubiOp | arith.MuliOp | arith.DivUIOp):
+        elif type(op) in SIZE_ARITH:
             operands = [self._clone_size(o, block) for o in op.operands]
             if any(o is None for o in operands):
                 return None

@@ -148,9 +148,16 @@ def symbols(wrapper: torch.nn.Module, args: tuple[Any, ...], n_state: int,
         if lo > hi:
             raise CompileError(f"dims {dims} are one size with empty range {lo}:{hi}")
         found.append(SizeSymbol(f"s{k}", lo, hi, tuple(dims)))
-    named = {d: torch.export.Dim(s.name, min=s.lo, max=s.hi) for s in found for d in s.dims}
-    _export(wrapper, args, _dynamic_shapes(n_state, tensors, lambda i, d: named.get((i, d))))
+    _check_ranges(wrapper, args, n_state, found)
     return found
+
+
+def _check_ranges(wrapper: torch.nn.Module, args: tuple[Any, ...], n_state: int,
+                  found: Sequence[SizeSymbol]) -> None:  # fmt: skip
+    """`torch.export` over the symbols' ranges: torch's own error if the module's code
+    specialises a size in range."""
+    named = {d: torch.export.Dim(s.name, min=s.lo, max=s.hi) for s in found for d in s.dims}
+    _export(wrapper, args, _dynamic_shapes(n_state, args[n_state:], lambda i, d: named.get((i, d))))
 
 
 def unified(wrapper: torch.nn.Module, args: tuple[Any, ...], n_state: int,
@@ -173,8 +180,7 @@ def unified(wrapper: torch.nn.Module, args: tuple[Any, ...], n_state: int,
               for k, group in enumerate(by_size.values())]  # fmt: skip
     if any(s.lo > s.hi for s in merged):
         return None
-    named = {d: torch.export.Dim(s.name, min=s.lo, max=s.hi) for s in merged for d in s.dims}
-    _export(wrapper, args, _dynamic_shapes(n_state, tensors, lambda i, d: named.get((i, d))))
+    _check_ranges(wrapper, args, n_state, merged)
     return merged
 
 

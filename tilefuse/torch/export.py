@@ -216,29 +216,23 @@ def export(fn: nn.Module | Callable[..., Any], example_inputs: tuple[Any, ...],
     # (`_scaled_dot_product_efficient_attention`, `_thnn_fused_lstm_cell`) and
     # torch-mlir cannot lower those; the CPU spelling is the same math in ATen
     # ops. The values are never read: weights and inputs are arguments.
-    # A tensor the module captures (a closure's, a global, a plain attribute: torch
-    # lifts it as a constant) stays where it is: on the GPU it meets CPU stand-ins
-    # and torch refuses to mix devices; then the stand-ins are made on the inputs'
-    # own devices (CUDA-only decompositions are then refused by torch-mlir, located).
+    args = [_on_cpu(state_tensor(module, n, p).detach()) for n, p in state]
+    tensors = [_on_cpu(x) for x in flat if isinstance(x, torch.Tensor)]
     marked = marked_dims([x for x in flat if isinstance(x, torch.Tensor)])
-    for place in (_on_cpu, _stand_in):
-        args = [place(state_tensor(module, n, p).detach()) for n, p in state]
-        tensors = [place(x) for x in flat if isinstance(x, torch.Tensor)]
-        try:
-            if marked:
-                return _export_dynamic(module, state, in_spec, leaves, wrapper, args, tensors, marked, name)
-            program, mlir = _export_static(wrapper, (*args, *tensors), name)
-            return Exported(module, state, in_spec, leaves, program.call_spec.out_spec, mlir,
-                            program.graph)  # fmt: skip
-        except ExportError as e:
-            if place is _stand_in or "two different devices" not in str(e):
-                raise
-    raise AssertionError("unreachable")
-
-
-def _stand_in(x: torch.Tensor) -> torch.Tensor:
-    """Zeros of `x`'s shape, dtype, strides and device."""
-    return torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device=x.device).zero_()
+    try:
+        if marked:
+            return _export_dynamic(module, state, in_spec, leaves, wrapper, args, tensors, marked, name)
+        program, mlir = _export_static(wrapper, (*args, *tensors), name)
+    except ExportError as e:
+        # A tensor the module captures (a closure's, a global, a plain attribute: torch
+        # lifts it as a constant) stays on its device and meets the CPU stand-ins.
+        if "two different devices" not in str(e):
+            raise
+        raise ExportError(f"{name} reads a tensor on the GPU that is neither an argument nor a "
+                          "parameter or buffer (a closure's, a global, a plain attribute): "
+                          "register it as a buffer or pass it as an argument") from e
+    return Exported(module, state, in_spec, leaves, program.call_spec.out_spec, mlir,
+                    program.graph)  # fmt: skip
 
 
 def _export_static(wrapper: nn.Module, args: tuple[Any, ...], name: str) -> tuple[Any, Any]:

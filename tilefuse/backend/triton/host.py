@@ -48,7 +48,7 @@ from tilefuse.backend.triton.signature import (
 )
 from tilefuse.ir.constants import constant_array, is_splat, stored_elements
 from tilefuse.ir.diagnostics import CompileError, op_location
-from tilefuse.ir.structured import HOST_SIZE_ARITH, SliceDim, slice_dims
+from tilefuse.ir.structured import SIZE_ARITH, SliceDim, slice_dims
 from tilefuse.ir.tilefuse import (
     LAYOUT_ATTR,
     SAME_SIZES,
@@ -129,16 +129,17 @@ class HostPrinter:
                  checks: dict[tuple[str, str | None], int] | None = None):  # fmt: skip
         self.f = f
         self.checks = {n: key for key, n in (checks or {}).items()}
-        self.kernel_checks = bool(self.checks)
         """The kernels' runtime checks by number: (message, location); and the host's
         (`slice_checks`, numbered after the kernels')."""
-        self.slice_checks: dict[tuple[Operation, int], int] = {}
+        self.kernel_checks = bool(self.checks)
+        self.slice_checks: dict[Operation, list[tuple[int, int]]] = {}
+        """Per host slice, the dims the host checks at each call and their numbers."""
         for op in f.body.block.ops:
             if isinstance(op, tensor.ExtractSliceOp):
                 for d in slice_checks(op):
                     number = max(self.checks, default=0) + 1
                     self.checks[number] = (SLICE_CHECK, op_location(op))
-                    self.slice_checks[(op, d)] = number
+                    self.slice_checks.setdefault(op, []).append((d, number))
         self.launches = {g: (grids, stacked, sig) for g, grids, stacked, sig in launches}
         self.by_name = {g.sym_name.data: g for g in self.launches}
         self.tma_checked: set[SSAValue] = set()
@@ -204,9 +205,8 @@ class HostPrinter:
             lines += ["    failed = int(checks.item())",
                       "    if failed:",
                       "        raise check_error(*CHECKS[failed])"]  # fmt: skip
-        if isinstance(op, tensor.ExtractSliceOp):
-            for d in slice_checks(op):
-                lines += _slice_check(op, d, self.slice_checks[(op, d)], names, size)
+        for d, number in self.slice_checks.get(op, []):
+            lines += _slice_check(op, d, number, names, size)  # pyright: ignore[reportArgumentType]
         lines += _host_op(op, names, size)
         if not isinstance(op, func.ReturnOp):
             lines += size.defined(op)
@@ -413,9 +413,9 @@ def _host_size(v: SSAValue, outer: dict, read, at: Operation) -> str:
         return read(source, op.index.owner.value.value.data)  # type: ignore[union-attr]
     if isinstance(op, arith.ConstantOp) and isinstance(op.result.type, IndexType):
         return str(op.value.value.data)  # type: ignore[union-attr]
-    if type(op) in HOST_SIZE_ARITH:  # (a strided window's rows: `(H + 1) // 2`)
+    if type(op) in SIZE_ARITH:  # (a strided window's rows: `(H + 1) // 2`)
         a, b = (_host_size(o, outer, read, at) for o in op.operands)  # type: ignore[union-attr]
-        return f"({a} {HOST_SIZE_ARITH[type(op)]} {b})"
+        return f"({a} {SIZE_ARITH[type(op)]} {b})"
     raise CompileError.at(at, "has a dynamic size the host cannot compute (only tensor.dim "
                           "of a tensor with a constant index, constants and their arithmetic)")  # fmt: skip
 
@@ -589,7 +589,7 @@ def _host_index(op: Operation, names, read) -> str:
     if isinstance(op, arith.ConstantOp):
         return str(op.value.value.data)  # pyright: ignore[reportAttributeAccessIssue]
     a, b = (names(v) for v in op.operands)
-    return f"{a} {HOST_SIZE_ARITH[type(op)]} {b}"
+    return f"{a} {SIZE_ARITH[type(op)]} {b}"
 
 
 def _reshape_sizes(op: tensor.ExpandShapeOp | tensor.CollapseShapeOp, names) -> str:
@@ -618,7 +618,7 @@ def _host_op(op: Operation, names, read) -> list[str]:
         return [] if _is_table_constant(op) else [f"    {names(op.result)} = {_host_splat(op)}"]
     if isinstance(op, tensor.ExpandShapeOp | tensor.CollapseShapeOp):
         return [f"    {names(op.result)} = {names(op.src)}.reshape({_reshape_sizes(op, names)})"]
-    if isinstance(op, (tensor.DimOp, arith.ConstantOp, *HOST_SIZE_ARITH)) and \
+    if isinstance(op, (tensor.DimOp, arith.ConstantOp, *SIZE_ARITH)) and \
             isinstance(op.results[0].type, IndexType):  # fmt: skip
         return [f"    {names(op.results[0])} = {_host_index(op, names, read)}"]
     if isinstance(op, tensor.ExtractSliceOp):

@@ -54,7 +54,7 @@ from tilefuse.backend.triton.signature import (
 )
 from tilefuse.ir.diagnostics import CompileError, op_location
 from tilefuse.ir.dtypes import dtype_bytes
-from tilefuse.ir.structured import as_structured, element_type
+from tilefuse.ir.structured import SIZE_ARITH, as_structured, element_type
 from tilefuse.ir.tilefuse import (
     GRID,
     IN_BOUNDS_AXES,
@@ -66,10 +66,6 @@ from tilefuse.ir.tilefuse import (
     grid_inputs,
     same_tile_program,
 )
-
-ENTRY_SIZE_ARITH = {arith.AddiOp: "+", arith.SubiOp: "-", arith.MuliOp: "*", arith.DivUIOp: "//"}
-"""Index arithmetic of a group's entry on its sizes (an extent computed from them), as
-the host computes it too (`host.HostPrinter._launch` puts its size expressions in)."""
 
 SCALAR_OPS = (arith.CmpiOp, arith.SelectOp, *CONVERSIONS)
 """Scalar ops of a tile program besides those of the BINARY and UNARY tables (the
@@ -244,10 +240,10 @@ class KernelPrinter(Emitter):
                 self.expr[op.result] = str(n)
             elif isinstance(op, arith.ConstantOp) and isinstance(op.result.type, IndexType):
                 self.expr[op.result] = str(op.value.value.data)  # pyright: ignore[reportAttributeAccessIssue]
-            elif type(op) in ENTRY_SIZE_ARITH and all(o in self.expr for o in op.operands):
+            elif type(op) in SIZE_ARITH and all(o in self.expr for o in op.operands):
                 # (an extent computed from sizes: `tile_and_fuse._computed_extent`)
                 a, b = (self.expr[o] for o in op.operands)
-                self.expr[op.results[0]] = f"({a} {ENTRY_SIZE_ARITH[type(op)]} {b})"
+                self.expr[op.results[0]] = f"({a} {SIZE_ARITH[type(op)]} {b})"
         self.hints: dict[LoadOp, str] = {}
         self.uses_dot_constexprs = False
         self.loop_stack: list[Sequence[SSAValue]] = []
