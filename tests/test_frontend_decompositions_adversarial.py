@@ -414,8 +414,6 @@ def test_cumsum_of_position_ids_then_an_embedding_gather():
     matches64(fn, torch.tensor([[0, 5, 6, 7, 2, 1, 1, 1]]).to(DEVICE))
 
 
-@pytest.mark.xfail(strict=True, reason="a uint8 input compiles, then the call is refused: 'argument 0 "
-                   "of @Fn must be a torch.int8 tensor of shape [2, 40], not torch.uint8'")  # fmt: skip
 def test_cumsum_of_uint8():
     matches_exactly(Fn(lambda x: torch.cumsum(x, 1)), ints(2, 40, lo=0, hi=255, dtype=torch.uint8))
 
@@ -608,8 +606,6 @@ def test_index_copy_of_a_count_not_a_power_of_two(name):
     matches_exactly(_ic(dim), *(t.to(DEVICE) for t in make()))
 
 
-@pytest.mark.xfail(strict=True, reason="a 0-d index (torch accepts one): decompose.index_copy returns "
-                   "NotImplemented and torch-mlir refuses aten.index_copy")  # fmt: skip
 def test_index_copy_with_a_0d_index():
     matches_exactly(Fn(lambda c, k, p: c.index_copy(0, p, k)), randn(7), randn(1, seed=1), torch.tensor(3).to(DEVICE))
 

@@ -34,6 +34,7 @@ from torch._guards import detect_fake_mode
 from torch.fx import GraphModule, Node
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.fx.node import map_aggregate
+from torch.utils import _pytree as pytree
 from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 
 aten = torch.ops.aten
@@ -120,22 +121,22 @@ def _val(arg: Any) -> Any:
 def traced(args: tuple[Any, ...], kwargs: dict[str, Any],
            fn: Callable[..., Any]) -> tuple[GraphModule, list[Node]] | None:  # fmt: skip
     """The ATen graph of `fn(*args, **kwargs)` on the fake values of the nodes among
-    `args` (in their fake mode, with torch-mlir's decompositions), its placeholders
-    those nodes in order, and the nodes; None where a node has no fake value or is a
-    tensor keyword."""
-    values = [_val(a) for a in args]
-    kwargs = {k: _val(v) for k, v in kwargs.items()}
-    tensors = [i for i, v in enumerate(values) if isinstance(v, torch.Tensor)]
-    nodes = [a for a in args if isinstance(a, Node)]
-    if any(isinstance(v, Node) for v in kwargs.values()) or any(_val(a) is None for a in nodes) or \
-            [args[i] for i in tensors] != nodes:  # fmt: skip
-        return None
+    `args` and `kwargs` (anywhere in them: a list of tensors too; in their fake mode,
+    with torch-mlir's decompositions), its placeholders those nodes in order, and the
+    nodes; None where a node's value is not a fake tensor or a tensor is not a node's."""
+    leaves, spec = pytree.tree_flatten((args, kwargs))
+    nodes = [a for a in leaves if isinstance(a, Node)]
+    values = [_val(a) for a in leaves]
+    if any(isinstance(v, torch.Tensor) != isinstance(a, Node) for a, v in zip(leaves, values, strict=True)):
+        return None  # (a node without a fake tensor: a symbolic size; a constant tensor)
+    tensors = [i for i, a in enumerate(leaves) if isinstance(a, Node)]
 
     def call(*ts: torch.Tensor) -> Any:
         inputs = list(values)
         for i, t in zip(tensors, ts, strict=True):
             inputs[i] = t
-        return fn(*inputs, **kwargs)
+        call_args, call_kwargs = pytree.tree_unflatten(inputs, spec)
+        return fn(*call_args, **call_kwargs)
 
     fakes = [values[i] for i in tensors]
     fake_mode = detect_fake_mode(fakes)

@@ -4,8 +4,8 @@
 Registered with torch by the `torch_dynamo_backends` entry point (pyproject.toml).
 Each graph dynamo captures goes through aot_autograd with torch-mlir's
 decompositions (core ATen and the few torch-mlir adds), so the forward graph is
-ATen; a copy of it without devices, CUDA-only fused ops or complex values (`complex_pairs.for_import`:
-the graph traced on CUDA tensors compiles as the CPU one does),
+ATen; a copy of it without devices, CUDA-only fused ops, complex values or arithmetic on
+unsigned tensors (`for_import`: the graph traced on CUDA tensors compiles as the CPU one does),
 `torch_mlir.fx.stateless_fx_import` lowers to linalg on tensors and
 `tilefuse.runtime.compile` makes it kernels. Parameters are graph inputs, so
 weight updates need no recompile.
@@ -50,8 +50,9 @@ from tilefuse.ir.diagnostics import ArgumentError, CompileError
 from tilefuse.ir.log import channel
 from tilefuse.ir.resources import module_text
 from tilefuse.runtime import CompiledProgram, gpu_available
+from tilefuse.torch import complex_pairs
 from tilefuse.torch.attention import rewrite_graph
-from tilefuse.torch.complex_pairs import for_import, pair_inputs, unpair_outputs
+from tilefuse.torch.complex_pairs import pair_inputs, unpair_outputs
 from tilefuse.torch.decompose import TABLE as DECOMPOSED
 from tilefuse.torch.dynamic import (
     concrete,
@@ -67,6 +68,7 @@ from tilefuse.torch.mlir import (
     compile_mlir,
     import_refusal,
 )
+from tilefuse.torch.unsigned import UnsignedIO, widen_unsigned
 
 log = channel("fallback")
 
@@ -177,6 +179,16 @@ def unsupported(gm: torch.fx.GraphModule, inputs: list[Any]) -> Refusal | None:
     return None
 
 
+def for_import(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """A copy of `gm` as torch-mlir imports it: without devices or CUDA-only fused ops
+    (`aten_graph`), complex values as pairs (`complex_pairs`), ops on unsigned
+    tensors widened (`unsigned`)."""
+    graph = complex_pairs.for_import(gm)
+    if widen_unsigned(graph.graph):
+        graph.recompile()
+    return graph
+
+
 def _compile(gm: torch.fx.GraphModule, name: str, target: str) -> CompiledProgram | Refusal:
     STATS.compiles += 1
     diagnostics = TorchMlirDiagnostics()
@@ -283,6 +295,17 @@ def _launcher(program: CompiledProgram | Dynamic, gm: torch.fx.GraphModule,
     return run
 
 
+def _signed_views(run: Callable[..., Any], unsigned: UnsignedIO) -> Callable[..., Any]:
+    """`run` taking and returning unsigned tensors, the program their signed views
+    (`unsigned.UnsignedIO`; dynamo's guards keep the dtypes as compiled)."""
+
+    def run_signed(*args: Any) -> list[torch.Tensor]:
+        return unsigned.results(run(*unsigned.arguments(args, "", check=False)))
+
+    run_signed.program = run.program  # type: ignore[attr-defined]
+    return run_signed
+
+
 def _output_values(gm: torch.fx.GraphModule) -> list[Any]:
     """The fake values of `gm`'s outputs (None where one has none)."""
     out = gm.graph.output_node().args[0]
@@ -311,7 +334,10 @@ def forward_compiler(target: str) -> Callable[..., Any]:
             return make_boxed_func(gm)
         paired = any(isinstance(x, torch.Tensor) and x.is_complex() for x in inputs)
         outputs = [i for i, v in enumerate(_output_values(gm)) if isinstance(v, torch.Tensor) and v.is_complex()]
-        return make_boxed_func(_scalars_moved(_launcher(cached, gm, paired, outputs), inputs))
+        run = _launcher(cached, gm, paired, outputs)
+        if unsigned := UnsignedIO.of(gm.graph):
+            run = _signed_views(run, unsigned)
+        return make_boxed_func(_scalars_moved(run, inputs))
 
     return compile_forward
 

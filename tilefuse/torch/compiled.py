@@ -128,8 +128,13 @@ class CompiledModule:
         if self.complex_state:
             state = pair_inputs(state)
         program = self._program(state)
+        args = [*state, *tensors]
+        if ex.unsigned:  # (as their signed views, the dtypes checked)
+            args = ex.unsigned.arguments(args, self.name)
         with torch.no_grad():
-            outs = program(*state, *tensors)
+            outs = program(*args)
+        if ex.unsigned:
+            outs = ex.unsigned.results(outs)
         # (a returned parameter, undetached above, is handed back as data)
         outs = [o.detach() if isinstance(o, torch.Tensor) and o.requires_grad else o for o in outs]
         return pytree.tree_unflatten(outs, ex.out_spec)

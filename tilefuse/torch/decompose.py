@@ -6,7 +6,8 @@ torch-mlir lowers `aten.cumsum` to `tm_tensor.scan`, `aten.topk` to
 dialect: RoBERTa's position ids (`cumsum(input_ids != pad, dim=1) * mask + pad`),
 Mixtral's router (`topk(softmax(gate(x)), 2)`) and Hugging Face's static KV cache
 (`k_cache.index_copy(2, cache_position, k)`) were refused. `TABLE` holds their decompositions, for
-torch.export's and aot_autograd's tables.
+torch.export's and aot_autograd's tables (and those of `x | 1` and `x ^ 1`, whose scalar
+forms torch-mlir does not lower).
 
 **cumsum.** A prefix sum along a dim of `n` elements is a reduction with a mask:
 
@@ -109,9 +110,12 @@ def topk(x: torch.Tensor, k: int, dim: int = -1, largest: bool = True,
 def index_copy(x: torch.Tensor, dim: int, index: torch.Tensor, source: torch.Tensor) -> Any:
     """`x.index_copy(dim, index, source)` as a select between `x` and a gather of
     `source` (the module docstring)."""
-    if x.dim() == 0 or index.dim() != 1:
+    if x.dim() == 0 or index.dim() > 1:
         return NotImplemented
     dim = dim % x.dim()
+    if index.dim() == 0:  # (one position: its source row may come without the dim)
+        index = index.reshape(1)
+        source = source.unsqueeze(dim) if source.dim() < x.dim() else source
     # (torch requires one source row an index: said, so that a dynamic count and the
     # source's rows are one size to torch.export, not two it traces apart)
     torch._check(index.size(0) == source.size(dim))
@@ -129,6 +133,19 @@ def index_copy(x: torch.Tensor, dim: int, index: torch.Tensor, source: torch.Ten
     return torch.where(hit.view(shape), gathered, x)
 
 
+def bitwise_scalar(op: Any) -> Any:
+    """`op.Scalar` as `op.Tensor` of the scalar as a 0-d tensor (`x | 1`: torch-mlir
+    lowers the tensor form only)."""
+
+    def with_tensor(x: torch.Tensor, other: Any) -> Any:
+        dtype = torch.result_type(x, other)  # (`bool ^ 3` is int64)
+        return op.Tensor(x, torch.scalar_tensor(other, dtype=dtype, device=x.device))
+
+    return with_tensor
+
+
 TABLE = {aten.cumsum.default: cumsum, aten.topk.default: topk,
-         aten.index_copy.default: index_copy}  # fmt: skip
+         aten.index_copy.default: index_copy,
+         aten.bitwise_or.Scalar: bitwise_scalar(aten.bitwise_or),
+         aten.bitwise_xor.Scalar: bitwise_scalar(aten.bitwise_xor)}  # fmt: skip
 """The decompositions of this module, for torch.export's and aot_autograd's tables."""

@@ -18,7 +18,7 @@ import contextlib
 import logging
 import warnings
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -46,6 +46,7 @@ from tilefuse.torch.dynamic import (
     unified,
 )
 from tilefuse.torch.mlir import TorchMlirDiagnostics, import_refusal
+from tilefuse.torch.unsigned import UnsignedIO, widen_unsigned
 
 
 class ExportError(CompileError):
@@ -155,6 +156,8 @@ class Exported:
     """The exported FX graph (its nodes name the torch ops)."""
     dim_ranges: dict[str, DimRange] | None = None
     """The dynamic dims' ranges; then `mlir` is the text of the dynamic program."""
+    unsigned: UnsignedIO = field(default_factory=UnsignedIO)
+    """The unsigned tensors among the program's arguments (state, then inputs) and results."""
 
 
 def as_module(fn: nn.Module | Callable[..., Any]) -> nn.Module:
@@ -232,7 +235,7 @@ def export(fn: nn.Module | Callable[..., Any], example_inputs: tuple[Any, ...],
                           "parameter or buffer (a closure's, a global, a plain attribute): "
                           "register it as a buffer or pass it as an argument") from e
     return Exported(module, state, in_spec, leaves, program.call_spec.out_spec, mlir,
-                    program.graph)  # fmt: skip
+                    program.graph, unsigned=UnsignedIO.of(program.graph))  # fmt: skip
 
 
 def _export_static(wrapper: nn.Module, args: tuple[Any, ...], name: str) -> tuple[Any, Any]:
@@ -244,6 +247,8 @@ def _export_static(wrapper: nn.Module, args: tuple[Any, ...], name: str) -> tupl
             program = program.run_decompositions(decompositions({**get_decomposition_table(), **DECOMPOSED}))
     except Exception as e:
         raise ExportError(f"torch.export cannot trace {name}: {_first_line(e)}") from e
+    if widen_unsigned(program.graph):  # (a located CompileError where it cannot)
+        program.graph_module.recompile()
     if real_pairs(program.graph):  # (a complex constant: its pair, as its placeholder's)
         program.graph_module.recompile()
         for c, t in list(program.constants.items()):
@@ -313,4 +318,5 @@ def _export_dynamic(module: nn.Module, state: list[tuple[str, bool]], in_spec: A
         except CompileError:
             raise first from None
     return Exported(module, state, in_spec, leaves, programs[0].call_spec.out_spec,
-                    module_text(generalised), programs[0].graph, ranges)  # fmt: skip
+                    module_text(generalised), programs[0].graph, ranges,
+                    UnsignedIO.of(programs[0].graph))  # fmt: skip
