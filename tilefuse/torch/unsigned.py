@@ -8,8 +8,9 @@ its conversions right (`arith.extui`, `arith.uitofp`), but not its arithmetic: `
 
 ATen computes an op on `uint8` values as on the integers they stand for, the result
 reduced modulo 256 where it is `uint8` again (`x * 3`, `-x`, `x << 1` wrap), an
-integer operand of a pointwise op whose common dtype is `uint8` read as a `uint8`
-first (`x == 300` compares with 44, `x + 300` adds 44). So does the op on the values
+integer operand of a pointwise op that returns `uint8` or compares in it read as a
+`uint8` first (`x == 300` compares with 44, `x + 300` adds 44; `x / 300`, whose common
+dtype is float, divides by 300). So does the op on the values
 widened to `int32`, those operands reduced modulo 256, followed by a conversion back
 to `uint8` (a truncation: modulo 2^32 and then 2^8 is modulo 2^8); a comparison, a
 division, a maximum, a sum (`int64` in ATen either way) or a conversion to float
@@ -89,11 +90,15 @@ def _widened(target: Any, results: list[torch.dtype | None]) -> Any:
     """`target` on its unsigned arguments widened (`WIDER`), a pointwise op's integer
     operands first read in the unsigned dtype (`_wrapped`), each result converted back
     to its dtype."""
-    pointwise = torch.Tag.pointwise in getattr(target, "tags", ())
+    # ATen casts a pointwise op's operands to its common dtype: the unsigned one where
+    # the op returns it or compares in it (`x % 300`, `x == 300`), not where it promotes
+    # integers to float (`x / 300` divides by 300)
+    wraps = torch.Tag.pointwise in getattr(target, "tags", ()) and \
+        (results[0] in SIGNED or results[0] == torch.bool)  # fmt: skip
 
     def widened(*args: Any, **kwargs: Any) -> Any:
         unsigned = next((a for a in pytree.tree_leaves((args, kwargs)) if _unsigned(a)), None)
-        if pointwise and unsigned is not None:
+        if wraps and unsigned is not None:
             args, kwargs = pytree.tree_map(lambda a: _wrapped(a, unsigned), (args, kwargs))
         args, kwargs = pytree.tree_map(lambda a: a.to(WIDER[a.dtype]) if _unsigned(a) else a,
                                        (args, kwargs))  # fmt: skip

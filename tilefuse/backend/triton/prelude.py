@@ -239,6 +239,9 @@ def _atan(x):
 # (+-0, +-0), infinities, the sign of zero (1 / x < 0 tells -0.0 from 0.0).
 @triton.jit
 def _atan2(y, x):
+    # (one shape for both: the interpreter cannot combine 0-d and n-d booleans)
+    x = tl.where(y == y, x, x)
+    y = tl.where(x == x, y, y)
     ax = tl.abs(x)
     ay = tl.abs(y)
     t = _atan(ay / ax)
