@@ -17,7 +17,9 @@ from torch import nn
 
 import tilefuse.torch as tt
 from tests.device import DEVICE
-from tests.eager import rel_error
+from tests.eager import Fn, rel_error
+from tilefuse.frontend.program import load_program
+from tilefuse.report import analyze_program, format_report
 from tilefuse.torch import attention, backend
 
 BF16_STEP = 2.0**-8
@@ -149,8 +151,12 @@ def test_a_causal_sdpa_of_one_query_and_one_key_compiles():
 
 
 def test_f32_sdpa_stays_an_f32_attention():
+    """ATen's math scales Q and K each by sqrt(scale) before their product: both
+    scales move onto the scores (`hoist-operand-scale`), one kernel (were two more,
+    writing the scaled Q and K)."""
     q, k, v = inputs(lq=64, lk=64, d=32, dtype=torch.float32)
     compiled = tt.compile(Causal(), q, k, v)
+    assert len(compiled.kernels) == 1, compiled.kernels
     assert "flash-attention" in compiled.source
     assert 'DOT_PRECISION="ieee"' in compiled.source
     want = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=True)
@@ -184,3 +190,47 @@ def test_f32_sdpa_with_a_boolean_mask_masks():
     got = compiled(*(t.to(DEVICE) for t in (q, k, v, mask))).cpu()
     want = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), attn_mask=mask)
     assert rel_error(got.double(), want.nan_to_num(0.0)) <= 1e-5
+
+
+SCALED_FACTORS = {
+    # Hugging Face's eager attention: the scale on Q (or K) after the upcast
+    "scale_on_q": lambda q, k, v: torch.softmax((q.float() * 32**-0.5) @ k.float().transpose(-1, -2), -1).to(q.dtype) @ v,
+    "division_on_k": lambda q, k, v: torch.softmax(q.float() @ (k.float().transpose(-1, -2) / math.sqrt(32)), -1).to(q.dtype) @ v,
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(SCALED_FACTORS))
+def test_a_scaled_factor_keeps_one_attention_kernel_of_bf16_dots(name):
+    """A bf16 factor widened and scaled is no product of two bf16 values until the
+    scale moves onto the scores (`hoist-operand-scale`): then one flash-attention
+    kernel of bf16 dots (were two kernels, the scaled factor written in f32 and the
+    scores an IEEE-f32 dot)."""
+    fn = SCALED_FACTORS[name]
+    q, k, v = inputs(lq=64, lk=64, d=32)
+    compiled = tt.compile(Fn(fn), q, k, v)
+    assert len(compiled.kernels) == 1, compiled.kernels
+    assert "flash-attention" in compiled.source
+    assert "DOT_DTYPE=tl.float32" not in compiled.source
+    want = rounded_p_reference(q, k, v)
+    got = compiled(q.to(DEVICE), k.to(DEVICE), v.to(DEVICE)).cpu()
+    assert rel_error(got.double(), want) <= 2 * BF16_STEP
+
+
+def test_dynamic_f32_sdpa_is_one_kernel_and_reported_so():
+    """Over a dynamic sequence length the scaled Q and K are also read by size reads
+    (`tensor.dim`), which do not keep the scales; the report prices the program as
+    fusion-groups sees it (after resolve-dims: it listed the mask's and the inits'
+    fills, read only by size reads, as five more kernels of 103 GB at the range end)."""
+    q, k, v = inputs(lq=37, lk=37, d=16, dtype=torch.float32)
+    for x in (q, k, v):
+        torch._dynamo.mark_dynamic(x, 2)
+    compiled = tt.compile(Causal(), q, k, v)
+    assert len(compiled.kernels) == 1, compiled.kernels
+    program = load_program(compiled.mlir, dim_ranges=compiled.exported.dim_ranges)
+    report = format_report(analyze_program(program, "h200"))
+    assert "-> 1 kernels" in report, report
+    for t in (1, 5, 40):
+        q, k, v = inputs(lq=t, lk=t, d=16, dtype=torch.float32, seed=t)
+        want = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=True)
+        got = compiled(q.to(DEVICE), k.to(DEVICE), v.to(DEVICE)).cpu()
+        assert rel_error(got.double(), want) <= 1e-5, t

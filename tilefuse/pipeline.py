@@ -48,6 +48,7 @@ from tilefuse.passes.fold_transposes import FoldTransposesPass
 from tilefuse.passes.fold_unit_dims import FoldUnitDimsPass
 from tilefuse.passes.fold_windows import FoldWindowsPass
 from tilefuse.passes.fusion_groups import FusionGroupsPass
+from tilefuse.passes.hoist_operand_scale import HoistOperandScalePass
 from tilefuse.passes.horizontal_fusion import HorizontalFusionPass
 from tilefuse.passes.inline_calls import InlineCallsPass
 from tilefuse.passes.linalg_generalize import LinalgGeneralizePass
@@ -110,6 +111,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("fold-transposes", FoldTransposesPass),
     Stage("fold-concats", FoldConcatsPass),
     Stage("propagate-reshapes", PropagateReshapesPass),
+    Stage("hoist-operand-scale", HoistOperandScalePass),
     Stage("fold-operand-extf", FoldOperandExtfPass),
     Stage("fold-windows", FoldWindowsPass),
     Stage("split-reduction", SplitReductionPass, targeted=True),

@@ -96,15 +96,16 @@ def analyze_program(
     module: ModuleOp, target: str, after_each: Callable[[str, ModuleOp], None] | None = None
 ) -> ProgramReport:
     """Price `module`'s entry function unfused and fused on `target` (a name or a
-    JSON file): the pipeline runs to `flash-attention` for the prices and on to
-    `tile-and-fuse` for the tiles, on copies (`after_each` sees every stage)."""
+    JSON file): the pipeline runs to `resolve-dims` (the input of `fusion-groups`) for
+    the prices and on to `tile-and-fuse` for the tiles, on copies (`after_each` sees
+    every stage)."""
     if any(isinstance(op, GroupOp) for op in module.walk()):
         raise CompileError(
             "--report prices the program before fusion-groups, but this one has "
             "tilefuse.group ops already: leave fusion-groups and later stages out of -p"
         )
     gpu = get_target(target)
-    front = run_pipeline(module.clone(), target, until="flash-attention", after_each=after_each)
+    front = run_pipeline(module.clone(), target, until="resolve-dims", after_each=after_each)
     f = entry_function(front)
     graph = build_graph(f)
     plan = plan_fusion(graph, gpu)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, cf, func, tensor
 from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Block, Operation, SSAValue
 
 from tilefuse.ir.structured import REDUCTION, StructuredOp, as_structured, shape_of
@@ -140,11 +141,14 @@ def op_label(node: Node) -> str:
         return "fill"
     if node.kind != REDUCE and gathers(node.s):
         return "gather"
-    names = [
-        op.name.split(".")[-1].removesuffix("f")
-        for op in node.s.payload.ops
-        if op.dialect_name() in ("arith", "math") and not isinstance(op, arith.ConstantOp)
-    ]
+    # (named by the ops on the elements or indices: not a scale's `truncf` of a constant)
+    varying: set[SSAValue] = set(node.s.payload.args)
+    names = []
+    for op in node.s.payload.ops:
+        if isinstance(op, linalg.IndexOp) or any(v in varying for v in op.operands):
+            varying.update(op.results)
+            if op.dialect_name() in ("arith", "math"):
+                names.append(op.name.split(".")[-1].removesuffix("f"))
     if not names:
         return "copy"
     main = names[-1] if node.kind == REDUCE else names[0]
