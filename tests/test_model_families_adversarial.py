@@ -860,10 +860,6 @@ XFAIL: dict[tuple[str, str], str] = {
         "refused: Tensor.scatter lowers to tm_tensor.scatter, not registered",
     ("moe_gathered_index_add", "f32"):
         "refused: index_add_ (aten.index_put with accumulate) lowers to tm_tensor.scatter, not registered",
-    ("token_shift_fpad_minimal", "f32"):
-        "MISCOMPILE: F.pad(x, (0, 0, 1, -1)) returns x unshifted (a tensor.pad of zero net size folded away)",
-    ("rwkv_channel_mix_zeropad_shift", "f32"):
-        "MISCOMPILE: nn.ZeroPad2d((0, 0, 1, -1)) token shift returns x unshifted",
     ("lm_head_50257_topk_logprobs", "f32"):
         "refused: gather by topk indices: fold-asserts' value_range reads a (d0, d1) -> (d0, 0) map",
 }
@@ -903,15 +899,14 @@ def test_model_family_matches_eager(name, dt):
 # -- the findings, reduced ------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="MISCOMPILE: constant_pad_nd with pads summing to 0 per dim "
-                                       "(1, -1) is dropped: the result is the input")  # fmt: skip
-@pytest.mark.parametrize("pad", [(0, 0, 1, -1), (0, 0, -1, 1), (2, -2)])
-def test_zero_net_negative_pad_shifts(pad):
+@pytest.mark.parametrize("pad", [(0, 0, 1, -1), (0, 0, -1, 1), (2, -2), (-1, -1), (0, 0, -2, 0), (1, -2, -1, 3)])
+def test_negative_pads_crop(pad):
     """A pad by +p on one side and -p on the other (a shift: RWKV's token shift) keeps the
-    shape; torch-mlir lowers it to a `tensor.pad` with a negative amount, of the same type
-    as its source, which folds to the source. Pads of nonzero net size are refused
-    ('pads by a negative amount'); these are not."""
-    x = torch.arange(1.0, 13.0).view(1, 6, 2).to(DEVICE)
+    shape; torch-mlir lowered it to a `tensor.pad` with a negative amount, of the same type
+    as its source, which folded to the source: the input came back unshifted. Pads of
+    nonzero net size were refused ('pads by a negative amount'). Now each negative
+    amount is a crop (`decompose.constant_pad_nd`)."""
+    x = torch.arange(1.0, 31.0).view(1, 6, 5).to(DEVICE)
     model = Fn(lambda x: F.pad(x, pad, value=5.0))
     out = tt.compile(model, x)(x)
     assert torch.equal(out.cpu(), model(x).cpu()), (out.flatten().tolist(), model(x).flatten().tolist())

@@ -7,7 +7,8 @@ dialect: RoBERTa's position ids (`cumsum(input_ids != pad, dim=1) * mask + pad`)
 Mixtral's router (`topk(softmax(gate(x)), 2)`) and Hugging Face's static KV cache
 (`k_cache.index_copy(2, cache_position, k)`) were refused. `TABLE` holds their decompositions, for
 torch.export's and aot_autograd's tables (and those of `x | 1` and `x ^ 1`, whose scalar
-forms torch-mlir does not lower).
+forms torch-mlir does not lower, and of a pad by a negative amount, which it lowers
+wrongly).
 
 **cumsum.** A prefix sum along a dim of `n` elements is a reduction with a mask:
 
@@ -133,6 +134,23 @@ def index_copy(x: torch.Tensor, dim: int, index: torch.Tensor, source: torch.Ten
     return torch.where(hit.view(shape), gathered, x)
 
 
+def constant_pad_nd(x: torch.Tensor, pad: list[int], value: float = 0.0) -> Any:
+    """A pad with a negative amount as the slice it crops and a pad by the positive
+    amounts (torch-mlir writes it as a `tensor.pad` by the negative amount, which its
+    folder drops where the amounts of a dim sum to 0: RWKV's token shift
+    `F.pad(x, (0, 0, 1, -1))` came out unshifted)."""
+    if all(p >= 0 for p in pad):
+        return NotImplemented
+    cropped = x
+    for i in range(len(pad) // 2):
+        dim = x.dim() - 1 - i
+        before, after = -min(pad[2 * i], 0), -min(pad[2 * i + 1], 0)
+        if before or after:
+            cropped = cropped.narrow(dim, before, cropped.size(dim) - before - after)
+    grown = [max(p, 0) for p in pad]
+    return aten.constant_pad_nd(cropped, grown, value) if any(grown) else cropped.clone()
+
+
 def bitwise_scalar(op: Any) -> Any:
     """`op.Scalar` as `op.Tensor` of the scalar as a 0-d tensor (`x | 1`: torch-mlir
     lowers the tensor form only)."""
@@ -145,7 +163,7 @@ def bitwise_scalar(op: Any) -> Any:
 
 
 TABLE = {aten.cumsum.default: cumsum, aten.topk.default: topk,
-         aten.index_copy.default: index_copy,
+         aten.index_copy.default: index_copy, aten.constant_pad_nd.default: constant_pad_nd,
          aten.bitwise_or.Scalar: bitwise_scalar(aten.bitwise_or),
          aten.bitwise_xor.Scalar: bitwise_scalar(aten.bitwise_xor)}  # fmt: skip
 """The decompositions of this module, for torch.export's and aot_autograd's tables."""
