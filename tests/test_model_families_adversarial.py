@@ -38,7 +38,6 @@ from torch import nn
 import tilefuse.torch as tt
 from tests.device import DEVICE
 from tests.eager import Fn, assert_matches, eager64
-from tilefuse.ir.diagnostics import CompileError
 
 RTOL = {torch.float32: 5e-5, torch.bfloat16: 1.6e-2}
 
@@ -860,8 +859,6 @@ XFAIL: dict[tuple[str, str], str] = {
         "refused: Tensor.scatter lowers to tm_tensor.scatter, not registered",
     ("moe_gathered_index_add", "f32"):
         "refused: index_add_ (aten.index_put with accumulate) lowers to tm_tensor.scatter, not registered",
-    ("lm_head_50257_topk_logprobs", "f32"):
-        "refused: gather by topk indices: fold-asserts' value_range reads a (d0, d1) -> (d0, 0) map",
 }
 """(case, dtype) -> what fails, for the cases tilefuse currently gets wrong or refuses."""
 
@@ -934,13 +931,11 @@ def test_bf16_topk_of_an_input():
     assert torch.equal(x.gather(1, index), values)
 
 
-@pytest.mark.xfail(strict=True, raises=CompileError,
-                   reason="refused: fold-asserts walks value_range into a topk select with a "
-                          "(d0, d1) -> (d0, 0) map (before fold-unit-dims) and raises")  # fmt: skip
 def test_gather_by_topk_indices():
     """`x.gather(-1, topk(x, 3)[1])` (DeepSeek-V3's router, a sampler's log-probs): the
-    gather's bounds assert is proved by `value_range`, which builds the topk's selects as
-    structured ops and refuses their constant-0 map; topk alone compiles."""
+    gather's bounds assert is proved by `value_range`, which built the topk's selects as
+    structured ops and raised at their constant-0 map (before fold-unit-dims): refused.
+    An op `as_structured` refuses is now a value of unknown range."""
     x = torch.randn(2, 10, generator=torch.Generator().manual_seed(0)).to(DEVICE)
     model = Fn(lambda x: x.gather(-1, torch.topk(x, 3, -1)[1]))
     assert torch.equal(tt.compile(model, x)(x).cpu(), model(x).cpu())

@@ -63,8 +63,14 @@ from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 
 from tilefuse.ir.constants import constant_array
+from tilefuse.ir.diagnostics import CompileError
 from tilefuse.ir.dynamic import argument_name, declared_ranges
-from tilefuse.ir.structured import as_structured, element_type, resolved_size
+from tilefuse.ir.structured import (
+    StructuredOp,
+    as_structured,
+    element_type,
+    resolved_size,
+)
 
 DEPTH = 12
 """How many producers back a range is traced."""
@@ -282,12 +288,22 @@ def _logic(op: Operation, a: Range, b: Range) -> Range:
     return BOOL if known is None else TRUE if known else FALSE
 
 
+def _structured(op: Operation) -> StructuredOp | None:
+    """`as_structured`, or None for an op it refuses (a map read before `fold-unit-dims`
+    makes it a projection, `(d0, d1) -> (d0, 0)`): a value of no known range, not an
+    error of the analysis."""
+    try:
+        return as_structured(op)
+    except CompileError:
+        return None
+
+
 def _of_op(op: Operation, v: SSAValue, depth: int, facts: Facts) -> Range | None:
     if isinstance(op, arith.ConstantOp):
         return _constant(op)
     if isinstance(op, linalg.IndexOp):
         parent = op.parent_op()
-        s = as_structured(parent) if parent is not None else None
+        s = _structured(parent) if parent is not None else None
         if s is None or s.loop_ranges[op.dim.value.data] < 0:
             return None  # a dynamic trip count: no bound this analysis may rely on
         return Range(0, s.loop_ranges[op.dim.value.data] - 1)
@@ -295,7 +311,7 @@ def _of_op(op: Operation, v: SSAValue, depth: int, facts: Facts) -> Range | None
         return value_range(op.operands[0], depth - 1, facts)
     if isinstance(op, tensor.DimOp):
         return _size_range(op, depth, facts)
-    if (s := as_structured(op)) is not None:
+    if (s := _structured(op)) is not None:
         return _yielded(s.payload, list(op.results).index(v), depth - 1, facts)
     return _of_scalar_op(op, [value_range(o, depth, facts) for o in op.operands])
 
@@ -388,7 +404,7 @@ def _of_argument(arg: BlockArgument, depth: int, facts: Facts) -> Range | None:
         if facts.reads is not None:
             facts.reads.add(arg.index)
         return argument_range(arg) if facts.use else None
-    s = as_structured(parent) if parent is not None else None
+    s = _structured(parent) if parent is not None else None
     if s is None or arg.index >= len(s.inputs):
         return BOOL if _bits(arg.type) == 1 else None
     return value_range(s.inputs[arg.index], depth - 1, facts)
