@@ -909,13 +909,12 @@ def test_negative_pads_crop(pad):
     assert torch.equal(out.cpu(), model(x).cpu()), (out.flatten().tolist(), model(x).flatten().tolist())
 
 
-@pytest.mark.xfail(strict=True, reason="MISCOMPILE: bf16 topk with k >= 10 of a computed value returns "
-                                       "index n (out of range) at slot 10")  # fmt: skip
 def test_bf16_topk_of_sigmoid_indices_in_range():
     """`topk(x.sigmoid(), 10)` in bf16 over 60 elements: the k rounds of reductions span
-    several kernels; a later one compares the sigmoid recomputed in f32 (not rounded to
-    bf16) with a maximum read back from a bf16 buffer, finds no element equal, and yields
-    the sentinel index 60 (DETR's post-processing then gathers out of range)."""
+    several kernels; a later one compared the sigmoid recomputed in f32 (not rounded to
+    bf16) with a maximum read back from a bf16 buffer, found no element equal, and yielded
+    the sentinel index 60 (DETR's post-processing then gathered out of range). A 16-bit
+    operand of a comparison is now compared as its type holds it (`scalar.as_stored`)."""
     x = torch.randn(2, 60, generator=torch.Generator().manual_seed(0)).to(DEVICE, torch.bfloat16)
     model = Fn(lambda x: torch.topk(x.sigmoid(), 10, dim=1))
     values, index = tt.compile(model, x)(x)

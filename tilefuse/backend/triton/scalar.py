@@ -20,6 +20,7 @@ from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import (
     AnyFloat,
     BFloat16Type,
+    Float16Type,
     Float64Type,
     IndexType,
     IntegerAttr,
@@ -143,6 +144,23 @@ def _cmpf_expr(predicate: str, args: list[str]) -> str:
             "true": f"({ordered} | ({a} != {b}))", "false": f"(({a} < {b}) & ({a} > {b}))"}[predicate]  # fmt: skip
 
 
+def as_stored(v: SSAValue, text: str) -> str:
+    """A 16-bit float operand of a comparison or a conversion to an integer as its type
+    holds it. 16-bit values are carried in f32, unrounded between ops (`compute_type`),
+    and a value stored by one kernel is rounded where another recomputes it: compared
+    as carried, a topk's recomputed bf16 sigmoid equalled no stored maximum (index n
+    out of range). Rounded, both sides are what eager compares (rounding is monotone:
+    the rounded max is the max of the rounded values), in every kernel alike."""
+    if isinstance(v.owner, arith.ConstantOp):
+        return text  # (a constant of the type: exact)
+    et = element_type(v.type)
+    if isinstance(et, BFloat16Type):
+        return f"_round_bf16({text})"
+    if isinstance(et, Float16Type):
+        return f"({text}).to(tl.float16).to(tl.float32)"
+    return text
+
+
 def _typed_expr(op: Operation, args: list[str]) -> str | None:
     """Ops whose text depends on their element types (None for the others)."""
     if isinstance(op, arith.TruncFOp):
@@ -193,7 +211,7 @@ def scalar_expr(op: Operation, ref, bind: Callable[[str], str] = lambda text: te
     if template.startswith("_") or isinstance(op, CONVERSIONS):
         args = [block_constant(v, a) for v, a in zip(op.operands, args, strict=True)]
     if isinstance(op, arith.CmpfOp):
-        return _cmpf_expr(cmpf_predicate(op), args)
+        return _cmpf_expr(cmpf_predicate(op), [as_stored(v, a) for v, a in zip(op.operands, args, strict=True)])
     if (typed := _typed_expr(op, args)) is not None:
         return typed
     if isinstance(op, arith.CmpiOp):
@@ -281,6 +299,8 @@ def _conversion(op: Operation, args: list[str]) -> str:
         wide = isinstance(element_type(op.result.type), Float64Type)
         view = _signed if isinstance(op, arith.SIToFPOp) else _unsigned
         return f"({view(op.operands[0], x)}).to({'tl.float64' if wide else 'tl.float32'})"
+    if isinstance(op, arith.FPToSIOp | arith.FPToUIOp):
+        x = as_stored(op.operands[0], x)
     if isinstance(op, arith.FPToSIOp):  # truncation toward zero, as C casts
         width = getattr(op.result.type, "width", None)
         bits = width.data if width is not None else 32
