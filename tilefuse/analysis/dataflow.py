@@ -379,7 +379,27 @@ def shared_dims(graph: Graph, nodes: Sequence[Node]) -> SharedDims:
                 for axis, mine in enumerate(n.s.operand_dims(i)):
                     other = first_reader.setdefault((n.s.operands[i], axis), (n.index, mine))
                     sets.unite([((n.index, mine), other)])
+    _unite_siblings(nodes, sets)
     return _collect(nodes, sets.parent, sets.find, tuple(split))
+
+
+def _unite_siblings(nodes: Sequence[Node], sets: _LoopSets) -> None:
+    """Pointwise ops writing tensors of one static shape over all their loops run
+    over one loop nest where nothing else ties their loops (two gathers by one index:
+    the tables' axes are read by neither's producer); kept apart, the group's grid was
+    the product of both nests (98304 programs for 64 tiles' work)."""
+    first: dict[tuple[int, ...], Node] = {}
+    for n in nodes:
+        out = len(n.s.inputs)
+        if n.kind != POINTWISE or len(n.s.outputs) != 1 or min(shape_of(n.s.operands[out]), default=0) < 1:
+            continue
+        dims = n.s.operand_dims(out)
+        if sorted(dims) != list(range(len(n.s.iterators))):
+            continue  # (an output that does not index every loop)
+        other = first.setdefault(shape_of(n.s.operands[out]), n)
+        if other is not n:
+            theirs = other.s.operand_dims(len(other.s.inputs))
+            sets.unite([((n.index, d), (other.index, e)) for d, e in zip(dims, theirs, strict=True)])
 
 
 def _read_operands(graph: Graph, nodes: Sequence[Node]) -> list[tuple[Node, int, Node | None]]:
