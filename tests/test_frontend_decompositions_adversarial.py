@@ -610,6 +610,38 @@ def test_index_copy_with_a_0d_index():
     matches_exactly(Fn(lambda c, k, p: c.index_copy(0, p, k)), randn(7), randn(1, seed=1), torch.tensor(3).to(DEVICE))
 
 
+G = torch.Generator().manual_seed(7)
+X57, S57 = torch.randn(5, 7, generator=G), torch.randn(5, 7, generator=G)
+I57 = torch.randint(0, 7, (5, 7), generator=G)  # (repeats within rows: sums of several)
+I05 = torch.randint(0, 5, (5, 7), generator=G)
+SCATTERS = {
+    # each: (function, inputs); torch-mlir lowers these to tm_tensor.scatter (refused)
+    "scatter_add_dim1": (lambda x, i, s: x.scatter_add(1, i, s), (X57, I57, S57)),
+    "scatter_add_dim0": (lambda x, i, s: x.scatter_add(0, i, s), (X57, I05, S57)),
+    "scatter_add_int": (lambda x, i, s: x.scatter_add(1, i, s), ((X57 * 10).long(), I57, (S57 * 10).long())),
+    "scatter_src_fewer": (lambda x, i, s: x.scatter(1, i[:, :2], s), (X57, I57, S57)),
+    "scatter_value": (lambda x, i: x.scatter(1, i[:, :3], -2.5), (X57, I57)),
+    "index_add_rows": (lambda x, i, s: x.index_add(0, i, s), (X57, torch.tensor([4, 0, 4, 2]), S57[:4])),
+    "index_add_alpha": (lambda x, i, s: x.index_add(1, i, s, alpha=0.5), (X57, torch.tensor([6, 6, 1]), S57[:, :3])),
+    "moe_combine": (lambda y, t: torch.zeros(6, 7).index_add_(0, t, y), (S57, torch.tensor([0, 5, 5, 2, 0]))),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(SCATTERS))
+def test_scatters_as_masked_reductions(name):
+    """`scatter_add`, `scatter` and `index_add` (MoE's combine, one-hot routing) as
+    reductions over the indices (`decompose.scatter_add`/`scatter`/`index_add`):
+    integers exactly, floats within a sum's rounding (another order than ATen's)."""
+    fn, inputs = SCATTERS[name]
+    inputs = tuple(t.to(DEVICE) for t in inputs)
+    got, want = tt.compile(Fn(fn), *inputs)(*inputs), fn(*inputs)
+    assert got.dtype == want.dtype
+    if want.is_floating_point():
+        assert torch.allclose(got, want, rtol=1e-6, atol=1e-6), (got, want)
+    else:
+        assert torch.equal(got, want)
+
+
 class CacheAttention(nn.Module):
     """Hugging Face's StaticCache decode: the caches written by `index_copy_` at the
     cache positions, attention over the whole cache masked to the written positions."""

@@ -855,10 +855,6 @@ CASES = {
 
 
 XFAIL: dict[tuple[str, str], str] = {
-    ("moe_dense_scatter", "f32"):
-        "refused: Tensor.scatter lowers to tm_tensor.scatter, not registered",
-    ("moe_gathered_index_add", "f32"):
-        "refused: index_add_ (aten.index_put with accumulate) lowers to tm_tensor.scatter, not registered",
 }
 """(case, dtype) -> what fails, for the cases tilefuse currently gets wrong or refuses."""
 

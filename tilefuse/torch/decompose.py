@@ -29,6 +29,12 @@ equal values; a NaN counts as the largest, as torch's does): `2k` reductions ove
 no sort, for `k <= MAX_TOPK`; the results are written by selects along a new dim
 of `k` (no concatenation). The values come out sorted, which `sorted=False` allows.
 
+**scatter, scatter_add, index_add.** The same compare of the `n` positions with the
+indices (at most `MAX_SCAN * 16` pairs a row): position `p` takes the first entry whose
+index is `p` (`scatter`; torch leaves repeated indices undefined) or gains the sum of
+them all (`scatter_add`, `index_add`: a mixture of experts' combine), a masked
+reduction, no scatter. An index out of range matches no position (ATen raises).
+
 **index_copy.** Position `p` along the dim takes the source entry `j` whose index is
 `p` (the first such: torch leaves repeated indices undefined), else keeps `x`'s: a
 compare of `n` positions with the `count <= MAX_SCAN` indices, a gather of the source
@@ -134,6 +140,82 @@ def index_copy(x: torch.Tensor, dim: int, index: torch.Tensor, source: torch.Ten
     return torch.where(hit.view(shape), gathered, x)
 
 
+def _last(x: torch.Tensor, dim: int) -> torch.Tensor:
+    return x.movedim(dim, -1)
+
+
+def _scatter_match(index: torch.Tensor, n: int) -> torch.Tensor:
+    """`[..., n, m]`: whether entry `j` of each row of `index` (`[..., m]`) names `p`."""
+    return index.unsqueeze(-2) == torch.arange(n, device=index.device).unsqueeze(-1)
+
+
+def _scattered(x: torch.Tensor, dim: int, index: torch.Tensor) -> tuple[int, int] | None:
+    """(dim, n) for a scatter into `x` along `dim` by `index` of one row per row of
+    `x` (torch allows a smaller index; not written here), or None where not written:
+    a dynamic or long dim, complex values, a 0-d `x`."""
+    if x.dim() == 0 or index.dim() != x.dim() or x.is_complex():
+        return None
+    dim = dim % x.dim()
+    n, m = x.size(dim), index.size(dim)
+    sizes = [(a, b) for k, (a, b) in enumerate(zip(x.shape, index.shape, strict=True)) if k != dim]
+    if not isinstance(n, int) or not isinstance(m, int) or n * m > MAX_SCAN * 16 or any(a != b for a, b in sizes):
+        return None
+    return dim, n
+
+
+def scatter_add(x: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor) -> Any:
+    """`x.scatter_add(dim, index, src)`: position `p` along the dim gains the sum of
+    the entries of `src` whose index is `p`, a masked sum over the index's entries
+    (in another order than ATen's: exact for integers, a float sum's rounding)."""
+    found = _scattered(x, dim, index)
+    if found is None:
+        return NotImplemented
+    dim, n = found
+    src = src[tuple(slice(0, k) for k in index.shape)]
+    match = _scatter_match(_last(index, dim), n)  # [..., n, m]
+    zero = torch.zeros((), dtype=x.dtype, device=x.device)
+    gained = torch.where(match, _last(src, dim).to(x.dtype).unsqueeze(-2), zero).sum(-1, dtype=x.dtype)
+    return (_last(x, dim) + gained).movedim(-1, dim)
+
+
+def scatter(x: torch.Tensor, dim: int, index: torch.Tensor, src: Any) -> Any:
+    """`x.scatter(dim, index, src)` (a tensor or a number): position `p` takes the
+    first entry whose index is `p` (torch leaves repeated indices undefined), else keeps
+    `x`'s."""
+    found = _scattered(x, dim, index)
+    if found is None:
+        return NotImplemented
+    dim, n = found
+    match = _scatter_match(_last(index, dim), n)  # [..., n, m]
+    hit = match.any(-1)
+    if isinstance(src, torch.Tensor):
+        src = src[tuple(slice(0, k) for k in index.shape)]
+        m = index.size(dim)
+        first = torch.where(match, torch.arange(m, device=x.device), m).amin(-1).clamp(max=m - 1)
+        value = torch.gather(_last(src, dim).to(x.dtype), -1, first)
+    else:
+        value = torch.scalar_tensor(src, dtype=x.dtype, device=x.device)
+    return torch.where(hit, value, _last(x, dim)).movedim(-1, dim)
+
+
+def index_add(x: torch.Tensor, dim: int, index: torch.Tensor, source: torch.Tensor,
+              alpha: Any = 1) -> Any:  # fmt: skip
+    """`x.index_add(dim, index, source, alpha=alpha)`: position `p` along the dim gains
+    `alpha` times the sum of the source rows whose index is `p`, a masked sum over the
+    indices (MoE's combine of the experts' outputs back to their tokens)."""
+    if x.dim() == 0 or index.dim() > 1 or x.is_complex():
+        return NotImplemented
+    dim = dim % x.dim()
+    index = index.reshape(-1)
+    n, count = x.size(dim), index.size(0)
+    if not isinstance(n, int) or not isinstance(count, int) or n * count > MAX_SCAN * 16:
+        return NotImplemented
+    match = torch.arange(n, device=x.device)[:, None] == index[None, :]  # [n, count]
+    zero = torch.zeros((), dtype=x.dtype, device=x.device)
+    gained = torch.where(match, _last(source, dim).to(x.dtype).unsqueeze(-2), zero).sum(-1, dtype=x.dtype)
+    return (_last(x, dim) + gained * alpha if alpha != 1 else _last(x, dim) + gained).movedim(-1, dim)
+
+
 def constant_pad_nd(x: torch.Tensor, pad: list[int], value: float = 0.0) -> Any:
     """A pad with a negative amount as the slice it crops and a pad by the positive
     amounts (torch-mlir writes it as a `tensor.pad` by the negative amount, which its
@@ -164,6 +246,8 @@ def bitwise_scalar(op: Any) -> Any:
 
 TABLE = {aten.cumsum.default: cumsum, aten.topk.default: topk,
          aten.index_copy.default: index_copy, aten.constant_pad_nd.default: constant_pad_nd,
+         aten.scatter_add.default: scatter_add, aten.scatter.src: scatter, aten.scatter.value: scatter,
+         aten.index_add.default: index_add,
          aten.bitwise_or.Scalar: bitwise_scalar(aten.bitwise_or),
          aten.bitwise_xor.Scalar: bitwise_scalar(aten.bitwise_xor)}  # fmt: skip
 """The decompositions of this module, for torch.export's and aot_autograd's tables."""
