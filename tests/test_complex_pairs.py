@@ -199,3 +199,19 @@ def test_a_module_returning_a_complex_tensor_is_refused():
     x = randn(3, 8, device="cpu")
     with pytest.raises(ExportError, match="returns a complex tensor"):
         tt.compile(Fn(lambda a: _c(a) * 2), x)
+
+
+def test_the_backend_names_a_complex_op_it_refuses():
+    """A complex op with no rule, refused before torch-mlir's import (`real_pairs`), runs
+    in eager with the refusal's own words (it was reported as 'torch-mlir cannot lower
+    it')."""
+    torch._dynamo.reset()
+    backend._CACHE.clear()
+    fn = Fn(lambda x: torch.view_as_real(torch.exp(torch.view_as_complex(x))))
+    x = randn(4, 8, 2)
+    before = backend.STATS.fallbacks
+    out = torch.compile(fn, backend=backend.tilefuse, dynamic=False)(x)
+    assert backend.STATS.fallbacks == before + 1
+    assert torch.allclose(out, fn(x))
+    reasons = [r.reason for r in backend._CACHE.values() if isinstance(r, backend.Refusal)]
+    assert any(r.startswith("complex aten.exp.default") for r in reasons), reasons

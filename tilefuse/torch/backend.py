@@ -198,6 +198,8 @@ def _compile(gm: torch.fx.GraphModule, name: str, target: str) -> CompiledProgra
         with torch_deprecations_quiet(), diagnostics:
             mlir = fx.stateless_fx_import(graph, output_type="linalg-on-tensors",
                                           model_name=name, fx_importer=diagnostics.importer())  # fmt: skip
+    except CompileError as e:  # (tilefuse's own, before the import: a complex or unsigned op)
+        return Refusal(str(e).splitlines()[0].removeprefix("error: "))
     except Exception as e:  # torch-mlir's errors: any exception of its import
         return import_refusal(e, graph.graph, diagnostics.errors)
     try:
