@@ -89,6 +89,13 @@ def product_operand(v: SSAValue) -> SSAValue:
     return v
 
 
+def factor_positions(op: linalg.GenericOp) -> list[int]:
+    """Input positions of the block arguments a contraction's `mulf` multiplies."""
+    mul = next(o for o in op.body.block.ops if isinstance(o, arith.MulfOp))
+    args = list(op.body.block.args[: len(op.inputs)])
+    return [args.index(a) for a in (product_operand(v) for v in mul.operands) if a in args]
+
+
 def is_contraction(s: StructuredOp) -> bool:
     """`acc + a * b` over block arguments `a`, `b` of two tensor inputs (each
     possibly widened by `arith.extf`)."""

@@ -51,7 +51,7 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
-from tilefuse.analysis.dataflow import is_contraction, product_operand
+from tilefuse.analysis.dataflow import factor_positions, is_contraction
 from tilefuse.ir.structured import as_structured
 from tilefuse.passes.cleanup import erase_dead_views
 
@@ -80,7 +80,7 @@ class FoldWideningIntoContraction(RewritePattern):
         if s is None or not is_contraction(s):
             return
         block = op.body.block
-        for i in _factor_positions(op):
+        for i in factor_positions(op):
             view = op.inputs[i].owner
             if not isinstance(view, linalg.GenericOp) or (in_map := widening_view(view)) is None:
                 continue
@@ -107,12 +107,6 @@ class FoldWideningIntoContraction(RewritePattern):
 def _dims(amap: AffineMap) -> set[int]:
     return {r.position for r in amap.results if isinstance(r, AffineDimExpr)}
 
-
-def _factor_positions(op: linalg.GenericOp) -> list[int]:
-    """Input positions of the block arguments multiplied by the contraction's `mulf`."""
-    mul = next(o for o in op.body.block.ops if isinstance(o, arith.MulfOp))
-    args = list(op.body.block.args[: len(op.inputs)])
-    return [args.index(a) for a in (product_operand(v) for v in mul.operands) if a in args]
 
 
 def _retype_arg(block: Block, i: int, view: linalg.GenericOp) -> None:

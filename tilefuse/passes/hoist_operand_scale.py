@@ -67,7 +67,7 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import InsertPoint
 
-from tilefuse.analysis.dataflow import is_contraction, product_operand
+from tilefuse.analysis.dataflow import factor_positions, is_contraction
 from tilefuse.ir.structured import as_structured, like, sized_empty
 from tilefuse.passes.cleanup import is_generic_fill
 
@@ -108,7 +108,7 @@ class HoistScaleOutOfContraction(RewritePattern):
             return
         if not isinstance(op.results[0].type, TensorType) or op.results[0].type.get_element_type() != Float32Type():
             return
-        for i in _factor_positions(op):
+        for i in factor_positions(op):
             scaled = op.inputs[i].owner
             readers = [u.operation for u in op.inputs[i].uses]
             if not isinstance(scaled, linalg.GenericOp) or readers.count(op) != 1 or \
@@ -242,9 +242,3 @@ def _zero_filled(value: SSAValue) -> bool:
     return isinstance(const, arith.ConstantOp) and isinstance(const.value, FloatAttr) and \
         const.value.value.data == 0.0  # fmt: skip
 
-
-def _factor_positions(op: linalg.GenericOp) -> list[int]:
-    """Input positions of the block arguments multiplied by the contraction's `mulf`."""
-    mul = next(o for o in op.body.block.ops if isinstance(o, arith.MulfOp))
-    args = list(op.body.block.args[: len(op.inputs)])
-    return [args.index(a) for a in (product_operand(v) for v in mul.operands) if a in args]

@@ -114,6 +114,14 @@ _SOURCE_KEYS = ("stack_trace", "nn_module_stack", "source_fn_stack")
 """Where a node came from in the user's code: a decomposition's nodes keep its op's."""
 
 
+def user_line(node: Node) -> str:
+    """` (File "...", line N, in f)`: the innermost frame of the user's code a node was
+    traced from, for a refusal's message ("" where the node has no stack trace)."""
+    trace = node.meta.get("stack_trace") or ""
+    where = next((ln.strip() for ln in reversed(trace.splitlines()) if ln.strip().startswith("File ")), "")
+    return f" ({where})" if where else ""
+
+
 def _val(arg: Any) -> Any:
     return arg.meta.get("val") if isinstance(arg, Node) else arg
 

@@ -44,7 +44,7 @@ from torch.fx.passes.shape_prop import _extract_tensor_metadata
 
 from tilefuse.ir.diagnostics import CompileError
 from tilefuse.torch import aten_graph
-from tilefuse.torch.aten_graph import inline, traced
+from tilefuse.torch.aten_graph import inline, traced, user_line
 
 aten = torch.ops.aten
 
@@ -262,10 +262,7 @@ def _uncovered(graph: Graph) -> Node | None:
 def _refusal(node: Node) -> CompileError:
     """A located refusal of a complex op with no rule: torch-mlir lowers some complex
     ops wrongly (`1 - c`: the imaginary part 1 - im) or aborts the process (`sum`)."""
-    trace = node.meta.get("stack_trace") or ""
-    where = next((ln.strip() for ln in reversed(trace.splitlines()) if ln.strip().startswith("File ")), "")
-    at = f" ({where})" if where else ""
-    return CompileError(f"complex {node.target}{at} is not supported: tilefuse computes complex "
+    return CompileError(f"complex {node.target}{user_line(node)} is not supported: tilefuse computes complex "
                         "values as real pairs for view_as_complex/view_as_real, polar, complex, "
                         "views, mul, add, sub, neg, conj, real, imag and abs")  # fmt: skip
 

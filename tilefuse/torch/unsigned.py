@@ -35,7 +35,7 @@ from torch.fx import Graph, Node
 from torch.utils import _pytree as pytree
 
 from tilefuse.ir.diagnostics import ArgumentError, CompileError
-from tilefuse.torch.aten_graph import inline, traced
+from tilefuse.torch.aten_graph import inline, traced, user_line
 
 aten, prims = torch.ops.aten, torch.ops.prims
 
@@ -61,12 +61,6 @@ def _unsigned(value: Any) -> bool:
 def _values(node: Node) -> list[Any]:
     value = node.meta.get("val")
     return list(value) if isinstance(value, list | tuple) else [value]
-
-
-def _where(node: Node) -> str:
-    trace = node.meta.get("stack_trace") or ""
-    where = next((ln.strip() for ln in reversed(trace.splitlines()) if ln.strip().startswith("File ")), "")
-    return f" ({where})" if where else ""
 
 
 def _wrapped(operand: Any, unsigned: torch.Tensor) -> Any:
@@ -148,7 +142,7 @@ def widen_unsigned(graph: Graph) -> bool:
             continue
         if not _rewrite(graph, node):
             dtype = next(v.dtype for a in node.all_input_nodes for v in [a.meta.get("val")] if _unsigned(v))
-            raise CompileError(f"{node.target}{_where(node)} on a {dtype} tensor is not supported: "
+            raise CompileError(f"{node.target}{user_line(node)} on a {dtype} tensor is not supported: "
                                "tilefuse computes on unsigned tensors by widening them, and cannot "
                                "widen this op's arguments (convert them to a signed dtype first)")  # fmt: skip
         changed = True
