@@ -52,6 +52,7 @@ from tilefuse.passes.hoist_operand_scale import HoistOperandScalePass
 from tilefuse.passes.horizontal_fusion import HorizontalFusionPass
 from tilefuse.passes.inline_calls import InlineCallsPass
 from tilefuse.passes.linalg_generalize import LinalgGeneralizePass
+from tilefuse.passes.narrow_variance import NarrowVariancePass
 from tilefuse.passes.propagate_reshapes import PropagateReshapesPass
 from tilefuse.passes.resolve_dims import ResolveDimsPass
 from tilefuse.passes.scalar_operands import ScalarOperandsPass
@@ -111,6 +112,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("fold-transposes", FoldTransposesPass),
     Stage("fold-concats", FoldConcatsPass),
     Stage("propagate-reshapes", PropagateReshapesPass),
+    Stage("narrow-variance", NarrowVariancePass),
     Stage("hoist-operand-scale", HoistOperandScalePass),
     Stage("fold-operand-extf", FoldOperandExtfPass),
     Stage("fold-windows", FoldWindowsPass),

@@ -29,6 +29,7 @@ PASSES = {
     "fold-transposes": "tilefuse.passes.fold_transposes:FoldTransposesPass",
     "propagate-reshapes": "tilefuse.passes.propagate_reshapes:PropagateReshapesPass",
     "fold-concats": "tilefuse.passes.fold_concats:FoldConcatsPass",
+    "narrow-variance": "tilefuse.passes.narrow_variance:NarrowVariancePass",
     "hoist-operand-scale": "tilefuse.passes.hoist_operand_scale:HoistOperandScalePass",
     "fold-operand-extf": "tilefuse.passes.fold_operand_extf:FoldOperandExtfPass",
     "fold-windows": "tilefuse.passes.fold_windows:FoldWindowsPass",
