@@ -1,6 +1,8 @@
 """Convolutions and pooling: upstream's named ops and windowed generics, through
 the kernels and the reference evaluator, against torch's conv/pool functions."""
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -528,6 +530,18 @@ def test_a_strided_1x1_convolution_keeps_its_rows_and_columns():
     prog = compile(text)
     assert "reshape((2, 8, 63))" not in prog.source and len(prog.kernels) == 1
     out = run(text, x, wt, s, res)
+    want = F.relu(F.conv2d(x, wt, stride=2) * s[None, :, None, None] + res)
+    assert torch.allclose(out, want, rtol=1e-4, atol=1e-4)
+
+
+def test_a_convolution_tiles_the_columns_its_input_reads_contiguously():
+    """An NCHW convolution's MMA M side is the output columns (the input's innermost
+    dim), not the batch, though the batch is longer: per-pixel tiles of 32 images read
+    every element from its own sector (the ResNet bottleneck at 28 x 28: 139 -> 45 us)."""
+    prog = compile(one_by_one(32, 64, 128, 56, 56, stride=2))  # 28 x 28 outputs, 32 images
+    assert re.search(r"# tile 1x128x1x32x\d+\(loop\), grid 32x1x28x1,", prog.source)
+    x, wt, s, res = rand(18, 4, 33, 33), rand(8, 4, 1, 1, seed=1), rand(8, seed=2), rand(18, 8, 17, 17, seed=3)
+    out = run(one_by_one(18, 4, 8, 33, 33, stride=2), x, wt, s, res)
     want = F.relu(F.conv2d(x, wt, stride=2) * s[None, :, None, None] + res)
     assert torch.allclose(out, want, rtol=1e-4, atol=1e-4)
 

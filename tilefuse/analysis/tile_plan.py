@@ -550,15 +550,17 @@ def _roles(graph: Graph, dims: SharedDims) -> _Roles:
     out_dims = node.s.operand_dims(2)
     ext = {d.id: d.extent for d in dims.dims}
 
-    def primary(loops) -> tuple[int | None, tuple[int, ...]]:
+    def primary(loops, operand: int | None = None) -> tuple[int | None, tuple[int, ...]]:
         ids = [dims.of[(node.index, d)] for d in loops]
         if not ids:
             return None, ()
         best = max(reversed(ids), key=lambda i: ext[i])
+        if operand is not None:
+            best = _contiguous_side(loops, node.s.operand_dims(operand), ext, dims.of, node.index, best)
         return best, tuple(i for i in ids if i != best)
 
-    m, _ = primary([d for d in out_dims if d in a_dims and d not in b_dims])
-    n, _ = primary([d for d in out_dims if d in b_dims and d not in a_dims])
+    m, _ = primary([d for d in out_dims if d in a_dims and d not in b_dims], 0)
+    n, _ = primary([d for d in out_dims if d in b_dims and d not in a_dims], 1)
     k, other_k = primary(node.s.reduction_dims)
     assert k is not None
     a_bytes, b_bytes = (dtype_bytes(node.s.inputs[i].type) for i in range(2))
@@ -583,6 +585,25 @@ def _roles(graph: Graph, dims: SharedDims) -> _Roles:
     return _Roles(m, n, k, other_k, a_bytes, b_bytes, a, b, dot_bytes, _accumulator_bytes(graph),
                   _store_bytes(graph), tuple(extra), len(siblings), tuple(held),
                   tuple(sorted(held_dims)))  # fmt: skip
+
+
+MIN_CONTIGUOUS_SIDE = 16
+"""The least extent of a loop that takes an MMA side for being its operand's
+innermost one (`tl.dot`'s smallest M and N)."""
+
+
+def _contiguous_side(loops, operand_dims: tuple[int, ...], ext: dict[int, int], of, index: int,
+                     largest: int) -> int:  # fmt: skip
+    """The loop among `loops` (an MMA side's) that takes the side's block: the one the
+    operand reads innermost (latest in its dims: the smallest stride of a row-major
+    tensor or window view) when it has at least `MIN_CONTIGUOUS_SIDE` iterations, else
+    the `largest`. An NCHW 1x1 convolution over 28 x 28 pixels of 32 images tiled the
+    images (the largest loop) at one pixel: every element of its A tile a separate
+    32-byte sector, 139 us where 28 contiguous columns a row take about 40."""
+    order = [d for d in operand_dims if d in loops]
+    if order and ext[of[(index, order[-1])]] >= MIN_CONTIGUOUS_SIDE:
+        return of[(index, order[-1])]
+    return largest
 
 
 def _epilogue_library_calls(graph: Graph) -> int:
