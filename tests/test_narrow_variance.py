@@ -44,6 +44,11 @@ NARROWED = {
     "layer_norm": (nn.LayerNorm(48), lambda: torch.randn(6, 48) * 3 + 5, 1),
     "layer_norm_bf16": (nn.LayerNorm(48).bfloat16(), lambda: torch.randn(6, 48).bfloat16(), 1),
     "group_norm": (nn.GroupNorm(2, 4), lambda: torch.randn(2, 4, 3, 5), 3),
+    # the mean read back through reshapes by unit dims ([8] -> [1, 8, 1, 1] -> [1, 8])
+    "instance_norm": (nn.InstanceNorm2d(4, affine=True), lambda: torch.randn(2, 4, 3, 5) + 3, 3),
+    "std_mean": (_fn(lambda x: torch.std_mean(x, dim=-1)), lambda: torch.randn(6, 48), 1),
+    "var_two_dims": (_fn(lambda x: x.var(dim=(1, 2), correction=2)), lambda: torch.randn(4, 6, 8), 1),
+    "layer_norm_two_dims": (nn.LayerNorm((8, 16)), lambda: torch.randn(3, 8, 16), 1),
 }  # fmt: skip
 
 

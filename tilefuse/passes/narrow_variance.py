@@ -91,9 +91,10 @@ class Site:
 
 @dataclass
 class Island:
-    """The f64 generics of one variance, and the generics truncating its values."""
+    """The f64 generics (and reshapes by unit dims) of one variance, and the generics
+    truncating its values."""
 
-    ops: list[linalg.GenericOp] = field(default_factory=list)
+    ops: list[Operation] = field(default_factory=list)
     exits: list[linalg.GenericOp] = field(default_factory=list)
 
 
@@ -134,7 +135,7 @@ def _loops_of(op: linalg.GenericOp, amap: AffineMap) -> AffineMap:
     return AffineMap(amap.num_dims, amap.num_symbols, tuple(results))
 
 
-def _element(site: Site, island: list[linalg.GenericOp]) -> Site | Read:
+def _element(site: Site, island: list[Operation]) -> Site | Read:
     """What `site` computes: a scalar op in some generic's body (stepping into the
     pointwise f64 producers of the tensors it reads, which join `island`), or the
     element of a tensor nothing steps into."""
@@ -146,6 +147,9 @@ def _element(site: Site, island: list[linalg.GenericOp]) -> Site | Read:
         if not isinstance(tensor_value.type, TensorType):
             return Read(tensor_value, AffineMap(loop_map.num_dims, 0, ()))
         amap = _maps(op)[value.index].compose(loop_map)
+        while (source := _unit_reshape_source(tensor_value)) is not None:
+            island.append(tensor_value.owner)
+            amap, tensor_value = _through_unit_dims(amap, tensor_value, source), source
         producer = tensor_value.owner if isinstance(tensor_value, OpResult) else None
         if not _passes_through(producer) or is_generic_fill(producer):
             return Read(tensor_value, amap)
@@ -155,6 +159,30 @@ def _element(site: Site, island: list[linalg.GenericOp]) -> Site | Read:
         assert isinstance(yielded, linalg.YieldOp)
         value, op, loop_map = yielded.operands[0], producer, _loops_of(producer, amap)
     return Site(value, op, loop_map)
+
+
+_RESHAPES = (tensor.ExpandShapeOp, tensor.CollapseShapeOp)
+
+
+def _unit_reshape_source(value: SSAValue) -> SSAValue | None:
+    """The f64 source of `value` if `value` reshapes it only by adding or dropping
+    dims of size 1 (instance norm's mean, `[N*C] -> [1, N*C, 1, 1] -> [1, N*C]`)."""
+    op = value.owner
+    if not isinstance(op, _RESHAPES) or not isinstance(_elem_type(value), Float64Type):
+        return None
+    source = op.operands[0]
+    shapes = _shape(value), _shape(source)
+    if any(n < 0 for s in shapes for n in s):
+        return None
+    return source if [n for n in shapes[0] if n != 1] == [n for n in shapes[1] if n != 1] else None
+
+
+def _through_unit_dims(amap: AffineMap, value: SSAValue, source: SSAValue) -> AffineMap:
+    """`amap` (indices of `value`) as indices of `source`, which `value` reshapes by
+    dims of size 1 only: the same indices of the other dims, 0 in the unit ones."""
+    kept = iter([e for e, n in zip(amap.results, _shape(value), strict=True) if n != 1])
+    results = [AffineConstantExpr(0) if n == 1 else next(kept) for n in _shape(source)]
+    return AffineMap(amap.num_dims, amap.num_symbols, tuple(results))
 
 
 def _invariant(value: SSAValue, op: linalg.GenericOp) -> bool:
@@ -196,7 +224,7 @@ def _summand(op: Operation | None) -> SSAValue | None:
     return add.rhs if add.lhs is acc else add.lhs
 
 
-def _widened(site: Site | Read, island: list[linalg.GenericOp]) -> Read | None:
+def _widened(site: Site | Read, island: list[Operation]) -> Read | None:
     """The f32-or-narrower tensor element `site` widens to f64."""
     if not isinstance(site, Site) or not isinstance(site.value.owner, arith.ExtFOp):
         return None
@@ -207,7 +235,7 @@ def _widened(site: Site | Read, island: list[linalg.GenericOp]) -> Read | None:
 
 
 def _mean_of(mean: Site | Read, element: Read, total: linalg.GenericOp,
-             island: list[linalg.GenericOp]) -> bool:  # fmt: skip
+             island: list[Operation]) -> bool:  # fmt: skip
     """Is `mean` (reached from `total`'s loops) the sum of `element` over `total`'s
     reduced dims, read where that sum wrote it, scaled by a scalar?"""
     scaled = _scaled(mean) if isinstance(mean, Site) else None
@@ -262,7 +290,7 @@ def _summed_dims(op: linalg.GenericOp, element: Read) -> set[int] | None:
     return {j for j, d in enumerate(indexed) if d in reduced and shape[j] != 1}
 
 
-def _squared(site: Site | Read, island: list[linalg.GenericOp]) -> Site | Read | None:
+def _squared(site: Site | Read, island: list[Operation]) -> Site | Read | None:
     """The value `site` squares (`d * d` or `d ** 2`)."""
     if not isinstance(site, Site):
         return None
@@ -283,7 +311,7 @@ def match(total: linalg.GenericOp) -> Island | None:
     summand = _summand(total)
     if summand is None or not isinstance(_elem_type(total.results[0]), Float64Type):
         return None
-    island: list[linalg.GenericOp] = [total]
+    island: list[Operation] = [total]
     loops = AffineMap.identity(len(total.iterator_types))
     deviation = _squared(_element(Site(summand, total, loops), island), island)
     if not isinstance(deviation, Site) or not isinstance(deviation.value.owner, arith.SubfOp):
@@ -343,9 +371,9 @@ def _closed(island: Island) -> Island | None:
     f32 (which become its exits) or by size reads, and its bodies do only
     arithmetic; else None."""
     for op in island.ops:
-        for inner in op.body.block.ops:
-            if not isinstance(inner, (*_ARITH, arith.ExtFOp, math.PowFOp, linalg.YieldOp)):
-                return None
+        body = op.body.block.ops if isinstance(op, linalg.GenericOp) else ()
+        if any(not isinstance(inner, (*_ARITH, arith.ExtFOp, math.PowFOp, linalg.YieldOp)) for inner in body):
+            return None
         for use in op.results[0].uses:
             user = use.operation
             if user in island.ops or user in island.exits or isinstance(user, tensor.DimOp):
@@ -450,6 +478,13 @@ def _narrow_exit(op: linalg.GenericOp) -> None:
             _narrow_uses(Rewriter.replace_value_with_new_type(arg, F32), op)
 
 
+def _retype(op: Operation) -> None:
+    """A reshape of the island, now of f32 (its source is narrowed before it)."""
+    t = op.results[0].type
+    assert isinstance(t, TensorType)
+    Rewriter.replace_value_with_new_type(op.results[0], TensorType(F32, t.get_shape()))
+
+
 def _drop_copy(op: linalg.GenericOp) -> None:
     """Read the input of a narrowed generic that now only copies it (the widening
     of an f32 input, an f32 variance's truncation)."""
@@ -536,7 +571,12 @@ def narrow_variances(f: func.FuncOp) -> int:
     for island in islands:
         order = {op: i for i, op in enumerate(f.walk())}
         exits = list(dict.fromkeys(island.exits))
-        narrowed = [_narrow(op) for op in sorted(island.ops, key=order.__getitem__)]
+        narrowed = []
+        for op in sorted(island.ops, key=order.__getitem__):  # producers first
+            if isinstance(op, linalg.GenericOp):
+                narrowed.append(_narrow(op))
+            else:
+                _retype(op)
         for op in exits:
             _narrow_exit(op)
         for op in [*narrowed, *exits]:
