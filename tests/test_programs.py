@@ -74,9 +74,10 @@ def test_a_16_bit_mismatch_is_also_measured_against_f64(capsys):
 def test_layernorm_statistics_in_their_own_types_bit_for_bit():
     """torch-mlir's bf16 LayerNorm asks for the variance in f64 and the mean and the
     normalisation in f32: on rows far from zero (x ~ 300) the kernel gives the
-    reference evaluator's bf16 bits. Computed in f64 throughout (the group's
-    compute type once any tensor of it was f64), 9 to 12 of these 3072 outputs
-    rounded the other way."""
+    reference evaluator's bf16 bits (the evaluator computes the variance in f64 as
+    the IR says; the kernel in f32, `narrow-variance`). Computed in f64 throughout
+    (the group's compute type once any tensor of it was f64), 9 to 12 of these 3072
+    outputs rounded the other way."""
     path = Path(__file__).parent / "programs" / "layernorm_bf16_f64_variance.mlir"
     prog, module = compile(path), load_program(path)
     for seed in range(3):
