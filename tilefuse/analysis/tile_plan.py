@@ -688,6 +688,11 @@ more, spill 14 words, as their pointer loops do). 1 is not timed yet:
 HOPPER_MIN_TILE = 128 * 128
 """The smallest BM x BN the Hopper lowering takes (measured from 128 x 128 up)."""
 
+HOPPER_MIN_WAVE = 0.9
+"""The least share of the SMs a Hopper lowering's tiles must keep busy when they are
+fewer than the SMs (else the pointer loop's smaller tiles): 128 tiles of 128 x 256 on
+132 SMs (a 1024 x 4096 projection) run, 32 of them (a 256-token one) do not."""
+
 
 def _k_block(roles: _Roles, ext) -> int:
     """The K tile of a contraction: 64 for 16-bit operands, 32 for wider ones."""
@@ -717,8 +722,8 @@ def _best_candidate(target, budget, roles: _Roles, ext, calls: int, hopper: bool
                            or (contractions > 1 and bm * bn > HOPPER_MIN_TILE)):  # fmt: skip
                 continue
             cand = _contraction_candidate(target, budget, roles, ext, bm, bn, calls, hopper, single_step)
-            if cand is not None and hopper and cand.programs < target.sm_count:
-                continue  # under one wave of tiles: the pointer loop's smaller ones
+            if cand is not None and hopper and cand.programs < HOPPER_MIN_WAVE * target.sm_count:
+                continue  # well under one wave of tiles: the pointer loop's smaller ones
             if cand is not None and (best is None or cand.score > best.score):
                 best = cand
     return best
