@@ -293,7 +293,61 @@ def _refusal(
         return why
     if (why := recompute_refusal(st.graph, merged, dims)) is not None:
         return why
+    if (why := _sibling_refusal(st, gp, gc, merged, dims)) is not None:
+        return why
     return _budget_refusal(st, merged)
+
+
+SIBLING_EFFICIENCY = 0.79
+"""Throughput of two sibling contractions in one K loop (two accumulators of 128 x 128:
+SwiGLU's gate and up projections) relative to the same two run apart, each at its own
+tile (128 x 256): 545 against 694 TF/s on the H100 at 1024 x 4096 x 11008 (docs/PERF.md,
+`tools/experiments/sibling_split.py`)."""
+SPLIT_MARGIN = 1.5
+"""How much the shared loop's loss must exceed the round trip before the siblings are
+kept apart: `SIBLING_EFFICIENCY` was measured at one shape, and apart each GEMM runs
+below its long-K rate at short K (587 against 694 TF/s at K = 1024 and 4096, H100). At
+K = 1024 (LLaMA d1024: loss 1.48x the round trip) the H100 measured one kernel 4%
+faster; at K = 2048 and 4096 (3.0x and 5.9x) apart was 2% and 17% faster."""
+
+
+def _siblings(st: _State, ours: set[int], theirs: set[int], dims) -> bool:
+    """Does a contraction of `ours` read an input of one of `theirs` over the same
+    reduction dims (the shape `tile_plan.sibling_contractions` runs in one loop)?"""
+    def contractions(ids: set[int]) -> list[Node]:
+        return [st.graph.nodes[i] for i in sorted(ids) if st.graph.nodes[i].kind == CONTRACTION]
+
+    def reduced(n: Node) -> list[int]:
+        return sorted(dims.of[(n.index, d)] for d in n.s.reduction_dims)
+
+    return any(set(a.s.inputs) & set(b.s.inputs) and reduced(a) == reduced(b)
+               for a in contractions(ours) for b in contractions(theirs))  # fmt: skip
+
+
+def _sibling_refusal(st: _State, gp: int, gc: int, merged: list[Node], dims) -> str | None:
+    """Two groups each holding a contraction that would share one K loop (siblings:
+    `tile_plan.sibling_contractions`, joined by a reader of both, SwiGLU's product):
+    one kernel loses `1 / SIBLING_EFFICIENCY - 1` of their tensor-core time; apart,
+    what the first writes for the second makes a round trip through HBM. Kept apart
+    when the loss is the larger (sm_90, where the shared loop was measured). LLaMA's
+    MLP at 1024 tokens x 4096 x 11008: 339 us as one kernel, 280 apart (H100)."""
+    if st.target.compute_capability < (9, 0):
+        return None
+    ours, theirs = set(st.members[gp]), set(st.members[gc])
+    if not _siblings(st, ours, theirs, dims):
+        return None
+    cost = group_cost(st.graph, merged)
+    lost = cost.tc_flops / st.target.peak_flops(cost.dtype, True) * (1 / SIBLING_EFFICIENCY - 1)
+    crossing = {r for i in ours for r in st.graph.nodes[i].op.results
+                if any(st.graph.by_op.get(u.operation) in [st.graph.nodes[j] for j in theirs]
+                       for u in r.uses)}  # fmt: skip
+    moved = 2 * sum(tensor_bytes(r) for r in crossing)
+    round_trip = moved / st.target.hbm_bandwidth
+    if lost <= SPLIT_MARGIN * round_trip:
+        return None
+    return (f"sibling contractions in one K loop run at {SIBLING_EFFICIENCY} of apart: "
+            f"{lost * 1e6:.1f} us lost, over {SPLIT_MARGIN}x the {round_trip * 1e6:.1f} us "
+            f"round trip of {_kb(moved)} apart")  # fmt: skip
 
 
 def _gathers_within(merged: list[Node]) -> str | None:
