@@ -88,3 +88,16 @@ def test_layer_norm_one_mean() -> None:
     x = torch.randn(4, 64)
     compiled = tt.compile(nn.LayerNorm(64), x)
     assert compiled.source.count("tl.sum(") == 2
+
+
+def test_variance_over_a_dynamic_dim() -> None:
+    """The divisor of a variance over a dynamic dim is the run-time count (`n - 1`,
+    computed on the host in f64): narrowed with the rest, right at every size."""
+    x = torch.randn(4, 40, 32) + 3
+    torch._dynamo.mark_dynamic(x, 1, min=2, max=512)
+    fn = _fn(lambda x: x.var(dim=1))
+    compiled = tt.compile(fn, x)
+    assert not _arithmetic_f64(compiled.source.replace(".to(tl.float64)).to(tl.float32)", ""))
+    for t in (2, 17, 129):
+        y = torch.randn(4, t, 32) + 3
+        torch.testing.assert_close(compiled(y).double(), y.double().var(dim=1), rtol=4e-6, atol=1e-6)
