@@ -25,13 +25,14 @@ from xdsl.dialects import arith, func, tensor
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     ArrayAttr,
+    FloatAttr,
     IndexType,
     IntegerAttr,
     ModuleOp,
     TensorType,
 )
 from xdsl.dialects.linalg import ops as linalg
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.ir.affine import AffineMap
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -175,6 +176,27 @@ def is_generic_fill(op: Operation | Block) -> bool:
             and all(str(i.data) == "parallel" for i in op.iterator_types)
             and not any(isinstance(o, linalg.IndexOp) for o in op.body.walk())
             and not block.args[-1].uses)  # fmt: skip
+
+
+def fill_constant(value: SSAValue) -> arith.ConstantOp | None:
+    """The constant `value` is filled with: a generic fill (`is_generic_fill`)
+    yielding a constant input (or a constant itself, a splat's element)."""
+    fill = value.owner
+    if not is_generic_fill(fill):
+        return None
+    assert isinstance(fill, linalg.GenericOp)
+    yielded = fill.body.block.last_op
+    v = yielded.operands[0] if yielded is not None and yielded.operands else None
+    if isinstance(v, BlockArgument) and v.index < len(fill.inputs):
+        v = fill.inputs[v.index]
+    const = v.owner if v is not None else None
+    return const if isinstance(const, arith.ConstantOp) else None
+
+
+def is_zero_fill(value: SSAValue) -> bool:
+    """`value` is a floating-point fill of 0."""
+    const = fill_constant(value)
+    return const is not None and isinstance(const.value, FloatAttr) and const.value.value.data == 0.0
 
 
 def is_iota(op: Operation) -> bool:

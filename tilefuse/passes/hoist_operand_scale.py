@@ -50,7 +50,6 @@ from xdsl.dialects import arith, func, tensor
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     Float32Type,
-    FloatAttr,
     ModuleOp,
     TensorType,
 )
@@ -69,7 +68,7 @@ from xdsl.rewriter import InsertPoint
 
 from tilefuse.analysis.dataflow import factor_positions, is_contraction
 from tilefuse.ir.structured import as_structured, like, sized_empty
-from tilefuse.passes.cleanup import is_generic_fill
+from tilefuse.passes.cleanup import is_zero_fill
 
 
 @dataclass(frozen=True)
@@ -104,7 +103,7 @@ class HoistScaleOutOfContraction(RewritePattern):
         if not isinstance(op.parent_op(), func.FuncOp):
             return
         s = as_structured(op)
-        if s is None or not is_contraction(s) or not _zero_filled(op.outputs[0]):
+        if s is None or not is_contraction(s) or not is_zero_fill(op.outputs[0]):
             return
         if not isinstance(op.results[0].type, TensorType) or op.results[0].type.get_element_type() != Float32Type():
             return
@@ -226,19 +225,4 @@ def _scaling(result: SSAValue, op: linalg.GenericOp, scale: Scale) -> list[Opera
                                [IteratorTypeAttr(IteratorType.PARALLEL)] * rank, [t])  # fmt: skip
     generic.location = op.location
     return [*sizes, empty, generic]
-
-
-def _zero_filled(value: SSAValue) -> bool:
-    """A fill of 0 (a generic fill yielding a constant 0, or a 0-d input that is one)."""
-    fill = value.owner
-    if not is_generic_fill(fill):
-        return False
-    assert isinstance(fill, linalg.GenericOp)
-    yielded = fill.body.block.last_op
-    v = yielded.operands[0] if yielded is not None and yielded.operands else None
-    if isinstance(v, BlockArgument) and v.index < len(fill.inputs):
-        v = fill.inputs[v.index]
-    const = v.owner if v is not None else None
-    return isinstance(const, arith.ConstantOp) and isinstance(const.value, FloatAttr) and \
-        const.value.value.data == 0.0  # fmt: skip
 

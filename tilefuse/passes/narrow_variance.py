@@ -52,7 +52,6 @@ from xdsl.dialects.builtin import (
     Float16Type,
     Float32Type,
     Float64Type,
-    FloatAttr,
     ModuleOp,
     TensorType,
 )
@@ -63,7 +62,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tilefuse.ir.structured import as_structured, constant_of, filled, like, sized_empty
-from tilefuse.passes.cleanup import is_generic_fill
+from tilefuse.passes.cleanup import is_generic_fill, is_zero_fill
 
 F32 = Float32Type()
 _ARITH = (arith.AddfOp, arith.SubfOp, arith.MulfOp, arith.DivfOp)
@@ -214,12 +213,7 @@ def _summand(op: Operation | None) -> SSAValue | None:
     acc = block.args[-1]
     if not isinstance(add, arith.AddfOp) or acc not in (add.lhs, add.rhs) or sum(1 for _ in acc.uses) != 1:
         return None
-    init = op.outputs[0].owner
-    if not is_generic_fill(init):
-        return None
-    assert isinstance(init, linalg.GenericOp)
-    const = init.inputs[0].owner
-    if not isinstance(const, arith.ConstantOp) or const.value != FloatAttr(0.0, const.result.type):
+    if not is_zero_fill(op.outputs[0]):
         return None
     return add.rhs if add.lhs is acc else add.lhs
 
