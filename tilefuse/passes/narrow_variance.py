@@ -364,10 +364,15 @@ def _closed(island: Island) -> Island | None:
     """`island`, if its values are read only inside it, by truncations to at most
     f32 (which become its exits) or by size reads, and its bodies do only
     arithmetic; else None."""
+    made = {r for op in island.ops for r in op.results}
     for op in island.ops:
         body = op.body.block.ops if isinstance(op, linalg.GenericOp) else ()
         if any(not isinstance(inner, (*_ARITH, arith.ExtFOp, math.PowFOp, linalg.YieldOp)) for inner in body):
             return None
+        inputs = op.inputs if isinstance(op, linalg.GenericOp) else op.operands[:1]
+        if any(isinstance(_elem_type(v), Float64Type) and isinstance(v.type, TensorType) and v not in made
+               for v in inputs):  # fmt: skip
+            return None  # f64 data from outside the variance
         for use in op.results[0].uses:
             user = use.operation
             if user in island.ops or user in island.exits or isinstance(user, tensor.DimOp):

@@ -265,3 +265,57 @@ func.func @kept_sqrt(%x: tensor<4x8xf32>) -> tensor<4xf32> {
   } -> tensor<4xf32>
   func.return %o : tensor<4xf32>
 }
+
+// -----
+
+// A generic of the variance also reads f64 data from outside it (here unused by its
+// payload): not narrowed, so that no f64 tensor is read as f32.
+// CHECK-LABEL: func.func @reads_other_f64
+// CHECK:       arith.subf %{{.*}}, %{{.*}} : f64
+func.func @reads_other_f64(%x: tensor<4x8xf32>, %other: tensor<4x8xf64>) -> tensor<4xf32> {
+  %zero = arith.constant 0.0 : f64
+  %n = arith.constant 8.0 : f64
+  %e0 = tensor.empty() : tensor<4x8xf64>
+  %e = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<4x8xf32>) outs(%e0 : tensor<4x8xf64>) {
+  ^bb0(%in: f32, %out: f64):
+    %w = arith.extf %in : f32 to f64
+    linalg.yield %w : f64
+  } -> tensor<4x8xf64>
+  %r0 = tensor.empty() : tensor<4xf64>
+  %z = linalg.generic {indexing_maps = [affine_map<(d0) -> ()>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%zero : f64) outs(%r0 : tensor<4xf64>) {
+  ^bb0(%in: f64, %out: f64):
+    linalg.yield %in : f64
+  } -> tensor<4xf64>
+  %s = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]} ins(%e : tensor<4x8xf64>) outs(%z : tensor<4xf64>) {
+  ^bb0(%in: f64, %out: f64):
+    %a = arith.addf %in, %out : f64
+    linalg.yield %a : f64
+  } -> tensor<4xf64>
+  %m = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%s : tensor<4xf64>) outs(%r0 : tensor<4xf64>) {
+  ^bb0(%in: f64, %out: f64):
+    %q = arith.divf %in, %n : f64
+    linalg.yield %q : f64
+  } -> tensor<4xf64>
+  %d = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%e, %m, %other : tensor<4x8xf64>, tensor<4xf64>, tensor<4x8xf64>) outs(%e0 : tensor<4x8xf64>) {
+  ^bb0(%a: f64, %b: f64, %c: f64, %out: f64):
+    %t = arith.subf %a, %b : f64
+    linalg.yield %t : f64
+  } -> tensor<4x8xf64>
+  %z2 = linalg.generic {indexing_maps = [affine_map<(d0) -> ()>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%zero : f64) outs(%r0 : tensor<4xf64>) {
+  ^bb0(%in: f64, %out: f64):
+    linalg.yield %in : f64
+  } -> tensor<4xf64>
+  %v = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]} ins(%d : tensor<4x8xf64>) outs(%z2 : tensor<4xf64>) {
+  ^bb0(%in: f64, %out: f64):
+    %sq = arith.mulf %in, %in : f64
+    %a = arith.addf %sq, %out : f64
+    linalg.yield %a : f64
+  } -> tensor<4xf64>
+  %o0 = tensor.empty() : tensor<4xf32>
+  %o = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%v : tensor<4xf64>) outs(%o0 : tensor<4xf32>) {
+  ^bb0(%in: f64, %out: f32):
+    %t = arith.truncf %in : f64 to f32
+    linalg.yield %t : f32
+  } -> tensor<4xf32>
+  func.return %o : tensor<4xf32>
+}
