@@ -337,6 +337,8 @@ def _sibling_refusal(st: _State, gp: int, gc: int, merged: list[Node], dims) -> 
     if not _siblings(st, ours, theirs, dims):
         return None
     cost = group_cost(st.graph, merged)
+    if not cost.tc_flops or cost.dtype not in st.target.peak_tensor_flops:
+        return None  # no tensor-core loop (an IEEE f32 dot): not what was measured
     lost = cost.tc_flops / st.target.peak_flops(cost.dtype, True) * (1 / SIBLING_EFFICIENCY - 1)
     crossing = {r for i in ours for r in st.graph.nodes[i].op.results
                 if any(st.graph.by_op.get(u.operation) in [st.graph.nodes[j] for j in theirs]
