@@ -84,20 +84,25 @@ def test_f64_sum_stays_f64() -> None:
 
 def test_layer_norm_one_mean() -> None:
     """torch-mlir's LayerNorm subtracts an f32 mean and computes the variance from an
-    f64 one: narrowed, they are one sum (two reductions a row, not three)."""
+    f64 one: narrowed, they are one sum; with the squared deviations and the
+    deviations (the corrected two-pass form) three reductions a row, all f32."""
     x = torch.randn(4, 64)
     compiled = tt.compile(nn.LayerNorm(64), x)
-    assert compiled.source.count("tl.sum(") == 2
+    assert compiled.source.count("tl.sum(") == 3
+    assert not _arithmetic_f64(compiled.source)
+
 
 
 def test_variance_over_a_dynamic_dim() -> None:
-    """The divisor of a variance over a dynamic dim is the run-time count (`n - 1`,
-    computed on the host in f64): narrowed with the rest, right at every size."""
-    x = torch.randn(4, 40, 32) + 3
-    torch._dynamo.mark_dynamic(x, 1, min=2, max=512)
-    fn = _fn(lambda x: x.var(dim=1))
-    compiled = tt.compile(fn, x)
-    assert not _arithmetic_f64(compiled.source.replace(".to(tl.float64)).to(tl.float32)", ""))
-    for t in (2, 17, 129):
-        y = torch.randn(4, t, 32) + 3
-        torch.testing.assert_close(compiled(y).double(), y.double().var(dim=1), rtol=4e-6, atol=1e-6)
+    """A variance over a dynamic dim stays f64 (the corrected form needs the count of
+    summed values, known only at run time); over static rows of a dynamic batch it is
+    narrowed. Both right at every size."""
+    for dim, narrowed in ((1, False), (0, True)):
+        x = torch.randn(40, 40, 32) + 3
+        torch._dynamo.mark_dynamic(x, dim, min=2, max=512)
+        fn = _fn(lambda x: x.var(dim=1))
+        compiled = tt.compile(fn, x)
+        assert _arithmetic_f64(compiled.source) != narrowed
+        for t in (2, 17, 129):
+            y = torch.randn(*((t, 40, 32) if dim == 0 else (40, t, 32))) + 3
+            torch.testing.assert_close(compiled(y).double(), y.double().var(dim=1), rtol=4e-6, atol=1e-6)

@@ -630,7 +630,8 @@ def with_inputs(
     with `body` (block arguments to match); its outputs, location and (unless
     `iterators` replaces them) iterators kept. The caller puts it in `op`'s place."""
     new = linalg.GenericOp(list(inputs), list(op.outputs), body, [AffineMapAttr(m) for m in maps],
-                           iterators or op.iterator_types, [r.type for r in op.results])  # fmt: skip
+                           op.iterator_types if iterators is None else iterators,
+                           [r.type for r in op.results])  # fmt: skip
     new.location = op.location
     return new
 

@@ -178,3 +178,19 @@ func.func @argmax_over_one(%x: tensor<2x1x8xf32>) -> tensor<2x8xi64> {
   } -> (tensor<2x8xf32>, tensor<2x8xi64>)
   func.return %r#1 : tensor<2x8xi64>
 }
+
+// -----
+
+// A sum over one element (its only loop a reduction of trip count 1) loses the loop,
+// then reads its one element through a parallel loop of one (the old ["reduction"]
+// kept with no loops was a verifier error: the variance of a one-element tensor).
+// CHECK-LABEL: func.func @sum_of_one
+// CHECK:       linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>], iterator_types = ["parallel"]}
+func.func @sum_of_one(%x: tensor<1xf32>, %init: tensor<f32>) -> tensor<f32> {
+  %s = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>], iterator_types = ["reduction"]} ins(%x : tensor<1xf32>) outs(%init : tensor<f32>) {
+  ^bb0(%in: f32, %out: f32):
+    %a = arith.addf %in, %out : f32
+    linalg.yield %a : f32
+  } -> tensor<f32>
+  func.return %s : tensor<f32>
+}

@@ -12,8 +12,16 @@
 // CHECK:         arith.subf
 // CHECK:       %[[Q:.*]] = linalg.generic {{.*}} ins(%[[D]], %[[D]] : tensor<4x8xf32>, tensor<4x8xf32>)
 // CHECK:       %[[V:.*]] = linalg.generic {{.*}} ins(%[[Q]] : tensor<4x8xf32>) outs(%{{.*}} : tensor<4xf32>)
+// The corrected two-pass form: sum d^2 - (sum d)^2 / n, at least 0.
+// CHECK:       %[[L:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[D]] : tensor<4x8xf32>)
+// CHECK:       %[[CV:.*]] = linalg.generic {{.*}} ins(%[[V]], %[[L]] : tensor<4xf32>, tensor<4xf32>)
+// CHECK-NEXT:  ^{{.*}}(%[[SQ:.*]]: f32, %[[LIN:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT:    %[[L2:.*]] = arith.mulf %[[LIN]], %[[LIN]] : f32
+// CHECK-NEXT:    %[[LN:.*]] = arith.divf %[[L2]], %{{.*}} : f32
+// CHECK-NEXT:    %[[DIFF:.*]] = arith.subf %[[SQ]], %[[LN]] : f32
+// CHECK-NEXT:    arith.maximumf %[[DIFF]], %{{.*}} : f32
 // CHECK:       %[[C:.*]] = arith.constant 7.000000e+00 : f32
-// CHECK-NEXT:  %[[R:.*]] = linalg.generic {{.*}} ins(%[[V]] : tensor<4xf32>)
+// CHECK-NEXT:  %[[R:.*]] = linalg.generic {{.*}} ins(%[[CV]] : tensor<4xf32>)
 // CHECK-NEXT:  ^{{.*}}(%[[A:.*]]: f32, %{{.*}}: f32):
 // CHECK-NEXT:    %[[Y:.*]] = arith.divf %[[A]], %[[C]] : f32
 // CHECK-NEXT:    linalg.yield %[[Y]] : f32
@@ -81,7 +89,8 @@ func.func @var(%x: tensor<4x8xf32>) -> tensor<4xf32> {
 // The same variance spelled in fewer generics, of a bf16 input (widened to f32 now),
 // with the program's own f32 mean beside it (a layer norm subtracts that one): the
 // square of the deviation in one payload, the scaling and the truncation to bf16 in
-// the reader. The variance's mean is the f32 mean (one sum of %x, not two).
+// the reader. The variance's mean is the f32 mean (one sum of %x, not two); the sum
+// of the deviations is a copy of the payload adding the deviation, not its square.
 // CHECK-LABEL: func.func @fused_spelling
 // CHECK-NOT:   f64
 // CHECK:       %[[S:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%x : tensor<4x8xbf16>) outs(%{{.*}} : tensor<4xf32>)
@@ -92,7 +101,11 @@ func.func @var(%x: tensor<4x8xf32>) -> tensor<4xf32> {
 // CHECK:         %[[W:.*]] = arith.extf %{{.*}} : bf16 to f32
 // CHECK-NEXT:    %[[DV:.*]] = arith.subf %[[W]], %{{.*}} : f32
 // CHECK-NEXT:    %[[SQ:.*]] = arith.mulf %[[DV]], %[[DV]] : f32
-// CHECK:       %[[O:.*]] = linalg.generic {{.*}} ins(%[[V]] : tensor<4xf32>) outs(%{{.*}} : tensor<4xbf16>)
+// CHECK:       %[[L:.*]] = linalg.generic {{.*}} ins(%x, %[[M]] : tensor<4x8xbf16>, tensor<4xf32>) outs(%{{.*}} : tensor<4xf32>)
+// CHECK:         %[[DL:.*]] = arith.subf
+// CHECK-NEXT:    arith.addf %[[DL]], %{{.*}} : f32
+// CHECK:       %[[CV:.*]] = linalg.generic {{.*}} ins(%[[V]], %[[L]] : tensor<4xf32>, tensor<4xf32>)
+// CHECK:       %[[O:.*]] = linalg.generic {{.*}} ins(%[[CV]] : tensor<4xf32>) outs(%{{.*}} : tensor<4xbf16>)
 // CHECK:         arith.divf %{{.*}}, %{{.*}} : f32
 // CHECK-NEXT:    arith.truncf %{{.*}} : f32 to bf16
 // CHECK:       func.return %[[O]], %[[M]]
