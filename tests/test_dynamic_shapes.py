@@ -842,7 +842,8 @@ def test_a_dynamic_gemm_keeps_the_persistent_tma_lowering():
     count (the host launches at most the planned programs, one per tile when there
     are fewer), TMA descriptors of the run-time shape; through the kernels at sizes
     below and above one wave of tiles."""
-    text = specialize((SAMPLES / "linear_bias_relu.mlir").read_text(), {"K": 128, "N": 512}, "bf16")
+    # (N = 1024: 128 x 256 tiles, four a row of 128; 256 at M = 8192, more than the SMs)
+    text = specialize((SAMPLES / "linear_bias_relu.mlir").read_text(), {"K": 128, "N": 1024}, "bf16")
     module = load_program(dynamic_form(text, "M"), dim_ranges={"x.0": DimRange(1, 8192)})
     program = compile_program(module)
     source = program.source
@@ -984,8 +985,9 @@ def test_independent_dynamic_gemms_of_one_program_share_a_launch_at_every_varian
     assert len(program.kernels) == 3  # (one per level, each stacking the three projections)
     source = program.source
     assert "seg = pid // (programs_0 * 32)" in source  # (the first level: run-time programs)
-    assert "share = min((programs_0 * 4), 44)" in source  # (the persistent level)
-    assert "fused_kernel_0[(3 * min(4 * ((x_n0 + 127) // 128), 44),)](" in source
+    # (the persistent level: 128 x 256 tiles, two a row of 128)
+    assert "share = min((programs_0 * 2), 44)" in source
+    assert "fused_kernel_0[(3 * min(2 * ((x_n0 + 127) // 128), 44),)](" in source
     assert '"""Run @qkv: 1 kernel launch(es)."""' in source
     for m in (1, 77, 129, 700, 1025, 33 * 128 + 5):
         inputs = random_inputs(module, seed=m, sizes={"x.0": m})
