@@ -15,16 +15,9 @@ import torch
 from torch import nn
 
 import tilefuse.torch as tt
+from tests.eager import Fn
 
 pytestmark = pytest.mark.filterwarnings("ignore")
-
-
-def _fn(f):
-    class Fn(nn.Module):
-        def forward(self, *a):
-            return f(*a)
-
-    return Fn()
 
 
 def _arithmetic_f64(source: str) -> bool:
@@ -35,19 +28,19 @@ def _arithmetic_f64(source: str) -> bool:
 
 torch.manual_seed(0)
 NARROWED = {
-    "var": (_fn(lambda x: x.var(dim=-1)), lambda: torch.randn(6, 48) + 1000.0, 1),
-    "var_biased_keepdim": (_fn(lambda x: x.var(dim=-1, unbiased=False, keepdim=True)),
+    "var": (Fn(lambda x: x.var(dim=-1)), lambda: torch.randn(6, 48) + 1000.0, 1),
+    "var_biased_keepdim": (Fn(lambda x: x.var(dim=-1, unbiased=False, keepdim=True)),
                            lambda: torch.randn(6, 48) * 0.01, 1),
-    "std": (_fn(lambda x: x.std(dim=-1)), lambda: torch.randn(6, 48) * 3, 1),
-    "var_mean": (_fn(lambda x: torch.var_mean(x, dim=1)), lambda: torch.randn(6, 48) - 20, 1),
-    "var_all": (_fn(lambda x: x.var()), lambda: torch.randn(6, 48), 1),
+    "std": (Fn(lambda x: x.std(dim=-1)), lambda: torch.randn(6, 48) * 3, 1),
+    "var_mean": (Fn(lambda x: torch.var_mean(x, dim=1)), lambda: torch.randn(6, 48) - 20, 1),
+    "var_all": (Fn(lambda x: x.var()), lambda: torch.randn(6, 48), 1),
     "layer_norm": (nn.LayerNorm(48), lambda: torch.randn(6, 48) * 3 + 5, 1),
     "layer_norm_bf16": (nn.LayerNorm(48).bfloat16(), lambda: torch.randn(6, 48).bfloat16(), 1),
     "group_norm": (nn.GroupNorm(2, 4), lambda: torch.randn(2, 4, 3, 5), 3),
     # the mean read back through reshapes by unit dims ([8] -> [1, 8, 1, 1] -> [1, 8])
     "instance_norm": (nn.InstanceNorm2d(4, affine=True), lambda: torch.randn(2, 4, 3, 5) + 3, 3),
-    "std_mean": (_fn(lambda x: torch.std_mean(x, dim=-1)), lambda: torch.randn(6, 48), 1),
-    "var_two_dims": (_fn(lambda x: x.var(dim=(1, 2), correction=2)), lambda: torch.randn(4, 6, 8), 1),
+    "std_mean": (Fn(lambda x: torch.std_mean(x, dim=-1)), lambda: torch.randn(6, 48), 1),
+    "var_two_dims": (Fn(lambda x: x.var(dim=(1, 2), correction=2)), lambda: torch.randn(4, 6, 8), 1),
     "layer_norm_two_dims": (nn.LayerNorm((8, 16)), lambda: torch.randn(3, 8, 16), 1),
 }  # fmt: skip
 
@@ -76,7 +69,7 @@ def test_variance_in_f32(name: str) -> None:
 def test_f64_sum_stays_f64() -> None:
     """A sum of signed values in f64 is not a variance: the f32 sum could cancel."""
     x = torch.tensor([[1e8, 1.0, -1e8, 1.0] * 4])
-    fn = _fn(lambda x: x.double().sum(-1).float())
+    fn = Fn(lambda x: x.double().sum(-1).float())
     compiled = tt.compile(fn, x)
     assert "tl.float64" in compiled.source
     assert compiled(x).item() == 8.0  # in f32 the 1s are lost next to 1e8
@@ -100,7 +93,7 @@ def test_variance_over_a_dynamic_dim() -> None:
     for dim, narrowed in ((1, False), (0, True)):
         x = torch.randn(40, 40, 32) + 3
         torch._dynamo.mark_dynamic(x, dim, min=2, max=512)
-        fn = _fn(lambda x: x.var(dim=1))
+        fn = Fn(lambda x: x.var(dim=1))
         compiled = tt.compile(fn, x)
         assert _arithmetic_f64(compiled.source) != narrowed
         for t in (2, 17, 129):

@@ -30,19 +30,11 @@ from torch import nn
 from torch.utils import _pytree as pytree
 
 import tilefuse.torch as tt
+from tests.eager import Fn
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 
 F64 = torch.float64
-
-
-class Fn(nn.Module):
-    def __init__(self, f):
-        super().__init__()
-        self.f = f
-
-    def forward(self, *a):
-        return self.f(*a)
 
 
 def _w(x: torch.Tensor) -> torch.Tensor:

@@ -69,7 +69,15 @@ from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineMap
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tilefuse.ir.structured import as_structured, constant_of, filled, like, sized_empty
+from tilefuse.ir.structured import (
+    as_structured,
+    constant_of,
+    element_type,
+    filled,
+    like,
+    shape_of,
+    sized_empty,
+)
 from tilefuse.passes.cleanup import is_generic_fill, is_zero_fill
 
 F32, F64 = Float32Type(), Float64Type()
@@ -117,16 +125,11 @@ def _parallel(op: linalg.GenericOp) -> bool:
     return all(str(i.data) == "parallel" for i in op.iterator_types)
 
 
-def _elem_type(value: SSAValue):
-    t = value.type
-    return t.get_element_type() if isinstance(t, TensorType) else t
-
-
 def _passes_through(op: Operation | None) -> bool:
     """A pointwise f64 generic writing each point of its result once: its output map
     names distinct loops, and the loops it leaves out run once."""
     if not (isinstance(op, linalg.GenericOp) and _parallel(op) and len(op.outputs) == 1
-            and isinstance(_elem_type(op.results[0]), Float64Type)):  # fmt: skip
+            and isinstance(element_type(op.results[0].type), Float64Type)):  # fmt: skip
         return False
     written = [getattr(e, "position", None) for e in _maps(op)[-1].results]
     if None in written or len(set(written)) != len(written):
@@ -179,10 +182,10 @@ def _unit_reshape_source(value: SSAValue) -> SSAValue | None:
     """The f64 source of `value` if `value` reshapes it only by adding or dropping
     dims of size 1 (instance norm's mean, `[N*C] -> [1, N*C, 1, 1] -> [1, N*C]`)."""
     op = value.owner
-    if not isinstance(op, _RESHAPES) or not isinstance(_elem_type(value), Float64Type):
+    if not isinstance(op, _RESHAPES) or not isinstance(element_type(value.type), Float64Type):
         return None
     source = op.operands[0]
-    shapes = _shape(value), _shape(source)
+    shapes = shape_of(value), shape_of(source)
     if any(n < 0 for s in shapes for n in s):
         return None
     return source if [n for n in shapes[0] if n != 1] == [n for n in shapes[1] if n != 1] else None
@@ -191,8 +194,8 @@ def _unit_reshape_source(value: SSAValue) -> SSAValue | None:
 def _through_unit_dims(amap: AffineMap, value: SSAValue, source: SSAValue) -> AffineMap:
     """`amap` (indices of `value`) as indices of `source`, which `value` reshapes by
     dims of size 1 only: the same indices of the other dims, 0 in the unit ones."""
-    kept = iter([e for e, n in zip(amap.results, _shape(value), strict=True) if n != 1])
-    results = [AffineConstantExpr(0) if n == 1 else next(kept) for n in _shape(source)]
+    kept = iter([e for e, n in zip(amap.results, shape_of(value), strict=True) if n != 1])
+    results = [AffineConstantExpr(0) if n == 1 else next(kept) for n in shape_of(source)]
     return AffineMap(amap.num_dims, amap.num_symbols, tuple(results))
 
 
@@ -260,7 +263,7 @@ def _widened(site: Site | Read, island: list[Operation]) -> Read | None:
     if not isinstance(site, Site) or not isinstance(site.value.owner, arith.ExtFOp):
         return None
     source = _element(Site(site.value.owner.input, site.op, site.loop_map), island)
-    if not isinstance(source, Read) or not isinstance(_elem_type(source.tensor), _NARROWER):
+    if not isinstance(source, Read) or not isinstance(element_type(source.tensor.type), _NARROWER):
         return None
     return source
 
@@ -287,15 +290,10 @@ def _mean_of(mean: Site | Read, element: Read, total: linalg.GenericOp,
     if summed is None or summed.tensor is not element.tensor or count is None \
             or count != _count(total) or not _is_mean_scale(scale, divides, count):
         return False
-    shape = _shape(partial.tensor)
+    shape = shape_of(partial.tensor)
     kept = _coords(partial.amap, element.amap, shape), _coords(_maps(owner)[-1], summed.amap, shape)
     dims = _summed_dims(total, element), _summed_dims(owner, summed)
     return None not in kept and kept[0] == kept[1] and dims[0] is not None and dims[0] == dims[1]
-
-
-def _shape(value: SSAValue) -> tuple[int, ...]:
-    t = value.type
-    return tuple(t.get_shape()) if isinstance(t, TensorType) else ()
 
 
 def _coords(amap: AffineMap, element: AffineMap, shape: tuple[int, ...]) -> tuple[int, ...] | None:
@@ -320,7 +318,7 @@ def _summed_dims(op: linalg.GenericOp, element: Read) -> set[int] | None:
     indexed = [getattr(e, "position", None) for e in element.amap.results]
     if not reduced <= set(indexed):
         return None
-    shape = _shape(element.tensor)
+    shape = shape_of(element.tensor)
     return {j for j, d in enumerate(indexed) if d in reduced and shape[j] != 1}
 
 
@@ -343,7 +341,7 @@ def _squared(site: Site | Read, island: list[Operation]) -> Site | Read | None:
 def match(total: linalg.GenericOp) -> Island | None:
     """The island of the f64 variance `total` sums, if `total` is one."""
     summand = _summand(total)
-    if summand is None or not isinstance(_elem_type(total.results[0]), Float64Type):
+    if summand is None or not isinstance(element_type(total.results[0].type), Float64Type):
         return None
     island: list[Operation] = [total]
     loops = AffineMap.identity(len(total.iterator_types))
@@ -414,7 +412,7 @@ def _closed(island: Island) -> Island | None:
         if any(not isinstance(inner, (*_ARITH, arith.ExtFOp, math.PowFOp, linalg.YieldOp)) for inner in body):
             return None
         inputs = op.inputs if isinstance(op, linalg.GenericOp) else op.operands[:1]
-        if any(isinstance(_elem_type(v), Float64Type) and isinstance(v.type, TensorType) and v not in made
+        if any(isinstance(element_type(v.type), Float64Type) and isinstance(v.type, TensorType) and v not in made
                for v in inputs):  # fmt: skip
             return None  # f64 data from outside the variance
         for use in op.results[0].uses:
@@ -517,7 +515,7 @@ def _narrow_uses(value: SSAValue, op: linalg.GenericOp) -> None:
 def _narrow_exit(op: linalg.GenericOp) -> None:
     """A generic that truncated an island's f64 value now reads it in f32."""
     for arg in list(op.body.block.args):
-        if isinstance(arg.type, Float64Type) and isinstance(_elem_type(op.operands[arg.index]), Float32Type):
+        if isinstance(arg.type, Float64Type) and isinstance(element_type(op.operands[arg.index].type), Float32Type):
             _narrow_uses(Rewriter.replace_value_with_new_type(arg, F32), op)
 
 

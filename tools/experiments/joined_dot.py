@@ -31,16 +31,20 @@ def _silu_mul(g, u):
 
 
 @triton.jit
+def _tile(M, N, BM: tl.constexpr, BN: tl.constexpr, GROUP: tl.constexpr):
+    """This program's output tile (row, column), in groups of GROUP tile rows."""
+    pid = tl.program_id(0)
+    grid_m, grid_n = tl.cdiv(M, BM), tl.cdiv(N, BN)
+    first_m = pid // (GROUP * grid_n) * GROUP
+    rows = min(grid_m - first_m, GROUP)
+    return first_m + (pid % rows), (pid % (GROUP * grid_n)) // rows
+
+
+@triton.jit
 def two_dots(x_ptr, wg_ptr, wu_ptr, y_ptr, M, N, K: tl.constexpr,
              BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr,
              DOT: tl.constexpr):
-    pid = tl.program_id(0)
-    grid_m, grid_n = tl.cdiv(M, BM), tl.cdiv(N, BN)
-    group = pid // (GROUP * grid_n)
-    first_m = group * GROUP
-    rows = min(grid_m - first_m, GROUP)
-    pid_m = first_m + (pid % rows)
-    pid_n = (pid % (GROUP * grid_n)) // rows
+    pid_m, pid_n = _tile(M, N, BM, BN, GROUP)
     offs_m = pid_m * BM + tl.arange(0, BM)
     offs_n = pid_n * BN + tl.arange(0, BN)
     offs_k = tl.arange(0, BK)
@@ -61,13 +65,7 @@ def two_dots(x_ptr, wg_ptr, wu_ptr, y_ptr, M, N, K: tl.constexpr,
 def joined_dot(x_ptr, wg_ptr, wu_ptr, y_ptr, M, N, K: tl.constexpr,
                BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr,
              DOT: tl.constexpr):
-    pid = tl.program_id(0)
-    grid_m, grid_n = tl.cdiv(M, BM), tl.cdiv(N, BN)
-    group = pid // (GROUP * grid_n)
-    first_m = group * GROUP
-    rows = min(grid_m - first_m, GROUP)
-    pid_m = first_m + (pid % rows)
-    pid_n = (pid % (GROUP * grid_n)) // rows
+    pid_m, pid_n = _tile(M, N, BM, BN, GROUP)
     offs_m = pid_m * BM + tl.arange(0, BM)
     offs_k = tl.arange(0, BK)
     # row r of the B tile: weight row pid_n * BN + r // 2 of the gate (r even) or up (odd)
