@@ -340,9 +340,9 @@ def _sibling_refusal(st: _State, gp: int, gc: int, merged: list[Node], dims) -> 
     if not cost.tc_flops or cost.dtype not in st.target.peak_tensor_flops:
         return None  # no tensor-core loop (an IEEE f32 dot): not what was measured
     lost = cost.tc_flops / st.target.peak_flops(cost.dtype, True) * (1 / SIBLING_EFFICIENCY - 1)
+    readers = {st.graph.nodes[j].op for j in theirs}
     crossing = {r for i in ours for r in st.graph.nodes[i].op.results
-                if any(st.graph.by_op.get(u.operation) in [st.graph.nodes[j] for j in theirs]
-                       for u in r.uses)}  # fmt: skip
+                if any(u.operation in readers for u in r.uses)}  # fmt: skip
     moved = 2 * sum(tensor_bytes(r) for r in crossing)
     round_trip = moved / st.target.hbm_bandwidth
     if lost <= SPLIT_MARGIN * round_trip:
