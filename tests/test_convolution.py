@@ -560,3 +560,36 @@ def test_a_3x3_filter_is_copied_channels_innermost_before_the_launch():
     already = w.contiguous(memory_format=torch.channels_last)
     (out,) = prog(on_device(x), on_device(already))
     assert torch.allclose(out.cpu(), want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(("shape", "order", "split"), [
+    ((2, 16, 9, 8), (0, 2, 3, 1), (1, 2)),     # NCHW -> NHWC
+    ((3, 70, 65), (0, 2, 1), (1, 2)),          # a batched transpose, edge tiles both ways
+    ((130, 7), (1, 0), (0, 1)),                # a matrix
+    ((2, 3, 4, 5, 6), (0, 1, 4, 2, 3), (2, 4)),  # two leading dims kept, two moved back
+])  # fmt: skip
+def test_an_argument_is_copied_into_its_order_by_a_batched_transpose(shape, order, split):
+    """The host's copy of an argument into another order (`host_prelude._in_order`):
+    on a GPU a row-major argument whose order moves trailing dims to the front is
+    one `_transpose_kernel` launch; run here in the interpreter, against torch."""
+    from tilefuse.backend.triton import host_prelude as hp
+
+    t = torch.arange(np.prod(shape), dtype=torch.float32).reshape(shape)
+    assert hp._transpose_split(t, order) == split
+    out = hp._transposed(t, *split).reshape(t.permute(order).shape)
+    assert torch.equal(out, t.permute(order))
+
+
+@pytest.mark.parametrize(("shape", "order"), [
+    ((2, 3, 4, 5), (0, 2, 1, 3)),  # H and C swapped, W kept: not a moved tail
+    ((2, 3, 4), (1, 0, 2)),        # the same in 3 dims
+    ((2, 3, 4, 5), (0, 3, 2, 1)),  # reversed after the batch
+])  # fmt: skip
+def test_other_orders_are_copied_by_torch(shape, order):
+    from tilefuse.backend.triton import host_prelude as hp
+
+    t = torch.zeros(shape)
+    assert hp._transpose_split(t, order) is None
+    moved_tail = (*range(1, len(shape)), 0)  # (every dim but the first in front of it)
+    assert hp._transpose_split(t, moved_tail) == (0, 1)
+    assert hp._transpose_split(t.transpose(0, 1), moved_tail) is None  # (not row-major)

@@ -87,6 +87,9 @@ def helper_source(name: str) -> str:
 TMA_HOST_HELPERS = ("_tma_scratch", "_tma", "_tma_same", "_tma_allocator")
 """The `host_prelude` functions a module whose kernels make TMA descriptors calls."""
 
+IN_ORDER_HELPERS = ("_in_order", "_transpose_split", "_transposed", "_transpose_kernel")
+"""The `host_prelude` functions a module copying arguments into other orders calls."""
+
 
 def host_source(names: Sequence[str]) -> str:
     """The source of the `host_prelude` functions `names`, each with its comment
@@ -98,6 +101,7 @@ def host_source(names: Sequence[str]) -> str:
 def _with_comment(fn: object, module: ModuleType | None = None) -> str:
     """`fn`'s source (a function of `module`, default the prelude) with the comment
     block above it."""
+    fn = getattr(fn, "fn", fn)  # (a `@triton.jit` function: its Python function)
     lines, start = inspect.getsourcelines(fn)  # type: ignore[arg-type]
     module_lines = inspect.getsource(module or _prelude()).splitlines(keepends=True)
     top = start - 1

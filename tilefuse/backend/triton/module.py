@@ -125,7 +125,7 @@ def emit_module(module: ModuleOp, source_name: str = "<input>") -> EmittedModule
     if any(sig.has_descriptors for *_, sig in launches):
         out.write(library.host_source(library.TMA_HOST_HELPERS) + "\n")
     if any(g.input_layouts is not None for g, *_ in launches):
-        out.write(library.host_source(("_in_order",)) + "\n")
+        out.write(library.host_source(library.IN_ORDER_HELPERS) + "\n")
     host = HostPrinter(f, launches, checks)
     out.write(host.print())
     return EmittedModule(out.getvalue(), tuple(sig for *_, sig in launches), tuple(host.constants))
