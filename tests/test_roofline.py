@@ -8,7 +8,7 @@ from tilefuse.analysis.cost.roofline import format_bytes, format_seconds, roofli
 from tilefuse.analysis.cost.target import TargetError, get_target
 
 
-@pytest.mark.parametrize("name", ["h100", "h200", "h200-datasheet"])
+@pytest.mark.parametrize("name", ["h100", "h100-datasheet", "h200", "h200-datasheet"])
 def test_bound_flips_exactly_at_ridge(name):
     target = get_target(name)
     peak = target.peak_flops("bf16", tensor_cores=True)
@@ -25,17 +25,17 @@ def test_bound_flips_exactly_at_ridge(name):
 
 
 def test_ridge_sides_h100_and_h200_bf16():
-    # h100 bf16 ridge 295.3 FLOP/B, h200 (measured) 183.5: an intensity of 250
+    # h100-datasheet bf16 ridge 295.3 FLOP/B, h200 (measured) 183.5: an intensity of 250
     # is compute-bound on the H200 but memory-bound on the H100.
     flops, nbytes = 250e9, 1e9
-    assert roofline(flops, nbytes, get_target("h100"), "bf16", True).bound == "memory"
+    assert roofline(flops, nbytes, get_target("h100-datasheet"), "bf16", True).bound == "memory"
     assert roofline(flops, nbytes, get_target("h200"), "bf16", True).bound == "compute"
 
 
 def test_time_formula_h100_f32():
     # 1 TFLOP at 66.9 TFLOP/s = 14.948 ms; 1 GB at 3.35 TB/s = 0.2985 ms;
     # T = 14.948 ms + 4 us launch.
-    point = roofline(1e12, 1e9, get_target("h100"))
+    point = roofline(1e12, 1e9, get_target("h100-datasheet"))
     assert point.compute_time == pytest.approx(1 / 66.9)
     assert point.memory_time == pytest.approx(1e9 / 3.35e12)
     assert point.launch_time == pytest.approx(4e-6)
@@ -55,7 +55,7 @@ def test_memory_bound_time_h200():
 
 
 def test_low_occupancy_scales_compute_and_ridge():
-    h100 = get_target("h100")
+    h100 = get_target("h100-datasheet")
     full = roofline(1e12, 1e6, h100, "bf16", tensor_cores=True)
     # f(0.1) = 0.25: four times the compute time and a quarter of the ridge.
     low = roofline(1e12, 1e6, h100, "bf16", tensor_cores=True, occupancy=0.1)
@@ -66,10 +66,10 @@ def test_low_occupancy_scales_compute_and_ridge():
 
 
 def test_launches():
-    # 100 empty kernels on the h100 cost 100 x 4 us = 400 us.
-    point = roofline(0, 0, get_target("h100"), launches=100)
+    # 100 empty kernels on the h100-datasheet (nominal launch) cost 100 x 4 us = 400 us.
+    point = roofline(0, 0, get_target("h100-datasheet"), launches=100)
     assert point.time == pytest.approx(400e-6)
-    assert roofline(0, 0, get_target("h100"), launches=0).time == 0
+    assert roofline(0, 0, get_target("h100-datasheet"), launches=0).time == 0
 
 
 def test_zero_bytes_is_compute_bound():

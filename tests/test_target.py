@@ -9,12 +9,13 @@ from tilefuse.analysis.cost.target import (
     Target,
     TargetError,
     get_target,
+    target_for_device,
     target_names,
 )
 
 
 def test_builtin_names():
-    assert target_names() == ["a100", "h100", "h200", "h200-datasheet", "v100"]
+    assert target_names() == ["a100", "h100", "h100-datasheet", "h200", "h200-datasheet", "v100"]
     assert DEFAULT_TARGET == "h200"
     for name in target_names():
         target = get_target(name)
@@ -34,24 +35,28 @@ def test_shared_memory_numbers():
 
 
 def test_datasheet_rates():
-    h100 = get_target("h100")
+    h100 = get_target("h100-datasheet")
     assert h100.hbm_bandwidth == 3.35e12
     assert h100.peak_flops("bf16", tensor_cores=True) == 989.4e12
     assert h100.peak_flops("f32", tensor_cores=False) == 66.9e12
     assert get_target("h200-datasheet").hbm_bandwidth == 4.8e12
     assert get_target("h200").hbm_bandwidth == 4.25e12
+    # measured on a lent H100 (tools/experiments/target_rates.py)
+    assert get_target("h100").hbm_bandwidth == 3.0e12
+    assert get_target("h100").peak_flops("bf16", tensor_cores=True) == 688e12
     assert get_target("a100").peak_flops("tf32", tensor_cores=True) == 156e12
 
 
 def test_ridge_points():
     # 989.4 / 3.35 = 295.34; 989.4 / 4.8 = 206.13; 780 / 4.25 = 183.53.
-    assert get_target("h100").ridge_point("bf16") == pytest.approx(295.34, abs=0.01)
+    assert get_target("h100-datasheet").ridge_point("bf16") == pytest.approx(295.34, abs=0.01)
+    assert get_target("h100").ridge_point("bf16") == pytest.approx(229.33, abs=0.01)  # 688 / 3.0
     assert get_target("h200-datasheet").ridge_point("bf16") == pytest.approx(
         206.13, abs=0.01
     )
     assert get_target("h200").ridge_point("bf16") == pytest.approx(183.53, abs=0.01)
     # 66.9 / 3.35 = 19.97 FLOP/B on CUDA cores.
-    assert get_target("h100").ridge_point("f32", tensor_cores=False) == pytest.approx(
+    assert get_target("h100-datasheet").ridge_point("f32", tensor_cores=False) == pytest.approx(
         19.97, abs=0.01
     )
 
@@ -78,7 +83,7 @@ def test_targets_are_hashable_and_immutable():
         h100.peak_tensor_flops["bf16"] = 1.0  # type: ignore[index]
 
 
-@pytest.mark.parametrize("name", ["v100", "a100", "h100", "h200", "h200-datasheet"])
+@pytest.mark.parametrize("name", ["v100", "a100", "h100", "h100-datasheet", "h200", "h200-datasheet"])
 def test_json_round_trip(tmp_path, name):
     target = get_target(name)
     path = tmp_path / "t.json"
@@ -153,3 +158,37 @@ def test_direct_construction_is_checked():
     fields["warp_size"] = 0
     with pytest.raises(TargetError, match="'warp_size'"):
         Target(**fields)
+
+
+@pytest.mark.parametrize(("device", "target"), [
+    ("NVIDIA H100 80GB HBM3", "h100"),
+    ("NVIDIA H200", "h200"),
+    ("NVIDIA A100-SXM4-80GB", "a100"),
+    ("Tesla V100-SXM2-16GB", "v100"),
+    ("NVIDIA GeForce RTX 4090", DEFAULT_TARGET),  # (no built-in entry)
+])  # fmt: skip
+def test_a_gpu_is_compiled_for_by_its_name(device, target):
+    assert target_for_device(device) == target
+
+
+def test_auto_is_the_gpu_at_hand_or_the_default(monkeypatch):
+    """`auto` (every runtime entry's default) names the GPU's target; in the
+    interpreter, `DEFAULT_TARGET`; a named target is kept."""
+    import torch
+
+    from tilefuse.runtime import compiled
+
+    assert compiled.resolve_target("a100") == "a100"
+    monkeypatch.setattr(compiled, "gpu_available", lambda: False)
+    assert compiled.resolve_target("auto") == DEFAULT_TARGET
+    monkeypatch.setattr(compiled, "gpu_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *_: "NVIDIA H100 80GB HBM3")
+    assert compiled.resolve_target("auto") == "h100"
+
+
+def test_a_program_records_its_target():
+    from tilefuse.runtime.compiled import compile
+
+    text = "func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> { return %x : tensor<4xf32> }"
+    assert compile(text).target == DEFAULT_TARGET
+    assert compile(text, target="a100").target == "a100"

@@ -224,7 +224,7 @@ def tuned_run(case: Case, path: Path, inputs: list, ours: tuple) -> tuple[float,
     from tilefuse.runtime.autotune import autotune
 
     start = time.perf_counter()
-    tuned, picked = autotune(path, inputs, "h200", case.dims, case.dtype,
+    tuned, picked = autotune(path, inputs, "auto", case.dims, case.dtype,
                              timer=lambda fn: timer(fn, True) * 1e-3)  # fmt: skip
     tune_s = time.perf_counter() - start
     for o, t in zip(ours, tuned(*inputs), strict=True):
@@ -255,7 +255,7 @@ else:
     import triton, triton.language  # imports are not compile time
     torch.cuda.synchronize()
     start = time.perf_counter()
-    bench.tf_compile(path, "h200", case.dims, case.dtype)(*inputs)
+    bench.tf_compile(path, "auto", case.dims, case.dtype)(*inputs)
 torch.cuda.synchronize()
 print(time.perf_counter() - start)
 """
@@ -292,7 +292,7 @@ def run_case(case: Case, gpu: bool, use_compile: bool, seed: int, tune: bool = F
     inputs = make_inputs(module, case, dims, device, seed)
 
     start = time.perf_counter()
-    prog = tf_compile(path, "h200", case.dims, case.dtype)
+    prog = tf_compile(path, "auto", case.dims, case.dtype)
     ours = prog(*inputs)
     if gpu:
         torch.cuda.synchronize()
@@ -340,7 +340,7 @@ def run_case(case: Case, gpu: bool, use_compile: bool, seed: int, tune: bool = F
     flops = sum(g.cost.flops.data for g in prog.module.walk() if isinstance(g, GroupOp) and g.cost)
     per_kernel = []
     if gpu:
-        measured, predicted = measured_kernels(prog, inputs), predicted_kernels(prog, "h200")
+        measured, predicted = measured_kernels(prog, inputs), predicted_kernels(prog, prog.target)
         for g in prog.module.walk():
             if isinstance(g, GroupOp):
                 name = g.sym_name.data
@@ -401,13 +401,14 @@ def roofline_png(results: list[Result], ceilings: dict[str, float], path: str) -
     import matplotlib.pyplot as plt
 
     from tilefuse.analysis.cost.target import get_target
+    from tilefuse.runtime.compiled import resolve_target
 
-    t = get_target("h200")
+    t = get_target(resolve_target("auto"))
     fig, ax = plt.subplots(figsize=(8, 5))
     xs = [2.0**e for e in range(-4, 14)]
     bw = ceilings["copy_Bps"]
     ax.plot(xs, [min(ceilings["matmul_flops"], x * bw) for x in xs], "k-", label="measured roof (copy BW, bf16 GEMM)")
-    ax.plot(xs, [min(t.peak_flops("bf16", True), x * t.hbm_bandwidth) for x in xs], "k:", label="model roof (h200)")
+    ax.plot(xs, [min(t.peak_flops("bf16", True), x * t.hbm_bandwidth) for x in xs], "k:", label=f"model roof ({t.name})")
     for r in results:
         for k in r.per_kernel:
             if not k["measured_s"] or not k["bytes"]:

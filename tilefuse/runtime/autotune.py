@@ -47,6 +47,7 @@ from tilefuse.runtime.compiled import (
     gpu_available,
     kernels_replaced,
     load,
+    resolve_target,
 )
 
 DEFAULT_LIMIT = 4
@@ -82,7 +83,7 @@ def default_timer(fn: Callable[[], Any]) -> float:
 def autotune(
     source: str | Path | ModuleOp,
     args: Sequence[Any],
-    target: str = "h200",
+    target: str = "auto",
     dims: Mapping[str, int] | None = None,
     dtype: str | None = None,
     limit: int = DEFAULT_LIMIT,
@@ -90,6 +91,7 @@ def autotune(
 ) -> tuple[CompiledProgram, TuneResult]:
     """Compile `source` with each group's fastest tile candidate on `args`."""
     start = time.perf_counter()
+    target = resolve_target(target)
     module = source.clone() if isinstance(source, ModuleOp) else load_program(source, dims, dtype)
     run_pipeline(module, target, until="fusion-groups")
     counts = _candidate_counts(module, target, limit)
@@ -107,6 +109,7 @@ def autotune(
         _write_cache(cache)
         result = TuneResult(picks, times, False)
     prog = _build(module, result.picks, target, horizontal=True)
+    prog.target = target
     prog.compile_seconds = time.perf_counter() - start
     return prog, result
 

@@ -3,7 +3,7 @@ Compile once, call many times: the Python API.
 
 ```python
 import tilefuse.runtime as tf
-prog = tf.compile(open("samples/softmax.mlir").read(), target="h200")
+prog = tf.compile(open("samples/softmax.mlir").read())  # for the GPU at hand
 (y,) = prog(torch.randn(70, 333))      # on the GPU if there is one, else interpreted
 print(prog.source)                     # the generated Triton module
 ```
@@ -38,6 +38,7 @@ from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp
 
+from tilefuse.analysis.cost.target import DEFAULT_TARGET, target_for_device
 from tilefuse.backend.triton.emit import (
     EmittedModule,
     HostConstant,
@@ -52,6 +53,9 @@ from tilefuse.ir.module import entry_function
 from tilefuse.pipeline import run_pipeline
 from tilefuse.runtime.dump import open_program_dump
 from tilefuse.runtime.launcher import FastKernel, init_handles
+
+AUTO_TARGET = "auto"
+"""The target named by default: the GPU kernels run on (`resolve_target`)."""
 
 
 def cache_dir() -> Path:
@@ -143,9 +147,11 @@ class _Warmup:
 
 
 def every_kernel(python: ModuleType) -> tuple[str, ...]:
-    """A generated module's kernels: one per group (`KERNELS`), and the twins some
-    groups launch instead on a GPU (`GPU_KERNELS`: warp-specialised attention)."""
-    return (*python.KERNELS, *getattr(python, "GPU_KERNELS", ()))
+    """A generated module's kernels: one per group (`KERNELS`), the twins some
+    groups launch instead on a GPU (`GPU_KERNELS`: warp-specialised attention), and
+    those the host's helpers launch (`HOST_KERNELS`: an argument's copy into another
+    order)."""
+    return (*python.KERNELS, *getattr(python, "GPU_KERNELS", ()), *getattr(python, "HOST_KERNELS", ()))
 
 
 @contextlib.contextmanager
@@ -244,6 +250,8 @@ class CompiledProgram:
     """(shape, dtype, device) of each argument of the last call that passed the check."""
     size_check: Any = None
     """`ir.dynamic.size_checker` of the entry function (a dynamic one), made at the first call."""
+    target: str = DEFAULT_TARGET
+    """The target it was compiled for (a name `get_target` takes)."""
     on_gpu: bool = field(default_factory=gpu_available)
     """Where the kernels run, decided once (Triton fixes the interpreter at import)."""
     host_constants: tuple[HostConstant, ...] = ()
@@ -374,7 +382,7 @@ def _tile_options(smem_budget: int, allow_tf32: bool) -> dict[str, dict[str, int
 
 def compile(
     source: str | Path | ModuleOp,
-    target: str = "h200",
+    target: str = AUTO_TARGET,
     dims: Mapping[str, int] | None = None,
     dtype: str | None = None,
     smem_budget: int = 0,
@@ -383,7 +391,8 @@ def compile(
     dim_ranges: Mapping[str, DimRange] | None = None,
 ) -> CompiledProgram:
     """Compile MLIR text, a `.mlir` path or a parsed module to Triton kernels
-    (`smem_budget`: bytes of shared memory tiles may use, `tile-and-fuse`'s option;
+    for `target` (a built-in name, a JSON file, or `auto`: the GPU at hand's,
+    `resolve_target`; `smem_budget`: bytes of shared memory tiles may use, `tile-and-fuse`'s option;
     0 keeps the target's; `dump_dir`: where to write the IR after each stage, the
     report and the kernels, default `$TILEFUSE_DEBUG_DIR`, see `runtime/dump.py`;
     `allow_tf32`: f32 contractions on TF32 tensor cores, as torch's flag; off, they
@@ -392,6 +401,7 @@ def compile(
     dynamic (`?`) dim, `{"x.0": DimRange(1, 4096)}`: one program for every size in
     range, `ir/dynamic.py`)."""
     start = time.perf_counter()
+    target = resolve_target(target)
     with _gc_paused():
         if isinstance(source, ModuleOp):
             module, name = source.clone(), "<module>"
@@ -406,7 +416,21 @@ def compile(
             dump.write("kernels.py", emitted.text)
             dump.write_constants(emitted.constants)
             dump.write_report()
-    return load(module, emitted, start, name)
+    program = load(module, emitted, start, name)
+    program.target = target
+    return program
+
+
+def resolve_target(target: str) -> str:
+    """`target`, or for `auto` the built-in target of the GPU the kernels run on
+    (`target_for_device`; `DEFAULT_TARGET` in the interpreter)."""
+    if target != AUTO_TARGET:
+        return target
+    if not gpu_available():
+        return DEFAULT_TARGET
+    import torch
+
+    return target_for_device(torch.cuda.get_device_name())
 
 
 def load(module: ModuleOp, emitted: EmittedModule, start: float | None = None,

@@ -59,7 +59,8 @@ from tilefuse.tools.opt import parse_dim_options, version_line
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tilefuse-run", description=__doc__.split("\n\n")[0])
     p.add_argument("file", type=Path, help="an MLIR file")
-    p.add_argument("--target", default=DEFAULT_TARGET, help="GPU to compile for")
+    p.add_argument("--target", default="auto",
+                   help="GPU to compile for (default auto: the GPU at hand's, else " + DEFAULT_TARGET + ")")
     p.add_argument("--inputs", metavar="IN.npz", help="arrays arg0, arg1, ...")
     p.add_argument("--save-outputs", metavar="OUT.npz", help="write out0, out1, ...")
     p.add_argument("--seed", type=int, default=0, help="seed for random inputs")
@@ -228,7 +229,7 @@ def run(args: argparse.Namespace) -> int:
             print("  --bench needs a GPU: skipped")
         else:
 
-            print(bench_program(prog, tensors, args.target))
+            print(bench_program(prog, tensors, prog.target))
     return status
 
 

@@ -352,9 +352,9 @@ def compile_backward(gm: torch.fx.GraphModule, inputs: list[Any]) -> Callable[..
 
 def tilefuse(gm: torch.fx.GraphModule, example_inputs: list[Any],
              options: dict[str, Any] | None = None, **_: Any) -> Callable[..., Any]:  # fmt: skip
-    """The backend: `options` may name the `target` (default `h200`)."""
+    """The backend: `options` may name the `target` (default `auto`: the GPU at hand's)."""
     options = dict(options or {})
-    target = options.pop("target", "h200")
+    target = options.pop("target", "auto")
     if options:
         raise ValueError(f"the tilefuse backend takes the option target, not "
                          f"{', '.join(options)}")  # fmt: skip

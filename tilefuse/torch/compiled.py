@@ -151,10 +151,10 @@ def _signature(fn: Any) -> inspect.Signature | None:
 
 
 def compile(module_or_fn: nn.Module | Callable[..., Any], *example_inputs: Any,
-            target: str = "h200", dump_dir: str | Path | None = None,
+            target: str = "auto", dump_dir: str | Path | None = None,
             name: str | None = None, allow_tf32: bool = False) -> CompiledModule:  # fmt: skip
     """Export `module_or_fn` on `example_inputs` with torch-mlir (weights as
-    arguments) and compile it for `target` (`allow_tf32`: f32 matmuls on TF32
+    arguments) and compile it for `target` (default: the GPU at hand's, `auto`; `allow_tf32`: f32 matmuls on TF32
     tensor cores, as torch's flag; bf16 and f16 ones are 16-bit dots anyway).
     Raises `ExportError` when torch cannot export it and `CompileError` (located,
     naming the op) when tilefuse refuses it."""

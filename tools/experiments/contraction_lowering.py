@@ -68,7 +68,7 @@ def main(names: list[str], sweep: bool) -> None:
                 except Exception as e:  # a sweep point no contraction can take
                     print(f"== {name}, {label}: {type(e).__name__}: {str(e)[:120]}")
                     continue
-                predicted = {k: t * 1e6 for k, t in predicted_kernels(ours.program, "h200").items()}
+                predicted = {k: t * 1e6 for k, t in predicted_kernels(ours.program, ours.program.target).items()}
                 rows = kernel_times(lambda c=ours, a=args: c(*a))
             print(f"== {name}, {label}: {sum(r[1] for r in rows):.1f} us of kernels per call")
             for n, t, c in rows:

@@ -62,7 +62,7 @@ def profile_ours(case: ModelCase) -> None:
     model, args = bench_models.on_gpu(case)
     with torch.no_grad():
         ours = tt.compile(copy.deepcopy(model), *args)
-        predicted = {k: t * 1e6 for k, t in predicted_kernels(ours.program, "h200").items()}
+        predicted = {k: t * 1e6 for k, t in predicted_kernels(ours.program, ours.program.target).items()}
         rows = kernel_times(lambda: ours(*args))
     print(f"== {case.name}: {sum(r[1] for r in rows):.1f} us of kernels per call")
     for n, t, c in rows:

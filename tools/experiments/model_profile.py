@@ -51,7 +51,7 @@ def main(names: list[str]) -> None:
         with torch.no_grad():
             ours = tt.compile(model, *args)
             theirs = torch.compile(copy.deepcopy(model))
-            predicted = {k: t * 1e6 for k, t in predicted_kernels(ours.program, "h200").items()}
+            predicted = {k: t * 1e6 for k, t in predicted_kernels(ours.program, ours.program.target).items()}
             for label, compiled in (("tilefuse", ours), ("torch.compile", theirs)):
                 rows = kernel_times(lambda c=compiled, a=args: c(*a))
                 print(f"== {name} {label}: {sum(r[1] for r in rows):.1f} us of kernels per call")

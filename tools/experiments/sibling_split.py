@@ -49,7 +49,7 @@ def main(names: list[str]) -> None:
                     ours = tt.compile(copy.deepcopy(model), *args)
                 finally:
                     fusion_plan._refusal = original
-                predicted = {k: t * 1e6 for k, t in predicted_kernels(ours.program, "h200").items()}
+                predicted = {k: t * 1e6 for k, t in predicted_kernels(ours.program, ours.program.target).items()}
                 rows = kernel_times(lambda c=ours, a=args: c(*a))
                 print(f"== {name} {label}: {len(ours.kernels)} kernels, {sum(r[1] for r in rows):.1f} us per call")
                 for n, t, c in rows[:6]:

@@ -7,8 +7,8 @@ simulation) and a per-kernel launch overhead, all in SI units: bytes, bytes/s,
 FLOP/s and seconds. Peak rates are dense (no structured sparsity); an FMA counts
 as two FLOPs.
 
-Built-in targets are `v100` (SXM2), `a100` (80 GB SXM), `h100` (SXM) and two
-H200 SXM entries:
+Built-in targets are `v100` (SXM2), `a100` (80 GB SXM), and two entries each
+for the H100 SXM and the H200 SXM:
 
 * `h200-datasheet` holds NVIDIA's datasheet numbers (4.8 TB/s, 989 TFLOP/s
   dense bf16).
@@ -22,7 +22,13 @@ H200 SXM entries:
   overhead (18 us) is the measured cost of launching a Triton kernel from
   Python, which is how tilefuse runs its kernels.
 
+* `h100` holds the same measurements taken on a lent H100 80GB (3.0 TB/s,
+  688 TFLOP/s bf16, 10.5 us a launch); `h100-datasheet` NVIDIA's numbers.
+
 The other targets are datasheet targets and use a nominal 4 us launch overhead.
+
+`target_for_device` names the built-in target of a GPU by its name (what the
+runtime compiles for when no target is named and a GPU is present).
 
 `get_target` also loads a target from a JSON file whose keys are `Target`'s
 field names; the file may name a built-in `"base"` and override only some
@@ -341,8 +347,8 @@ _GH100_SMEM: dict[str, int] = {
     "smem_reserved_per_block": _KB,
 }
 
-H100 = Target(
-    name="h100",
+H100_DATASHEET = Target(
+    name="h100-datasheet",
     sm_count=132,  # H100 SXM5, H100 whitepaper
     **_GH100_SMEM,
     **_CUDA_LIMITS,
@@ -355,6 +361,38 @@ H100 = Target(
     source="NVIDIA H100 SXM datasheet and H100 whitepaper; CUDA C++ Programming Guide",
 )
 """NVIDIA H100 SXM (Hopper), datasheet numbers."""
+
+# Measured on a lent H100 80GB HBM3 (2026-12-06, torch 2.11, triton 3.6;
+# tools/experiments/target_rates.py, docs/PERF.md): a device-to-device copy
+# moved 3.00 TB/s; an 8192^3 cuBLAS GEMM on random data ran at 688 TFLOP/s in
+# bf16, 657 in f16, 375 in TF32 and 51 in plain f32; an empty Triton kernel
+# launched back to back from Python took 10.5 us (an eager torch op 6.3 us).
+H100 = Target(
+    name="h100",
+    sm_count=132,  # multiProcessorCount read on the lent H100
+    **_GH100_SMEM,
+    **_CUDA_LIMITS,
+    hbm_bandwidth=3.0e12,  # measured copy bandwidth, above
+    l2_bytes=50 * _MB,  # cudaDeviceProp::l2CacheSize read on the lent H100
+    peak_tensor_flops={
+        "tf32": 375e12,  # measured, above
+        "f32": 375e12,  # an f32 tl.dot runs as TF32 by default
+        "f16": 688e12,  # bf16's rate (f16 measured 5% lower, within the runs' spread)
+        "bf16": 688e12,  # measured, above
+        "f64": 66.9e12,  # not measured: datasheet
+    },
+    peak_simt_flops={
+        "f64": 33.5e12,  # not measured: datasheet
+        "f32": 51e12,  # measured f32 GEMM with TF32 off
+        "f16": 133.8e12,  # not measured: datasheet
+        "bf16": 133.8e12,  # not measured: datasheet
+    },
+    launch_overhead=10.5e-6,  # measured, above (the lent machines' hosts vary by ~30%)
+    compute_capability=(9, 0),
+    source="measured on a lent H100 (bandwidth, tensor f32/f16/bf16, SIMT f32, launch); "
+    "H100 SXM datasheet for the rest",
+)
+"""NVIDIA H100 80GB SXM with the rates measured on a lent machine."""
 
 # cudaDeviceProp::l2CacheSize read on the lent H200 (62914560 B); the H200
 # datasheet gives no L2 size.
@@ -410,7 +448,7 @@ H200 = Target(
 """NVIDIA H200 SXM with the rates measured on the lent machine: the default."""
 
 _BUILTINS: dict[str, Target] = {
-    t.name: t for t in (V100, A100, H100, H200, H200_DATASHEET)
+    t.name: t for t in (V100, A100, H100, H100_DATASHEET, H200, H200_DATASHEET)
 }
 _FIELD_NAMES = frozenset(f.name for f in fields(Target))
 _REQUIRED_FIELDS = frozenset(f.name for f in fields(Target) if f.default is MISSING)
@@ -419,6 +457,17 @@ _REQUIRED_FIELDS = frozenset(f.name for f in fields(Target) if f.default is MISS
 def target_names() -> list[str]:
     """The names of the built-in targets, sorted."""
     return sorted(_BUILTINS)
+
+
+def target_for_device(device_name: str) -> str:
+    """The built-in target for a GPU named `device_name` (torch's
+    `get_device_name`: "NVIDIA H100 80GB HBM3"): the measured `h100` or `h200`,
+    the `a100` or `v100` datasheet entries, else `DEFAULT_TARGET`."""
+    name = device_name.upper()
+    for model, target in (("H200", "h200"), ("H100", "h100"), ("A100", "a100"), ("V100", "v100")):
+        if model in name:
+            return target
+    return DEFAULT_TARGET
 
 
 def get_target(name_or_path: str) -> Target:

@@ -90,6 +90,9 @@ TMA_HOST_HELPERS = ("_tma_scratch", "_tma", "_tma_same", "_tma_allocator")
 IN_ORDER_HELPERS = ("_in_order", "_transpose_split", "_transposed", "_transpose_kernel")
 """The `host_prelude` functions a module copying arguments into other orders calls."""
 
+IN_ORDER_KERNELS = ("_transpose_kernel",)
+"""Of those, the kernels (the runtime launches them as it does the groups' kernels)."""
+
 
 def host_source(names: Sequence[str]) -> str:
     """The source of the `host_prelude` functions `names`, each with its comment

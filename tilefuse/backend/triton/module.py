@@ -126,6 +126,7 @@ def emit_module(module: ModuleOp, source_name: str = "<input>") -> EmittedModule
         out.write(library.host_source(library.TMA_HOST_HELPERS) + "\n")
     if any(g.input_layouts is not None for g, *_ in launches):
         out.write(library.host_source(library.IN_ORDER_HELPERS) + "\n")
+        out.write(f"HOST_KERNELS = {library.IN_ORDER_KERNELS!r}  # launched by the host's helpers\n")
     host = HostPrinter(f, launches, checks)
     out.write(host.print())
     return EmittedModule(out.getvalue(), tuple(sig for *_, sig in launches), tuple(host.constants))
