@@ -45,16 +45,17 @@ def _tma_same(*ts):
 
 # A function argument a kernel loads faster in another dim order (`choose-layouts`'
 # `input_layouts`): copied into it (outermost first) unless it is stored so already.
-# On a GPU a row-major argument whose new order moves a block of trailing dims in
-# front of the dims before it (NCHW -> NHWC: order (0, 2, 3, 1)) is a batched 2-D
-# transpose, copied by `_transpose_kernel` (torch's copy of a permuted view runs at
-# ~0.6 TB/s on an H100); any other copy is torch's.
+# On a GPU a row-major argument of at least 8 MB whose new order moves a block of
+# trailing dims in front of the dims before it (NCHW -> NHWC: order (0, 2, 3, 1)) is
+# a batched 2-D transpose, copied by `_transpose_kernel`: torch's copy of a permuted
+# view runs at ~0.6 TB/s on an H100, the kernel at ~1.8, and its launch costs the
+# host ~14 us more (tools/experiments/input_copy.py); any other copy is torch's.
 def _in_order(t, order):
     p = t.permute(order)
     if p.is_contiguous():
         return t
     inverse = sorted(range(len(order)), key=order.__getitem__)
-    split = _transpose_split(t, order)
+    split = _transpose_split(t, order) if t.numel() * t.element_size() >= 8 << 20 else None
     if _ON_GPU and split is not None:
         return _transposed(t, *split).reshape(p.shape).permute(inverse)
     return p.contiguous().permute(inverse)
