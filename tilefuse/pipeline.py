@@ -6,7 +6,8 @@ inline-calls -> drop-unused-results -> fold-host-scalars -> fold-asserts -> fold
     -> decompose-softmax -> linalg-generalize -> fold-unit-dims -> scalar-operands -> fold-transposes
     -> fold-concats -> propagate-reshapes -> fold-operand-extf -> fold-windows
     -> split-reduction{target}
-    -> flash-attention -> resolve-dims -> fusion-groups{target} -> tile-and-fuse{target} -> horizontal-fusion{target}
+    -> flash-attention -> resolve-dims -> fusion-groups{target} -> merge-positions
+    -> tile-and-fuse{target} -> horizontal-fusion{target}
     -> choose-layouts
     -> (emit triton)
 ```
@@ -52,6 +53,7 @@ from tilefuse.passes.hoist_operand_scale import HoistOperandScalePass
 from tilefuse.passes.horizontal_fusion import HorizontalFusionPass
 from tilefuse.passes.inline_calls import InlineCallsPass
 from tilefuse.passes.linalg_generalize import LinalgGeneralizePass
+from tilefuse.passes.merge_positions import MergePositionsPass
 from tilefuse.passes.narrow_variance import NarrowVariancePass
 from tilefuse.passes.propagate_reshapes import PropagateReshapesPass
 from tilefuse.passes.resolve_dims import ResolveDimsPass
@@ -120,6 +122,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("flash-attention", FlashAttentionPass),
     Stage("resolve-dims", ResolveDimsPass),
     Stage("fusion-groups", FusionGroupsPass, targeted=True, done=_grouped),
+    Stage("merge-positions", MergePositionsPass),
     Stage("tile-and-fuse", TileAndFusePass, targeted=True, done=_tiled),
     Stage("horizontal-fusion", HorizontalFusionPass, targeted=True),
     Stage("choose-layouts", ChooseLayoutsPass),

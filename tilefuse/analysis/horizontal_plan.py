@@ -298,8 +298,9 @@ def kernel_infos(groups: list[GroupOp], target: Target) -> list[KernelInfo]:
             if isinstance(owner := root.owner, GroupOp)
         )
         levels = family(g, by_name)
-        if any(len(m.grids) != 1 for m in levels) or g.cost is None:
-            # untiled (or already merged): a node, never a member
+        if any(len(m.grids) != 1 for m in levels) or g.cost is None or g.merged:
+            # untiled (or already merged; or seeing tensors through `input_merges`,
+            # which a bundle's shared strides cannot): a node, never a member
             out.append(KernelInfo(g.sym_name.data, deps, 0, 0, 0, 0.0, -1 - len(out),
                                   mergeable=False))  # fmt: skip
             continue

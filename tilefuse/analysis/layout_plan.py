@@ -35,7 +35,7 @@ read by contractions whose every load tiles the innermost dim by fewer than
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import func, tensor
@@ -44,7 +44,7 @@ from xdsl.ir import BlockArgument, SSAValue
 from xdsl.ir.affine import AffineDimExpr
 
 from tilefuse.ir.dtypes import dtype_bytes
-from tilefuse.ir.tilefuse import GroupOp, LoadOp, StoreOp, WindowOp
+from tilefuse.ir.tilefuse import GroupOp, LoadOp, Merge, StoreOp, WindowOp
 
 MIN_STORE_RUN = 8
 """Elements a producer's tile must write contiguously along the new innermost dim."""
@@ -102,7 +102,8 @@ def _input_layout_of(g: GroupOp, i: int, v: SSAValue) -> InputLayout | None:
     if not loads or not all(isinstance(o, LoadOp) for o in loads):
         return None
     plain, reduced = _intersection(_reduced_dims_of_loads(arg))
-    tiles = [o.result.type.get_shape() for o in loads]  # type: ignore[attr-defined]
+    merge = g.input_merge(i)
+    tiles = [_host_tile(o.result.type.get_shape(), merge, rank) for o in loads]  # type: ignore[attr-defined]
     if not plain or not reduced or any(t[-1] >= MIN_STORE_RUN for t in tiles):
         return None
     c = max(reduced, key=lambda d: min(t[d] for t in tiles))
@@ -151,7 +152,29 @@ def _intersection(sets: Iterable[set[int] | None]) -> tuple[bool, set[int] | Non
     return True, common
 
 
+def _host_tile(tile: Sequence[int], merge: Merge | None, rank: int) -> tuple[int, ...]:
+    """A tile of a merged block argument as extents along the host tensor's dims:
+    a dim merged with others is loaded element by element (its index is divided
+    out of the merged one), so 1; a dim seen as it is, the tile's extent."""
+    if merge is None:
+        return tuple(tile)
+    host = [1] * rank
+    for extent, dims in zip(tile, merge, strict=True):
+        if len(dims) == 1:
+            host[dims[0]] = extent
+    return tuple(host)
+
+
 def _reduced_dims_of_loads(arg: BlockArgument):
+    """Per generic reading a tile of `arg`: the dims of the host tensor it reduces
+    over (None where the tile is not read through plain dims)."""
+    group = arg.block.parent_op()
+    merge = group.input_merge(arg.index) if isinstance(group, GroupOp) else None
+    for dims in _reduced_tile_dims(arg):
+        yield dims if dims is None or merge is None else {merge[d][0] for d in dims if len(merge[d]) == 1}
+
+
+def _reduced_tile_dims(arg: BlockArgument):
     """Per generic reading a tile of `arg`: the tile dims it reduces over (None
     where the tile is not read through plain dims)."""
     for load_use in list(arg.uses):
@@ -200,8 +223,9 @@ def _store_runs(g: GroupOp, i: int, dim: int) -> int | None:
     if yielded.owner is not grid:
         return None
     dest = grid.destinations[list(grid.results).index(yielded)]
-    runs = [u.operation.value.type.get_shape()[dim] for u in dest.uses
-            if isinstance(u.operation, StoreOp)]  # fmt: skip
+    rank = len(g.results[i].type.get_shape())  # type: ignore[attr-defined]
+    runs = [_host_tile(u.operation.value.type.get_shape(), g.result_merge(i), rank)[dim]
+            for u in dest.uses if isinstance(u.operation, StoreOp)]  # fmt: skip
     return min(runs) if runs else None
 
 

@@ -674,6 +674,7 @@ def hopper_lowering(graph: Graph, target: Target, roles: _Roles, library_calls: 
         return False
     args = list(graph.block.args)
     return all(v in args and tma_tensor(group.inputs[args.index(v)])
+               and group.input_merge(args.index(v)) is None  # (merged: read by division)
                for n in graph.nodes if n.kind == CONTRACTION for v in n.s.inputs)  # fmt: skip
 
 
@@ -1096,7 +1097,8 @@ def _ws_operand_reasons(graph: Graph, dims: SharedDims, sm, score: Node, out: No
         v = n.s.inputs[i]
         if graph.producer_of(v) is not None or v not in args or not isinstance(group, GroupOp):
             reasons.append("an operand computed in the group")
-        elif (n, i) != (score, 0) and not tma_tensor(group.inputs[args.index(v)]):
+        elif (n, i) != (score, 0) and (not tma_tensor(group.inputs[args.index(v)])
+                                       or group.input_merge(args.index(v)) is not None):  # fmt: skip
             reasons.append("K or V not row-major for TMA")
     if _key_tile_loads(graph, dims, j, {d.id: 1 for d in dims.dims}, [score, out]):
         reasons.append("a tensor read along the key dim besides K and V")

@@ -12,6 +12,7 @@ tiled (`#tilefuse.tile_plan`, written by `tile-and-fuse`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
@@ -458,6 +459,31 @@ LAYOUT_ATTR = "tilefuse.layout"
 outermost first (`choose-layouts`; a group's results carry theirs in `layouts`)."""
 
 
+Merge = tuple[tuple[int, ...], ...]
+"""Per dim of a merged tensor, the dims of the tensor it merges (outermost first):
+`((0, 2, 3), (1,))` views `tensor<32x256x14x14>` as `tensor<6272x256>`, element
+`[(n * 14 + h) * 14 + w, c]` being `[n, c, h, w]`. Any dims, not only adjacent ones:
+an index map, not a memory view (`GroupOp.input_merges`)."""
+
+
+def merged_shape(shape: Sequence[int], merge: Merge) -> tuple[int, ...]:
+    """The shape of a tensor of `shape` merged by `merge`."""
+    return tuple(math.prod(shape[d] for d in dims) for dims in merge)
+
+
+def _merge(merges: ArrayAttr | None, i: int) -> Merge | None:
+    """Entry `i` of a group's `input_merges` or `result_merges` (None: empty or absent)."""
+    if merges is None or not (entry := merges.data[i].data):
+        return None
+    return tuple(tuple(d.get_values()) for d in entry)  # type: ignore[misc]
+
+
+def merges_attr(merges: Sequence[Merge | None]) -> ArrayAttr:
+    """`input_merges` / `result_merges` from one merge (or None) per value."""
+    return ArrayAttr([ArrayAttr([DenseArrayBase.from_list(i64, list(dims)) for dims in m or ()])
+                      for m in merges])  # fmt: skip
+
+
 def _order(layouts: ArrayAttr[DenseArrayBase] | None, i: int) -> tuple[int, ...] | None:
     """Entry `i` of a group's `layouts` or `input_layouts` (None: empty or absent)."""
     if layouts is None or not (order := layouts.data[i].get_values()):
@@ -478,7 +504,11 @@ class GroupOp(IRDLOperation):
     `layouts` (per result, the order of its dims in memory, outermost first; empty:
     row-major; written by `choose-layouts`) and `input_layouts` (the same per input:
     the order the host copies a function argument into before the launch, where
-    the kernel loads it faster so; empty: as given).
+    the kernel loads it faster so; empty: as given). `input_merges` and
+    `result_merges` (written by `merge-positions`) give, per input and result, the
+    `Merge` the body sees it through: the block argument (the yielded value) has the
+    merged shape, the host passes the tensor as it is, and the kernel indexes it by
+    dividing the merged index (empty: the same tensor).
 
     ```mlir
     %z = tilefuse.group "fused_kernel_0" ins(%x, %y : tensor<4xf32>, tensor<4xf32>)
@@ -501,6 +531,8 @@ class GroupOp(IRDLOperation):
     tile_candidate = opt_prop_def(IntegerAttr[I64])
     layouts = opt_prop_def(ArrayAttr[DenseArrayBase])
     input_layouts = opt_prop_def(ArrayAttr[DenseArrayBase])
+    input_merges = opt_prop_def(ArrayAttr)
+    result_merges = opt_prop_def(ArrayAttr)
     inputs = var_operand_def(TensorType)
     outputs = var_result_def(TensorType)
     body = region_def("single_block")
@@ -557,15 +589,39 @@ class GroupOp(IRDLOperation):
         """The dim order the host copies input `i` into first, None for as given."""
         return _order(self.input_layouts, i)
 
+    def input_merge(self, i: int) -> Merge | None:
+        """How the body sees input `i` (`Merge`), None for as it is."""
+        return _merge(self.input_merges, i)
+
+    def result_merge(self, i: int) -> Merge | None:
+        """How the body yields result `i` (`Merge`), None for as it is."""
+        return _merge(self.result_merges, i)
+
+    @property
+    def merged(self) -> bool:
+        """Whether the body sees some input or result merged."""
+        return any(self.input_merge(i) for i in range(len(self.inputs))) or any(
+            self.result_merge(i) for i in range(len(self.results)))
+
     @property
     def grids(self) -> tuple[TileGridOp, ...]:
         """The group's tile grids (none before `tile-and-fuse`, several after
         `horizontal-fusion` bundled groups)."""
         return tuple(o for o in self.entry.ops if isinstance(o, TileGridOp))
 
+    def _seen_type(self, t: Attribute, merge: Merge | None) -> Attribute:
+        """The type the body sees a value of type `t` merged by `merge` as."""
+        if merge is None:
+            return t
+        shape = t.get_shape()  # type: ignore[attr-defined]
+        if sorted(d for dims in merge for d in dims) != list(range(len(shape))) or -1 in shape:
+            raise VerifyException(f"A merge must take each dim of a static rank-{len(shape)} "
+                                  f"tensor once, not {[list(d) for d in merge]}.")  # fmt: skip
+        return TensorType(t.element_type, merged_shape(shape, merge))  # type: ignore[attr-defined]
+
     def verify_(self) -> None:
         arg_types = tuple(arg.type for arg in self.entry.args)
-        input_types = tuple(v.type for v in self.inputs)
+        input_types = tuple(self._seen_type(v.type, self.input_merge(i)) for i, v in enumerate(self.inputs))
         if arg_types != input_types:
             raise VerifyException(
                 f"The group's block arguments {list(map(str, arg_types))} must "
@@ -579,7 +635,7 @@ class GroupOp(IRDLOperation):
         if self.input_layouts is not None:
             self._verify_layouts(self.input_layouts, self.inputs, "input")
         yielded = tuple(v.type for v in terminator.values)
-        if yielded != tuple(self.result_types):
+        if yielded != tuple(self._seen_type(t, self.result_merge(i)) for i, t in enumerate(self.result_types)):
             raise VerifyException(
                 f"The group yields {list(map(str, yielded))} but declares results "
                 f"{list(map(str, self.result_types))}."

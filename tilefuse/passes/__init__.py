@@ -37,6 +37,7 @@ PASSES = {
     "flash-attention": "tilefuse.passes.flash_attention:FlashAttentionPass",
     "resolve-dims": "tilefuse.passes.resolve_dims:ResolveDimsPass",
     "fusion-groups": "tilefuse.passes.fusion_groups:FusionGroupsPass",
+    "merge-positions": "tilefuse.passes.merge_positions:MergePositionsPass",
     "tile-and-fuse": "tilefuse.passes.tile_and_fuse:TileAndFusePass",
     "fold-softmax-scale": "tilefuse.passes.fold_softmax_scale:FoldSoftmaxScalePass",
     "horizontal-fusion": "tilefuse.passes.horizontal_fusion:HorizontalFusionPass",

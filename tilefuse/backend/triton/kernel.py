@@ -61,6 +61,7 @@ from tilefuse.ir.tilefuse import (
     WHOLE,
     GroupOp,
     LoadOp,
+    Merge,
     StoreOp,
     TileGridOp,
     grid_inputs,
@@ -226,11 +227,13 @@ class KernelPrinter(Emitter):
         self.shape: dict[SSAValue, tuple[int, ...]] = {}
         self.destinations = [d for g in self.grids for d in g.destinations]
         self.tensors = list(group.entry.args) + self.destinations
+        self.merges = _merges(group)
+        """Tensors the body sees merged (`GroupOp.input_merges`): their `Merge` and the
+        shape of the tensor the host passes (whose strides the kernel takes)."""
         self.bare = pointer_only(self.stacked)
         self.base = {v: self._base_name(v) for v in self.tensors}
         self.ptr = {v: f"{self.base[v]}_ptr" for v in self.tensors}
-        self.strides = {v: [f"{self.base[v]}_s{i}" for i in range(len(v.type.get_shape()))]
-                        for v in self.tensors}  # fmt: skip
+        self.strides = {v: self.stride_params(v) for v in self.tensors}
         self.sizes = self._size_names()
         """Run-time extents of the tensors' dynamic dims: size parameters."""
         for op in group.entry.ops:  # a dynamic extent: a size parameter; a static one its number
@@ -288,7 +291,7 @@ class KernelPrinter(Emitter):
         else:
             i = list(self.group.entry.args).index(v)
             hint, fallback = self.group.inputs[i].name_hint, f"in{i}"
-        rank = len(v.type.get_shape())
+        rank = len(self.host_shape(v))
         base = self.names.fresh(hint or fallback)
 
         def params(base: str) -> set[str]:
@@ -395,7 +398,7 @@ class KernelPrinter(Emitter):
         taken: set[str] = set()  # (a size shared by several tensors: one parameter)
         described_tensors = self._described()
         for k, v in enumerate(self.tensors):
-            shape = tuple(v.type.get_shape())
+            shape = self.host_shape(v)
             sizes = []
             for i, n in enumerate(shape):
                 if n < 0 and self.sizes[(v, i)] not in taken:
@@ -457,7 +460,11 @@ class KernelPrinter(Emitter):
         return f"{self.base[v]}_ptr"
 
     def stride_params(self, v: SSAValue) -> list[str]:
-        return [f"{self.base[v]}_s{i}" for i in range(len(v.type.get_shape()))]
+        return [f"{self.base[v]}_s{i}" for i in range(len(self.host_shape(v)))]
+
+    def host_shape(self, v: SSAValue) -> tuple[int, ...]:
+        """The shape of the tensor the host passes for `v` (a merged one's unmerged)."""
+        return self.merges[v][1] if v in self.merges else tuple(v.type.get_shape())  # type: ignore[attr-defined]
 
     def print_grid(self, grid: TileGridOp, pid: str) -> None:
         self.hints = reread_hints(grid)
@@ -783,7 +790,7 @@ class KernelPrinter(Emitter):
         most 256 elements, the last at least 16 bytes, rows of a multiple of 16
         bytes. Out-of-bounds parts of a tile read as zero, so it needs no mask."""
         source, tile = op.source, tuple(op.result.type.get_shape())
-        if not self.persistent or not _only_dot_operand(op.result):
+        if not self.persistent or not _only_dot_operand(op.result) or source in self.merges:
             return None
         args = list(self.group.entry.args)
         if source not in args or not tma_tensor(self.group.inputs[args.index(source)]):
@@ -804,6 +811,22 @@ class KernelPrinter(Emitter):
                 f"strides=[{', '.join(strides)}], block_shape={list(tile)})")  # fmt: skip
         return self.descriptors[key]
 
+    def _offset(self, v: SSAValue, i: int, index: str) -> str:
+        """The element offset of index `index` along dim `i` of tensor `v`: times its
+        stride; along a merged dim the index divided into the host tensor's dims
+        (outermost first), each times its stride."""
+        if v not in self.merges:
+            return f"{index} * {self.strides[v][i]}"
+        merge, shape = self.merges[v]
+        dims = merge[i]
+        terms = []
+        for k, d in enumerate(dims):
+            inner = math.prod(shape[e] for e in dims[k + 1 :])
+            part = f"({index})" if inner == 1 else f"(({index}) // {inner})"
+            part = part if k == 0 else f"({part} % {shape[d]})"
+            terms.append(f"{part} * {self.strides[v][d]}")
+        return " + ".join(terms)
+
     def _addressing(self, tensor_value: SSAValue, offsets, tile: Sequence[int],
                     inside: Sequence[int] = ()) -> tuple[str, str]:  # fmt: skip
         """Pointer and mask expressions for a tile of `tensor_value` at `offsets`
@@ -812,7 +835,6 @@ class KernelPrinter(Emitter):
         Unit axes of the tile add a scalar offset; the others get an arange,
         expanded over the tile's non-unit axes only.
         """
-        strides = self.strides[tensor_value]
         full = tensor_value.type.get_shape()
         kept = [i for i, size in enumerate(tile) if size != 1]
         ptr, masks = [self.ptr[tensor_value]], []
@@ -820,13 +842,13 @@ class KernelPrinter(Emitter):
             start = self.ref(off)
             if size == 1:
                 if start != "0":
-                    ptr.append(f"{start} * {strides[i]}")
+                    ptr.append(self._offset(tensor_value, i, start))
                 continue
             arange = f"tl.arange(0, {size})"
             o = self.value(f"offs{i}", arange if start == "0" else f"{start} + {arange}", INDEX)
             index = ", ".join(":" if j == i else "None" for j in kept)
             term = f"{o}[{index}]" if len(kept) > 1 else o
-            ptr.append(f"{term} * {strides[i]}")
+            ptr.append(self._offset(tensor_value, i, term))
             if i in inside:
                 continue
             if extent < 0:  # a dynamic dim: its size parameter
@@ -835,6 +857,21 @@ class KernelPrinter(Emitter):
                 masks.append(f"({term} < {extent})")
         mask = self.value("mask", " & ".join(masks), MASK) if masks else ""
         return " + ".join(ptr), mask
+
+
+def _merges(group: GroupOp) -> dict[SSAValue, tuple[Merge, tuple[int, ...]]]:
+    """The group's block arguments and tile-grid destinations it sees merged, with
+    their `Merge` and the host tensor's shape."""
+    found = {}
+    for i, arg in enumerate(group.entry.args):
+        if (m := group.input_merge(i)) is not None:
+            found[arg] = (m, tuple(group.inputs[i].type.get_shape()))  # type: ignore[attr-defined]
+    terminator = group.entry.last_op
+    for j, y in enumerate(terminator.operands if terminator is not None else ()):
+        if (m := group.result_merge(j)) is not None and isinstance(y.owner, TileGridOp):
+            dest = y.owner.destinations[list(y.owner.results).index(y)]
+            found[dest] = (m, tuple(group.results[j].type.get_shape()))  # type: ignore[attr-defined]
+    return found
 
 
 def _at_most_once(loop: scf.ForOp) -> bool:

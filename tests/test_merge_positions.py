@@ -1,0 +1,101 @@
+"""`merge-positions`: a convolution's short (image, row, column) loops as one loop of
+positions, through the kernels in the interpreter, against torch."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from tests.device import on_device
+from tests.test_convolution import attrs, named_program, rand
+from tilefuse.ir.tilefuse import GroupOp
+from tilefuse.runtime.compiled import compile
+
+
+def merged_groups(prog) -> list[GroupOp]:
+    return [g for g in prog.module.walk() if isinstance(g, GroupOp) and g.merged]
+
+
+def conv_relu_residual(x, w, out, stride=1, dilation=1) -> str:
+    """conv_2d_nchw_fchw, then + a residual of the output's shape, then ReLU."""
+    conv = named_program("conv_2d_nchw_fchw", x, w, out, attrs((stride,) * 2, (dilation,) * 2))
+    t = f"tensor<{'x'.join(map(str, out))}xf32>"
+    body = conv.split("func.return")[0].replace(f") -> {t} {{", f", %res: {t}) -> {t} {{", 1)
+    return body + f"""  %e2 = tensor.empty() : {t}
+  %s = linalg.add ins(%r, %res : {t}, {t}) outs(%e2 : {t}) -> {t}
+  %zero = arith.constant 0.0 : f32
+  %z = linalg.fill ins(%zero : f32) outs(%e2 : {t}) -> {t}
+  %y = linalg.max ins(%s, %z : {t}, {t}) outs(%e2 : {t}) -> {t}
+  func.return %y : {t}
+}}
+"""
+
+
+@pytest.mark.parametrize(("n", "c", "f", "h", "w", "k", "stride", "dilation"), [
+    (2, 8, 16, 7, 6, 3, 1, 1),     # 84 positions: the last tile of 64 masked
+    (3, 4, 8, 11, 9, 3, 2, 1),     # strided
+    (2, 4, 8, 12, 13, 3, 1, 2),    # dilated
+    (3, 16, 32, 3, 3, 1, 1, 1),    # a 1x1: (row, column) one dim already, images merged in
+])  # fmt: skip
+def test_a_merged_convolution_matches_torch(n, c, f, h, w, k, stride, dilation):
+    oh = (h - dilation * (k - 1) - 1) // stride + 1
+    ow = (w - dilation * (k - 1) - 1) // stride + 1
+    x, wt, res = rand(n, c, h, w), rand(f, c, k, k, seed=1), rand(n, f, oh, ow, seed=2)
+    text = conv_relu_residual(x.shape, wt.shape, (n, f, oh, ow), stride, dilation)
+    prog = compile(text)
+    (g,) = merged_groups(prog)
+    positions = (0, 2, 3) if k > 1 else (0, 2)  # (a 1x1's rows and columns are one dim)
+    assert g.input_merge(0) is not None and g.result_merge(0) == (positions, (1,))
+    assert g.input_merge(2) == (positions, (1,))  # the residual, read by division too
+    assert f"// {oh * ow})" in prog.source  # (the image of a position)
+    (out,) = prog(*(on_device(t) for t in (x, wt, res)))
+    want = F.relu(F.conv2d(x, wt, stride=stride, dilation=dilation) + res)
+    assert torch.allclose(out.float().cpu(), want, rtol=1e-4, atol=1e-4)
+
+
+def test_wide_images_and_contiguous_rows_are_not_merged():
+    """Rows of 64 columns tile well alone; an NCHW 1x1 convolution's input rows of 16
+    or more columns are its vector loads: neither is merged."""
+    wide = named_program("conv_2d_nchw_fchw", (1, 4, 3, 66), (8, 4, 3, 3), (1, 8, 1, 64), attrs((1, 1), (1, 1)))
+    rows = named_program("conv_2d_nchw_fchw", (2, 4, 3, 16), (8, 4, 1, 1), (2, 8, 3, 16), attrs((1, 1), (1, 1)))
+    assert not merged_groups(compile(wide)) and not merged_groups(compile(rows))
+
+
+def _t(*shape) -> str:
+    return f"tensor<{'x'.join(map(str, shape))}xf32>"
+
+
+def one_then_three(n, c, f, h, w) -> str:
+    """A 1x1 convolution of an NCHW input, padded by 1, then a 3x3 one (the
+    bottleneck's first two), f32."""
+    x, w1, w3 = _t(n, c, h, w), _t(f, c, 1, 1), _t(f, f, 3, 3)
+    y, yp = _t(n, f, h, w), _t(n, f, h + 2, w + 2)
+    a = attrs((1, 1), (1, 1))
+    return f"""
+func.func @f(%x: {x}, %w1: {w1}, %w3: {w3}) -> {y} {{
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : {y}
+  %o = linalg.fill ins(%zero : f32) outs(%e : {y}) -> {y}
+  %y1 = linalg.conv_2d_nchw_fchw {a} ins(%x, %w1 : {x}, {w1}) outs(%o : {y}) -> {y}
+  %p = tensor.pad %y1 low[0, 0, 1, 1] high[0, 0, 1, 1] {{
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %zero : f32
+  }} : {y} to {yp}
+  %y3 = linalg.conv_2d_nchw_fchw {a} ins(%p, %w3 : {yp}, {w3}) outs(%o : {y}) -> {y}
+  func.return %y3 : {y}
+}}
+"""
+
+
+def test_an_nchw_input_merged_by_the_first_convolution_is_copied_channels_last():
+    """Positions divided out of a merged index are loaded element by element: the
+    NCHW input of the merged 1x1 convolution is copied with its channels innermost
+    first (`layout_plan._host_tile`), so a tile's rows are vectors of channels; the
+    padded tensor between the two is channels-last as before."""
+    x, w1, w3 = rand(2, 32, 5, 6), rand(16, 32, 1, 1, seed=1), rand(16, 16, 3, 3, seed=2)
+    prog = compile(one_then_three(2, 32, 16, 5, 6))
+    assert len(merged_groups(prog)) == 2
+    assert "    x = _in_order(x, (0, 2, 3, 1))\n" in prog.source
+    assert "torch.empty_permuted((2, 16, 7, 8), (0, 2, 3, 1)" in prog.source
+    (out,) = prog(*(on_device(t) for t in (x, w1, w3)))
+    want = F.conv2d(F.conv2d(x, w1), w3, padding=1)
+    assert torch.allclose(out.float().cpu(), want, rtol=1e-4, atol=1e-4)
