@@ -99,3 +99,27 @@ def test_an_nchw_input_merged_by_the_first_convolution_is_copied_channels_last()
     (out,) = prog(*(on_device(t) for t in (x, w1, w3)))
     want = F.conv2d(F.conv2d(x, w1), w3, padding=1)
     assert torch.allclose(out.float().cpu(), want, rtol=1e-4, atol=1e-4)
+
+
+def test_the_group_verifier_checks_its_merges():
+    """A merge takes every dim of its tensor once, and the block argument has the
+    merged shape: said in a sentence."""
+    from tilefuse.frontend.parse import verify
+    from tilefuse.ir.diagnostics import CompileError
+    from tilefuse.ir.tilefuse import merges_attr
+    from tilefuse.pipeline import run_pipeline
+    from tilefuse.runtime.compiled import load_program
+
+    x, wt = (2, 4, 5, 6), (8, 4, 3, 3)
+    module = load_program(named_program("conv_2d_nchw_fchw", x, wt, (2, 8, 3, 4), attrs((1, 1), (1, 1))))
+    run_pipeline(module, until="merge-positions")
+    (g,) = [g for g in module.walk() if isinstance(g, GroupOp)]
+    assert g.input_merge(0) == ((0, 2, 4), (1,), (3,), (5,))
+    g.input_merges = merges_attr([((0, 2), (1,), (3,), (5,)), None])  # (dim 4 left out)
+    with pytest.raises(CompileError, match=r"A merge must take each dim of a static rank-6 tensor once"):
+        verify(module)
+    g.input_merges = merges_attr([((0, 4, 2), (1,), (3,), (5,)), None])  # (same shape: 2 x 5 x 3 x 4 merged)
+    verify(module)
+    g.input_merges = merges_attr([((0,), (1,), (2, 4), (3,), (5,)), None])
+    with pytest.raises(CompileError, match=r"block arguments .* must match its inputs"):
+        verify(module)
