@@ -47,6 +47,7 @@ def test_a_merged_convolution_matches_torch(n, c, f, h, w, k, stride, dilation):
     assert g.input_merge(0) is not None and g.result_merge(0) == (positions, (1,))
     assert g.input_merge(2) == (positions, (1,))  # the residual, read by division too
     assert f"// {oh * ow})" in prog.source  # (the image of a position)
+    assert f"; positions merged: result 0 dims {', '.join(map(str, positions))}" in prog.source
     (out,) = prog(*(on_device(t) for t in (x, wt, res)))
     want = F.relu(F.conv2d(x, wt, stride=stride, dilation=dilation) + res)
     assert torch.allclose(out.float().cpu(), want, rtol=1e-4, atol=1e-4)

@@ -778,8 +778,20 @@ def describe_tiles(group: GroupOp) -> str | None:
     if not plans:
         return None
     if len(group.grids) == 1:
-        return plans[0].describe()
+        return plans[0].describe() + _describe_merges(group)
     return f"{len(group.grids)} grids: " + " | ".join(dict.fromkeys(p.describe() for p in plans))
+
+
+def _describe_merges(group: GroupOp) -> str:
+    """`"; positions merged: result 0 dims 0, 2, 3"` for a group `merge-positions`
+    rewrote (its first merged result's, else input's, dims of more than one)."""
+    results = [(f"result {i}", group.result_merge(i)) for i in range(len(group.results))]
+    inputs = [(f"input {i}", group.input_merge(i)) for i in range(len(group.inputs))]
+    for what, merge in (*results, *inputs):
+        for dims in merge or ():
+            if len(dims) > 1:
+                return f"; positions merged: {what} dims {', '.join(map(str, dims))}"
+    return ""
 
 
 def _check_tile(op: IRDLOperation, tile: Attribute, full: Attribute, offsets: int) -> None:
