@@ -4,7 +4,7 @@ Optional autotuning: time the cost model's top tile candidates, keep the fastest
 The default pipeline compiles the model's plan and never needs this. With
 `autotune(source, args)` (or `tilefuse-run FILE --autotune`):
 
-1. the front of the pipeline runs once (`run_pipeline(until="fusion-groups")`),
+1. the front of the pipeline runs once (`run_pipeline(until="merge-positions")`),
    and for every group `tile_plan.tile_candidates` lists the model's plan and at most
    `limit - 1` neighbours (warps, stages, rows per program);
 2. for i = 0, 1, ...: every group with an i-th candidate is tiled with it
@@ -93,7 +93,7 @@ def autotune(
     start = time.perf_counter()
     target = resolve_target(target)
     module = source.clone() if isinstance(source, ModuleOp) else load_program(source, dims, dtype)
-    run_pipeline(module, target, until="fusion-groups")
+    run_pipeline(module, target, until="merge-positions")  # (tile candidates from here)
     counts = _candidate_counts(module, target, limit)
     key = _cache_key(module, target, limit)
     cache = _read_cache()
