@@ -124,3 +124,48 @@ def test_the_group_verifier_checks_its_merges():
     g.input_merges = merges_attr([((0,), (1,), (2, 4), (3,), (5,)), None])
     with pytest.raises(CompileError, match=r"block arguments .* must match its inputs"):
         verify(module)
+    g.input_merges = merges_attr([None])
+    with pytest.raises(CompileError, match="The group has 2 inputs but 1 input merges"):
+        verify(module)
+
+
+TRANSPOSED = """
+func.func @f(%x: tensor<4x10x32xf32>, %w: tensor<32x16xf32>, %r: tensor<4x10x16xf32>) -> tensor<10x16x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<10x16x4xf32>
+  %o = linalg.fill ins(%zero : f32) outs(%e : tensor<10x16x4xf32>) -> tensor<10x16x4xf32>
+  %mm = linalg.generic {indexing_maps = [affine_map<(b, t, n, k) -> (b, t, k)>, affine_map<(b, t, n, k) -> (k, n)>,
+                                         affine_map<(b, t, n, k) -> (t, n, b)>],
+                        iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<4x10x32xf32>, tensor<32x16xf32>) outs(%o : tensor<10x16x4xf32>) {
+  ^bb0(%a: f32, %c: f32, %acc: f32):
+    %m = arith.mulf %a, %c : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<10x16x4xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(t, n, b) -> (t, n, b)>, affine_map<(t, n, b) -> (b, t, n)>,
+                                        affine_map<(t, n, b) -> (t, n, b)>],
+                       iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%mm, %r : tensor<10x16x4xf32>, tensor<4x10x16xf32>) outs(%e : tensor<10x16x4xf32>) {
+  ^bb0(%a: f32, %c: f32, %out: f32):
+    %s = arith.addf %a, %c : f32
+    linalg.yield %s : f32
+  } -> tensor<10x16x4xf32>
+  func.return %y : tensor<10x16x4xf32>
+}
+"""
+
+
+def test_tensors_merged_in_another_dim_order_than_the_loops():
+    """A batched matmul over 4 x 10 rows written transposed, [t, n, b], plus a
+    residual stored [b, t, n]: each tensor merges its own dims for the loops (t, b),
+    in the output's order (t outermost), whatever their order in the tensor."""
+    x, w, r = rand(4, 10, 32), rand(32, 16, seed=1), rand(4, 10, 16, seed=2)
+    prog = compile(TRANSPOSED)
+    (g,) = merged_groups(prog)
+    assert g.result_merge(0) == ((0, 2), (1,))
+    assert g.input_merge(2) == ((1, 0), (2,))  # (t is the residual's dim 1)
+    assert g.input_merge(0) == ((1, 0), (2,))
+    (out,) = prog(*(on_device(t) for t in (x, w, r)))
+    want = torch.einsum("btk,kn->tnb", x, w) + r.permute(1, 2, 0)
+    assert torch.allclose(out.float().cpu(), want, rtol=1e-4, atol=1e-4)

@@ -620,6 +620,11 @@ class GroupOp(IRDLOperation):
         return TensorType(t.element_type, merged_shape(shape, merge))  # type: ignore[attr-defined]
 
     def verify_(self) -> None:
+        for merges, values, what in ((self.input_merges, self.inputs, "input"),
+                                     (self.result_merges, self.results, "result")):  # fmt: skip
+            if merges is not None and len(merges.data) != len(values):
+                raise VerifyException(f"The group has {len(values)} {what}s but "
+                                      f"{len(merges.data)} {what} merges.")  # fmt: skip
         arg_types = tuple(arg.type for arg in self.entry.args)
         input_types = tuple(self._seen_type(v.type, self.input_merge(i)) for i, v in enumerate(self.inputs))
         if arg_types != input_types:

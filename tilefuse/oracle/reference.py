@@ -539,6 +539,30 @@ def _bind(op: Operation, values: Sequence[np.ndarray], env: Env) -> None:
         env[r] = v
 
 
+def _eval_group(op: tf.GroupOp, env: Env) -> None:
+    """A group's body on its inputs, each seen through its merge (`input_merges`: the
+    merged dims moved together and flattened), its results unmerged back."""
+    inputs = [_merged(env[v], op.input_merge(i)) for i, v in enumerate(op.inputs)]
+    results = eval_block(op.entry, inputs, {})
+    _bind(op, [_unmerged(r, op.result_merge(i), op.results[i].type.get_shape())
+               for i, r in enumerate(results)], env)  # fmt: skip
+
+
+def _merged(a: np.ndarray, merge: tf.Merge | None) -> np.ndarray:
+    if merge is None:
+        return a
+    order = [d for dims in merge for d in dims]
+    return np.transpose(a, order).reshape(tf.merged_shape(a.shape, merge))
+
+
+def _unmerged(a: np.ndarray, merge: tf.Merge | None, shape: Sequence[int]) -> np.ndarray:
+    if merge is None:
+        return a
+    order = [d for dims in merge for d in dims]
+    inverse = sorted(range(len(order)), key=order.__getitem__)
+    return np.transpose(np.reshape(a, [shape[d] for d in order]), inverse)
+
+
 def _eval_extract_slice(op: tensor.ExtractSliceOp, env: Env) -> None:
     src = env[op.source][_slice_spec(op, env)]
     want = _result_shape(op)
@@ -596,8 +620,7 @@ _HANDLERS = {
     tf.StoreOp: lambda op, env: _store_tile(
         np.reshape(env[op.value], op.value.type.get_shape()), env[op.dest],
         [int(env[o]) for o in op.offsets]),
-    tf.GroupOp: lambda op, env: _bind(
-        op, eval_block(op.entry, [env[v] for v in op.inputs], {}), env),
+    tf.GroupOp: lambda op, env: _eval_group(op, env),
     func.CallOp: _eval_call,
     SoftmaxOp: _eval_softmax,
     tensor.ExpandShapeOp: _eval_expand,
