@@ -169,3 +169,41 @@ def test_tensors_merged_in_another_dim_order_than_the_loops():
     (out,) = prog(*(on_device(t) for t in (x, w, r)))
     want = torch.einsum("btk,kn->tnb", x, w) + r.permute(1, 2, 0)
     assert torch.allclose(out.float().cpu(), want, rtol=1e-4, atol=1e-4)
+
+
+TORCH_CASES = {
+    # name: (module, input shape, groups merged)
+    "depthwise 3x3": (lambda: torch.nn.Conv2d(8, 8, 3, padding=1, groups=8), (2, 8, 6, 5), 1),
+    "conv3d": (lambda: torch.nn.Conv3d(2, 4, 3, padding=1), (2, 2, 4, 5, 3), 1),
+    "then a global pool": (lambda: _Then(torch.nn.Conv2d(4, 8, 3, padding=1),
+                                         lambda y, x: F.adaptive_avg_pool2d(y, 1).flatten(1)), (2, 4, 6, 6), 1),
+    # a per-image scale in the epilogue (indexed by the images only): not merged
+    "times a per-image mean": (lambda: _Then(torch.nn.Conv2d(4, 8, 3, padding=1),
+                                             lambda y, x: y * x.mean(dim=(1, 2, 3), keepdim=True)), (2, 4, 6, 6), 0),
+}  # fmt: skip
+
+
+class _Then(torch.nn.Module):
+    def __init__(self, conv, then):
+        super().__init__()
+        self.conv, self.then = conv, then
+
+    def forward(self, x):
+        return self.then(self.conv(x), x)
+
+
+@pytest.mark.parametrize("name", list(TORCH_CASES))
+def test_torch_convolutions_merge_and_match_eager(name):
+    """torch-mlir's spellings (grouped and 3-D windows, a pool reading the merged
+    result in another group) through `tilefuse.torch.compile`, against eager."""
+    pytest.importorskip("torch_mlir")
+    import tilefuse.torch as tt
+
+    make, shape, merged = TORCH_CASES[name]
+    torch.manual_seed(0)
+    module, x = make().eval(), torch.randn(*shape)
+    with torch.no_grad():
+        prog = tt.compile(module, x)
+        got, want = prog(x), module(x)
+    assert sum("; positions merged:" in line for line in prog.program.source.splitlines()) == merged
+    assert torch.allclose(got, want, rtol=1e-4, atol=1e-5)
