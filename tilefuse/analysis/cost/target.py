@@ -362,6 +362,10 @@ H100_DATASHEET = Target(
 )
 """NVIDIA H100 SXM (Hopper), datasheet numbers."""
 
+# The GH100's CUDA-core rates as the lent H100 and H200 ran them: an f32 GEMM with
+# TF32 off at 51 TFLOP/s on both; the rest not measured (datasheet).
+_GH100_SIMT_MEASURED: dict[str, float] = {**_GH100_SIMT, "f32": 51e12}
+
 # Measured on a lent H100 80GB HBM3 (2026-12-06, torch 2.11, triton 3.6;
 # tools/experiments/target_rates.py, docs/PERF.md): a device-to-device copy
 # moved 3.00 TB/s; an 8192^3 cuBLAS GEMM on random data ran at 688 TFLOP/s in
@@ -381,12 +385,7 @@ H100 = Target(
         "bf16": 688e12,  # measured, above
         "f64": 66.9e12,  # not measured: datasheet
     },
-    peak_simt_flops={
-        "f64": 33.5e12,  # not measured: datasheet
-        "f32": 51e12,  # measured f32 GEMM with TF32 off
-        "f16": 133.8e12,  # not measured: datasheet
-        "bf16": 133.8e12,  # not measured: datasheet
-    },
+    peak_simt_flops=_GH100_SIMT_MEASURED,
     launch_overhead=10.5e-6,  # measured, above (the lent machines' hosts vary by ~30%)
     compute_capability=(9, 0),
     source="measured on a lent H100 (bandwidth, tensor f32/f16/bf16, SIMT f32, launch); "
@@ -431,12 +430,7 @@ H200 = Target(
         "bf16": 780e12,  # the middle of the measured bf16 runs
         "f64": 66.9e12,  # not measured: datasheet
     },
-    peak_simt_flops={
-        "f64": 33.5e12,  # not measured: datasheet
-        "f32": 51e12,  # measured f32 GEMM with TF32 off
-        "f16": 133.8e12,  # not measured: datasheet
-        "bf16": 133.8e12,  # not measured: datasheet
-    },
+    peak_simt_flops=_GH100_SIMT_MEASURED,
     # An empty Triton kernel launched back to back from Python took 17.6-19.9 us
     # per launch (an eager PyTorch op 11.9 us, a CUDA-graph replay 0.93 us).
     # Launching is host-bound, so a chain of short kernels pays this per kernel.
