@@ -276,6 +276,13 @@ def tma_tensor(value: SSAValue) -> bool:
     return not (isinstance(owner, Operation) and LAYOUT_ATTR in owner.attributes)
 
 
+def tma_input(group: GroupOp, i: int) -> bool:
+    """Does a TMA descriptor read group input `i` as the host passes it: row-major
+    (`tma_tensor`) and seen as it is (no `input_merges`: a merged one is read by
+    dividing its index)?"""
+    return tma_tensor(group.inputs[i]) and group.input_merge(i) is None
+
+
 def _through_host_ops(graph: Graph, value: SSAValue) -> list[Node]:
     """The nodes whose results `value` views or copies on the host, if any."""
     if not isinstance(value.owner, VIEW_OPS + HOST_COPIES):

@@ -53,7 +53,7 @@ from tilefuse.analysis.dataflow import (
     Graph,
     Node,
     SharedDims,
-    tma_tensor,
+    tma_input,
 )
 from tilefuse.analysis.dim_facts import dim_facts
 from tilefuse.analysis.dot import MIN_DOT, operand_dtype
@@ -658,7 +658,7 @@ def hopper_lowering(graph: Graph, target: Target, roles: _Roles, library_calls: 
     program loops over output tiles, the next tile's loads overlapping this one's
     epilogue) whose operand tiles arrive by TMA (`tl.make_tensor_descriptor`)? On
     sm_90 targets, for 16-bit dots with an M and an N, every contraction's operands
-    tensors the host passes row-major (`dataflow.tma_tensor`) read as they are
+    tensors the host passes row-major (`dataflow.tma_input`) read as they are
     stored (no producer fused into a K step), and an epilogue of at most
     `HOPPER_LIBRARY_CALLS` library calls per element.
     Measured on the H200 at the models' Linear shapes: 1.1-1.4x the pointer loop
@@ -673,8 +673,7 @@ def hopper_lowering(graph: Graph, target: Target, roles: _Roles, library_calls: 
     if not isinstance(group, GroupOp):
         return False
     args = list(graph.block.args)
-    return all(v in args and tma_tensor(group.inputs[args.index(v)])
-               and group.input_merge(args.index(v)) is None  # (merged: read by division)
+    return all(v in args and tma_input(group, args.index(v))
                for n in graph.nodes if n.kind == CONTRACTION for v in n.s.inputs)  # fmt: skip
 
 
@@ -1097,8 +1096,7 @@ def _ws_operand_reasons(graph: Graph, dims: SharedDims, sm, score: Node, out: No
         v = n.s.inputs[i]
         if graph.producer_of(v) is not None or v not in args or not isinstance(group, GroupOp):
             reasons.append("an operand computed in the group")
-        elif (n, i) != (score, 0) and (not tma_tensor(group.inputs[args.index(v)])
-                                       or group.input_merge(args.index(v)) is not None):  # fmt: skip
+        elif (n, i) != (score, 0) and not tma_input(group, args.index(v)):
             reasons.append("K or V not row-major for TMA")
     if _key_tile_loads(graph, dims, j, {d.id: 1 for d in dims.dims}, [score, out]):
         reasons.append("a tensor read along the key dim besides K and V")

@@ -471,6 +471,11 @@ def merged_shape(shape: Sequence[int], merge: Merge) -> tuple[int, ...]:
     return tuple(math.prod(shape[d] for d in dims) for dims in merge)
 
 
+def merged_type(t: TensorType, merge: Merge) -> TensorType:
+    """The type of a tensor of type `t` merged by `merge`."""
+    return TensorType(t.element_type, merged_shape(t.get_shape(), merge))
+
+
 def _merge(merges: ArrayAttr | None, i: int) -> Merge | None:
     """Entry `i` of a group's `input_merges` or `result_merges` (None: empty or absent)."""
     if merges is None or not (entry := merges.data[i].data):
@@ -617,7 +622,7 @@ class GroupOp(IRDLOperation):
         if sorted(d for dims in merge for d in dims) != list(range(len(shape))) or -1 in shape:
             raise VerifyException(f"A merge must take each dim of a static rank-{len(shape)} "
                                   f"tensor once, not {[list(d) for d in merge]}.")  # fmt: skip
-        return TensorType(t.element_type, merged_shape(shape, merge))  # type: ignore[attr-defined]
+        return merged_type(t, merge)  # type: ignore[arg-type]
 
     def verify_(self) -> None:
         for merges, values, what in ((self.input_merges, self.inputs, "input"),

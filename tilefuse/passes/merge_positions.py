@@ -50,7 +50,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, tensor
-from xdsl.dialects.builtin import AffineMapAttr, ArrayAttr, ModuleOp, TensorType
+from xdsl.dialects.builtin import AffineMapAttr, ArrayAttr, ModuleOp
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import BlockArgument, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineMap
@@ -61,7 +61,7 @@ from tilefuse.analysis.dataflow import is_contraction, product_operand
 from tilefuse.analysis.tile_plan import MIN_CONTIGUOUS_SIDE
 from tilefuse.ir.log import channel
 from tilefuse.ir.structured import as_structured
-from tilefuse.ir.tilefuse import GroupOp, Merge, YieldOp, merged_shape, merges_attr
+from tilefuse.ir.tilefuse import GroupOp, Merge, YieldOp, merged_type, merges_attr
 
 MERGE_BELOW = 58
 """A side's loops are merged when each is shorter than this: under 90% of a 64-row
@@ -239,7 +239,7 @@ def _neighbours(v: SSAValue, dims: tuple[int, ...]) -> list[tuple[linalg.Generic
         if isinstance(loops, str):
             return loops
         found.append((owner, loops))
-    elif not isinstance(owner, tensor.EmptyOp | BlockArgument) and not isinstance(v, BlockArgument):
+    elif not isinstance(v, BlockArgument) and not isinstance(owner, tensor.EmptyOp):
         return f"a merged tensor is made by {owner.name}"  # type: ignore[union-attr]
     for use in v.uses:
         reader = use.operation
@@ -271,17 +271,17 @@ def merge_group(g: GroupOp, plan: MergePlan) -> None:
     rebuilt = {op: _merged_maps(op, loops, merges) for op, loops in plan.loops.items()}
     for i, arg in enumerate(list(g.entry.args)):
         if arg in merges:
-            new = g.entry.insert_arg(_merged_type(arg.type, merges[arg]), i)
+            new = g.entry.insert_arg(merged_type(arg.type, merges[arg]), i)
             new.name_hint = arg.name_hint
             arg.replace_all_uses_with(new)
             g.entry.erase_arg(arg)
     for op in list(g.entry.ops):
         if isinstance(op, tensor.EmptyOp) and op.tensor in merges:
-            new_empty = tensor.EmptyOp([], _merged_type(op.tensor.type, merges[op.tensor]))
+            new_empty = tensor.EmptyOp([], merged_type(op.tensor.type, merges[op.tensor]))
             Rewriter.replace_op(op, new_empty)
         elif isinstance(op, linalg.GenericOp) and op in rebuilt:
             maps, iterators = rebuilt[op]
-            types = [_merged_type(r.type, merges[r]) if r in merges else r.type for r in op.results]
+            types = [merged_type(r.type, merges[r]) if r in merges else r.type for r in op.results]
             new_op = linalg.GenericOp(list(op.inputs), list(op.outputs), op.body.clone(),
                                       [AffineMapAttr(m) for m in maps], iterators, types)  # fmt: skip
             new_op.location = op.location
@@ -290,10 +290,6 @@ def merge_group(g: GroupOp, plan: MergePlan) -> None:
             for old, res in zip(op.results, new_op.results, strict=True):
                 res.name_hint = old.name_hint
             Rewriter.replace_op(op, new_op)
-
-
-def _merged_type(t, merge: Merge) -> TensorType:
-    return TensorType(t.element_type, merged_shape(t.get_shape(), merge))
 
 
 def _merged_maps(op: linalg.GenericOp, loops: tuple[int, ...], merges: dict[SSAValue, Merge]

@@ -27,7 +27,7 @@ from xdsl.dialects import arith, cf, scf, tensor
 from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerAttr, IntegerType
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 
-from tilefuse.analysis.dataflow import tma_tensor
+from tilefuse.analysis.dataflow import tma_input
 from tilefuse.analysis.dim_facts import size_origin
 from tilefuse.backend.triton import library
 from tilefuse.backend.triton.dot import dot_axes, dot_input_dtype, dot_precision
@@ -785,15 +785,15 @@ class KernelPrinter(Emitter):
     def _descriptor(self, op: LoadOp) -> str | None:
         """The TMA descriptor `op`'s tile is loaded through, made on first use; None
         for a pointer load. A persistent kernel's `tl.dot` operand tiles of a tensor
-        the host passes in row-major order (`dataflow.tma_tensor`) are, when TMA can load
+        the host passes in row-major order (`dataflow.tma_input`) are, when TMA can load
         them: no unit axis (the tile is the dot's operand as loaded), every axis at
         most 256 elements, the last at least 16 bytes, rows of a multiple of 16
         bytes. Out-of-bounds parts of a tile read as zero, so it needs no mask."""
         source, tile = op.source, tuple(op.result.type.get_shape())
-        if not self.persistent or not _only_dot_operand(op.result) or source in self.merges:
+        if not self.persistent or not _only_dot_operand(op.result):
             return None
         args = list(self.group.entry.args)
-        if source not in args or not tma_tensor(self.group.inputs[args.index(source)]):
+        if source not in args or not tma_input(self.group, args.index(source)):
             return None
         shape = tuple(source.type.get_shape())
         size = dtype_bytes(source.type)
