@@ -74,22 +74,18 @@ def test_a_wave_a_few_sms_short_still_takes_the_hopper_tile():
 MLP = {"M": 8192, "D": 4096, "F": 16384}
 
 
-def test_f32_and_erf_epilogues_keep_the_pointer_loop():
+def test_f32_epilogues_keep_the_pointer_loop():
     module, _ = emitted(LINEAR, BIG, dtype="f32")
     assert [p.persistent.data for p in plans(module)] == [0]  # an IEEE f32 dot
-    module, _ = emitted("samples/mlp.mlir", MLP)
-    up, down = plans(module)
-    assert up.persistent.data == 0  # erf in the epilogue (HOPPER_LIBRARY_CALLS)
-    assert down.persistent.data == 132
 
 
-def test_one_library_call_an_element_may_take_the_hopper_lowering(monkeypatch):
-    """With `HOPPER_LIBRARY_CALLS` 1 (what erf_gemm_lowering.py times) GELU's erf GEMM
-    is persistent at 16 warps (the inlined erf within `EPILOGUE_CALLS_PER_THREAD`),
-    and an epilogue of two library calls an element still is not."""
+def test_one_library_call_an_element_takes_the_hopper_lowering(monkeypatch):
+    """GELU's erf GEMM is persistent at 16 warps (the inlined erf within
+    `EPILOGUE_CALLS_PER_THREAD`; `HOPPER_LIBRARY_CALLS` 1, timed by
+    erf_gemm_lowering.py); an epilogue of two library calls an element is not, nor
+    one call with the limit set to 0."""
     import tilefuse.analysis.tile_plan as tile_plan
 
-    monkeypatch.setattr(tile_plan, "HOPPER_LIBRARY_CALLS", 1)
     module, _ = emitted("samples/mlp.mlir", MLP)
     up, down = (op for op in module.walk() if isinstance(op, TileGridOp))
     assert up.plan.persistent.data == 132 and down.plan.persistent.data == 132
@@ -99,6 +95,9 @@ def test_one_library_call_an_element_may_take_the_hopper_lowering(monkeypatch):
     assert erf in text
     twice = text.replace(erf, "    %ee = math.erf %e : f32\n    %e1 = arith.addf %ee, %one : f32\n")
     module, _ = emitted(twice, MLP)
+    assert [p.persistent.data for p in plans(module)] == [0, 132]
+    monkeypatch.setattr(tile_plan, "HOPPER_LIBRARY_CALLS", 0)
+    module, _ = emitted("samples/mlp.mlir", MLP)
     assert [p.persistent.data for p in plans(module)] == [0, 132]
 
 

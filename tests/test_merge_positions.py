@@ -61,6 +61,21 @@ def test_wide_images_and_contiguous_rows_are_not_merged():
     assert not merged_groups(compile(wide)) and not merged_groups(compile(rows))
 
 
+def test_a_long_batch_of_small_images_is_merged_with_their_pixels():
+    """64 images (past `MERGE_BELOW`) at 2 x 2 patches: the images are the input's
+    outermost dim, no side alone (each row another image, the filter read again at
+    every pixel: ViT-B/16's patch embedding over 64 images ran 320 us so on an H100),
+    so the three loops merge; a long loop that is not the outermost (the wide rows
+    above) still stays a side of its own."""
+    x, wt = rand(64, 3, 4, 4), rand(8, 3, 2, 2, seed=1)
+    patches = named_program("conv_2d_nchw_fchw", x.shape, wt.shape, (64, 8, 2, 2), attrs((2, 2), (1, 1)))
+    prog = compile(patches)
+    (g,) = merged_groups(prog)
+    assert g.result_merge(0) == ((0, 2, 3), (1,))
+    (out,) = prog(on_device(x), on_device(wt))
+    assert torch.allclose(out.float().cpu(), F.conv2d(x, wt, stride=2), rtol=1e-4, atol=1e-4)
+
+
 def _t(*shape) -> str:
     return f"tensor<{'x'.join(map(str, shape))}xf32>"
 

@@ -12,7 +12,10 @@ implicit GEMM of cuDNN and CUTLASS).
 
 For each group (after `fusion-groups`) whose one contraction has, on the side of
 one factor, at least two output loops of more than one iteration that the other
-factor does not index, all shorter than `MERGE_BELOW`, and the factor's innermost
+factor does not index, all shorter than `MERGE_BELOW` but perhaps the factor's
+outermost dim (a batch of 64 images at one pixel is no side either: each row
+another image, and the other factor's tiles read again at every pixel; ViT-B/16's
+patch embedding over 64 images), and the factor's innermost
 dim not one of them with at least `MIN_CONTIGUOUS_SIDE` iterations (that loop alone
 is a side whose loads are vectors: an NCHW 1x1 convolution at 28 x 28 pixels reads
 its 28 columns so; merged, a tile's positions are divided out of the merged index
@@ -117,13 +120,15 @@ def plan_merge(g: GroupOp) -> MergePlan | str | None:
         return found
     generics, dims = found
     return MergePlan(generics, dims, f"the contraction's loops {list(loops)} ({extents}, each under "
-                     f"{MERGE_BELOW}) merged into one of {math.prod(ranges[d] for d in loops)}")  # fmt: skip
+                     f"{MERGE_BELOW} but the outermost) merged into one of "
+                     f"{math.prod(ranges[d] for d in loops)}")  # fmt: skip
 
 
 def side_loops(op: linalg.GenericOp) -> tuple[int, ...] | None:
     """The output loops of one factor's side of contraction `op` to merge (in the
     output's order), or None: at least two of more than one iteration, indexed by
-    that factor and not the other, each shorter than `MERGE_BELOW`."""
+    that factor and not the other, each shorter than `MERGE_BELOW` except perhaps
+    the factor's outermost dim (the images)."""
     s = as_structured(op)
     assert s is not None
     mul = next((o for o in s.payload.ops if isinstance(o, arith.MulfOp)), None)
@@ -139,8 +144,9 @@ def side_loops(op: linalg.GenericOp) -> tuple[int, ...] | None:
         used = _dims_used(s.maps[other])
         side = tuple(d for d in out if d in plain and d not in used and s.iterators[d] == "parallel"
                      and s.loop_ranges[d] > 1)  # fmt: skip
-        if len(side) < 2 or max(s.loop_ranges[d] for d in side) >= MERGE_BELOW:
-            continue
+        long = [d for d in side if s.loop_ranges[d] >= MERGE_BELOW]
+        if len(side) < 2 or (long and long != [_outermost(s.maps[mine])]):
+            continue  # (a long loop but the factor's outermost: a side of its own)
         inner = s.maps[mine].results[-1] if s.maps[mine].results else None
         if isinstance(inner, AffineDimExpr) and inner.position in side and \
                 s.loop_ranges[inner.position] >= MIN_CONTIGUOUS_SIDE:
@@ -148,6 +154,12 @@ def side_loops(op: linalg.GenericOp) -> tuple[int, ...] | None:
         if best is None or math.prod(s.loop_ranges[d] for d in side) > math.prod(s.loop_ranges[d] for d in best):
             best = side
     return best
+
+
+def _outermost(amap: AffineMap) -> int | None:
+    """The loop of a map's first result, if it is a plain dim (a batch of images)."""
+    first = amap.results[0] if amap.results else None
+    return first.position if isinstance(first, AffineDimExpr) else None
 
 
 def _dims_used(amap: AffineMap) -> set[int]:
