@@ -218,11 +218,9 @@ def _channel(windows: list[WindowOp]) -> int | None:
 
 def _store_runs(g: GroupOp, i: int, dim: int) -> int | None:
     """The shortest tile extent along `dim` of the stores writing result `i`."""
-    grid = g.grids[0]
-    yielded = g.entry.last_op.operands[i]  # type: ignore[union-attr]
-    if yielded.owner is not grid:
+    dest = g.destination(i)
+    if dest is None:
         return None
-    dest = grid.destinations[list(grid.results).index(yielded)]
     rank = len(g.results[i].type.get_shape())  # type: ignore[attr-defined]
     runs = [_host_tile(u.operation.value.type.get_shape(), g.result_merge(i), rank)[dim]
             for u in dest.uses if isinstance(u.operation, StoreOp)]  # fmt: skip

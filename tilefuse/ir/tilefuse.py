@@ -614,6 +614,15 @@ class GroupOp(IRDLOperation):
         `horizontal-fusion` bundled groups)."""
         return tuple(o for o in self.entry.ops if isinstance(o, TileGridOp))
 
+    def destination(self, i: int) -> BlockArgument | None:
+        """The tile-grid destination result `i` is stored through (its kernels'
+        stores), None where a grid does not yield it."""
+        last = self.entry.last_op
+        yielded = last.operands[i] if last is not None else None
+        if yielded is None or not isinstance(grid := yielded.owner, TileGridOp):
+            return None
+        return grid.destinations[list(grid.results).index(yielded)]
+
     def _seen_type(self, t: Attribute, merge: Merge | None) -> Attribute:
         """The type the body sees a value of type `t` merged by `merge` as."""
         if merge is None:

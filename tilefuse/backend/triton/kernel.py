@@ -866,11 +866,9 @@ def _merges(group: GroupOp) -> dict[SSAValue, tuple[Merge, tuple[int, ...]]]:
     for i, arg in enumerate(group.entry.args):
         if (m := group.input_merge(i)) is not None:
             found[arg] = (m, tuple(group.inputs[i].type.get_shape()))  # type: ignore[attr-defined]
-    terminator = group.entry.last_op
-    for j, y in enumerate(terminator.operands if terminator is not None else ()):
-        if (m := group.result_merge(j)) is not None and isinstance(y.owner, TileGridOp):
-            dest = y.owner.destinations[list(y.owner.results).index(y)]
-            found[dest] = (m, tuple(group.results[j].type.get_shape()))  # type: ignore[attr-defined]
+    for j, result in enumerate(group.results):
+        if (m := group.result_merge(j)) is not None and (dest := group.destination(j)) is not None:
+            found[dest] = (m, tuple(result.type.get_shape()))  # type: ignore[attr-defined]
     return found
 
 
