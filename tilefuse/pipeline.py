@@ -4,7 +4,8 @@ The default pipeline: the one ordered list of stages, and the one way to run it.
 ```
 inline-calls -> drop-unused-results -> fold-host-scalars -> fold-asserts -> fold-reshape-of-creation
     -> decompose-softmax -> linalg-generalize -> fold-unit-dims -> scalar-operands -> fold-transposes
-    -> fold-concats -> propagate-reshapes -> fold-operand-extf -> fold-windows
+    -> fold-concats -> propagate-reshapes -> narrow-variance -> hoist-operand-scale -> fold-operand-extf
+    -> split-accumulator-init -> fold-windows
     -> split-reduction{target}
     -> flash-attention -> resolve-dims -> fusion-groups{target} -> merge-positions
     -> tile-and-fuse{target} -> horizontal-fusion{target}
@@ -58,6 +59,7 @@ from tilefuse.passes.narrow_variance import NarrowVariancePass
 from tilefuse.passes.propagate_reshapes import PropagateReshapesPass
 from tilefuse.passes.resolve_dims import ResolveDimsPass
 from tilefuse.passes.scalar_operands import ScalarOperandsPass
+from tilefuse.passes.split_accumulator_init import SplitAccumulatorInitPass
 from tilefuse.passes.split_reduction import SplitReductionPass
 from tilefuse.passes.tile_and_fuse import TileAndFusePass
 
@@ -117,6 +119,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("narrow-variance", NarrowVariancePass),
     Stage("hoist-operand-scale", HoistOperandScalePass),
     Stage("fold-operand-extf", FoldOperandExtfPass),
+    Stage("split-accumulator-init", SplitAccumulatorInitPass),
     Stage("fold-windows", FoldWindowsPass),
     Stage("split-reduction", SplitReductionPass, targeted=True),
     Stage("flash-attention", FlashAttentionPass),

@@ -1,5 +1,7 @@
 // res + softmax(Q K^T) V, the last matmul accumulating into an argument: dividing by
-// the row sum below the contraction would divide res too, so it is not FlashAttention.
+// the row sum below the contraction would divide res too, so as written it is not
+// FlashAttention; split-accumulator-init makes it P V from zeros, then + res, and
+// FlashAttention divides P V alone (one kernel, res added in its epilogue).
 #x = affine_map<(d0, d1) -> (d0, d1)>
 #r = affine_map<(d0, d1) -> (d0)>
 func.func @f(%q: tensor<4x8xf32>, %k: tensor<5x8xf32>, %v: tensor<5x8xf32>, %res: tensor<4x8xf32>) -> tensor<4x8xf32> {

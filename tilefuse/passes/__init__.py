@@ -32,6 +32,7 @@ PASSES = {
     "narrow-variance": "tilefuse.passes.narrow_variance:NarrowVariancePass",
     "hoist-operand-scale": "tilefuse.passes.hoist_operand_scale:HoistOperandScalePass",
     "fold-operand-extf": "tilefuse.passes.fold_operand_extf:FoldOperandExtfPass",
+    "split-accumulator-init": "tilefuse.passes.split_accumulator_init:SplitAccumulatorInitPass",
     "fold-windows": "tilefuse.passes.fold_windows:FoldWindowsPass",
     "split-reduction": "tilefuse.passes.split_reduction:SplitReductionPass",
     "flash-attention": "tilefuse.passes.flash_attention:FlashAttentionPass",
