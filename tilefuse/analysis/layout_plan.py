@@ -93,7 +93,7 @@ def plan_input_layouts(f: func.FuncOp) -> list[InputLayout]:
 def _input_layout_of(g: GroupOp, i: int, v: SSAValue) -> InputLayout | None:
     shape = v.type.get_shape()  # type: ignore[attr-defined]
     rank = len(shape)
-    if not isinstance(v, BlockArgument) or rank < 3 or -1 in shape:
+    if not isinstance(v, BlockArgument) or rank < 3 or any(d < 0 for d in shape):
         return None
     if math.prod(shape) * dtype_bytes(v.type) > MAX_COPIED_BYTES:
         return None

@@ -628,7 +628,7 @@ class GroupOp(IRDLOperation):
         if merge is None:
             return t
         shape = t.get_shape()  # type: ignore[attr-defined]
-        if sorted(d for dims in merge for d in dims) != list(range(len(shape))) or -1 in shape:
+        if sorted(d for dims in merge for d in dims) != list(range(len(shape))) or any(d < 0 for d in shape):
             raise VerifyException(f"A merge must take each dim of a static rank-{len(shape)} "
                                   f"tensor once, not {[list(d) for d in merge]}.")  # fmt: skip
         return merged_type(t, merge)  # type: ignore[arg-type]

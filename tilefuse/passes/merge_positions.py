@@ -233,7 +233,7 @@ def _reach(v: SSAValue, amap: AffineMap, loops: tuple[int, ...], dims: dict[SSAV
         return found or []
     if v in dims:
         return [] if dims[v] == found else "a tensor is merged along two orders of its dims"
-    if -1 in v.type.get_shape():  # type: ignore[attr-defined]
+    if any(d < 0 for d in v.type.get_shape()):  # type: ignore[attr-defined]
         return "a tensor of the merge has a dynamic size"
     dims[v] = found
     return _neighbours(v, found)
