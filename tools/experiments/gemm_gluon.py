@@ -33,9 +33,9 @@ import re
 import sys
 
 import torch
-import torch.nn.functional as F
 import triton
 import triton.testing
+from gemm_short_k import KINDS, operands
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (
@@ -47,8 +47,6 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 
 # Triton 3.6 names the TMA copy async_copy_global_to_shared; 3.9 async_load.
 tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
-
-KINDS = {"bias": 0, "res": 1, "gelu": 2}
 
 
 @gluon.jit
@@ -158,33 +156,8 @@ def launch(x, w, b, r, out, kind, bm, bn, bk, stages, regs, programs):
                          KIND=KINDS[kind], REGS=regs, num_warps=4)  # fmt: skip
 
 
-def _reference(x, w, b, r, kind):
-    y = (x.float() @ w.float().T + b.float()).bfloat16().float()
-    if kind == "res":
-        y = y + r.float()
-    if kind == "gelu":
-        y = F.gelu(y)
-    return y
-
-
 def run(spec: str, sms: int) -> None:
-    shape, kind = spec.split(":")
-    m, n, k = (int(d) for d in shape.split("x"))
-    torch.manual_seed(0)
-    x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-    w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) / k**0.5
-    b = torch.randn(n, device="cuda", dtype=torch.bfloat16)
-    r = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
-    ref = _reference(x, w, b, r, kind)
-    flops = 2 * m * n * k
-
-    def cublas():
-        y = F.linear(x, w, b)
-        return y + r if kind == "res" else F.gelu(y) if kind == "gelu" else y
-
-    mm = triton.testing.do_bench(lambda: F.linear(x, w, b), return_mode="median") * 1e3
-    whole = triton.testing.do_bench(cublas, return_mode="median") * 1e3
-    print(f"{spec}: cublas-mm {mm:.1f} us ({flops / mm / 1e6:.0f} TF/s), cublas+epilogue {whole:.1f} us", flush=True)
+    (m, n, _k, kind), (x, w, b, r), ref, flops = operands(spec)
     only = [a[len("--only="):] for a in sys.argv if a.startswith("--only=")]
     for name, bm, bn, bk, stages, regs in VARIANTS:
         if only and name not in only:

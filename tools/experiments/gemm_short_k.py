@@ -106,7 +106,9 @@ def _reference(x, w, b, r, kind):
     return y
 
 
-def run(spec: str, sms: int) -> None:
+def operands(spec: str):
+    """`MxNxK:epilogue`'s seeded operands (bf16, on the GPU), its f32 reference and
+    FLOPs, after printing cuBLAS's time for the GEMM alone and with the epilogue."""
     shape, kind = spec.split(":")
     m, n, k = (int(d) for d in shape.split("x"))
     torch.manual_seed(0)
@@ -114,7 +116,6 @@ def run(spec: str, sms: int) -> None:
     w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) / k**0.5
     b = torch.randn(n, device="cuda", dtype=torch.bfloat16)
     r = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
-    ref = _reference(x, w, b, r, kind)
     flops = 2 * m * n * k
 
     def cublas():
@@ -124,6 +125,11 @@ def run(spec: str, sms: int) -> None:
     mm = triton.testing.do_bench(lambda: F.linear(x, w, b), return_mode="median") * 1e3
     whole = triton.testing.do_bench(cublas, return_mode="median") * 1e3
     print(f"{spec}: cublas-mm {mm:.1f} us ({flops / mm / 1e6:.0f} TF/s), cublas+epilogue {whole:.1f} us", flush=True)
+    return (m, n, k, kind), (x, w, b, r), _reference(x, w, b, r, kind), flops
+
+
+def run(spec: str, sms: int) -> None:
+    (m, n, k, kind), (x, w, b, r), ref, _ = operands(spec)
     for bm, bn, bk, stages, warps in CONFIGS:
         tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
         row = []
