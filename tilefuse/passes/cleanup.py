@@ -179,9 +179,13 @@ def is_generic_fill(op: Operation | Block) -> bool:
 
 
 def fill_constant(value: SSAValue) -> arith.ConstantOp | None:
-    """The constant `value` is filled with: a generic fill (`is_generic_fill`)
-    yielding a constant input (or a constant itself, a splat's element)."""
+    """The constant `value` is filled with: a named `linalg.fill` of a constant, or a
+    generic fill (`is_generic_fill`) yielding a constant input (or a constant itself,
+    a splat's element)."""
     fill = value.owner
+    if isinstance(fill, linalg.FillOp):
+        const = fill.inputs[0].owner
+        return const if isinstance(const, arith.ConstantOp) else None
     if not is_generic_fill(fill):
         return None
     assert isinstance(fill, linalg.GenericOp)

@@ -47,12 +47,11 @@ from xdsl.dialects.builtin import (
     AffineMapAttr,
     Float32Type,
     Float64Type,
-    FloatAttr,
     ModuleOp,
     TensorType,
 )
 from xdsl.dialects.linalg import ops as linalg
-from xdsl.ir import Block, Region, SSAValue
+from xdsl.ir import Block, Region
 from xdsl.ir.affine import AffineMap
 from xdsl.passes import ModulePass
 
@@ -81,26 +80,14 @@ def _splittable(op: linalg.GenericOp) -> bool:
             and any(str(i.data) == "reduction" for i in op.iterator_types)):  # fmt: skip
         return False
     init = op.outputs[0]
-    if _zeros(init) or isinstance(init.owner, tensor.EmptyOp):
+    if is_zero_fill(init) or isinstance(init.owner, tensor.EmptyOp):
         return False
     block = op.body.block
     acc = block.args[len(op.inputs)]
     yielded = block.last_op
     total = yielded.operands[0].owner if yielded is not None and len(yielded.operands) == 1 else None
-    if not isinstance(total, arith.AddfOp) or [u.operation for u in acc.uses] != [total]:
-        return False
-    other = total.rhs if total.lhs is acc else total.lhs
-    return other is not acc
-
-
-def _zeros(v: SSAValue) -> bool:
-    """`v` is a fill of 0.0 (the generic form, or a named `linalg.fill`)."""
-    fill = v.owner
-    if isinstance(fill, linalg.FillOp):
-        const = fill.inputs[0].owner
-        return isinstance(const, arith.ConstantOp) and isinstance(const.value, FloatAttr) \
-            and const.value.value.data == 0.0
-    return is_zero_fill(v)
+    # (the sum the only reader of the accumulator: `acc + acc` or `acc + f(acc)` read it twice)
+    return isinstance(total, arith.AddfOp) and [u.operation for u in acc.uses] == [total]
 
 
 def _split(op: linalg.GenericOp) -> None:
