@@ -30,9 +30,10 @@ ALLOWED: dict[str, set[str]] = {
 """Layer -> the layers below it that it may import (a layer always imports itself)."""
 
 PASS_SHARED = {"tilefuse.passes", "tilefuse.passes.order", "tilefuse.passes.cleanup",
-               "tilefuse.passes.sibling_loops"}
+               "tilefuse.passes.sibling_loops", "tilefuse.passes.permutations"}
 """What one pass may import from `tilefuse.passes`: the registry, the op order, the
-shared clean-up patterns and the sibling-loop merge (tile-and-fuse's, kept apart)."""
+shared clean-up patterns, the sibling-loop merge (tile-and-fuse's, kept apart) and
+the permutation folding (fold-transposes', also run by propagate-reshapes)."""
 
 
 def _layer(module: str) -> str:

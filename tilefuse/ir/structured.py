@@ -639,3 +639,24 @@ def with_inputs(
 def reassociation(groups: Sequence[Sequence[int]]) -> ArrayAttr:
     """The `reassociation` of an expand/collapse_shape: the source dims of each group."""
     return ArrayAttr([ArrayAttr([IntegerAttr(i, i64) for i in g]) for g in groups])
+
+
+def collapse_groups(fine: Sequence[int], coarse: Sequence[int]) -> list[list[int]] | None:
+    """The reassociation of a collapse of static shape `fine` into `coarse`: runs of
+    `fine`'s dims whose products are `coarse`'s sizes in order (unit dims join the run
+    after them; trailing ones the last run), or None if there is none."""
+    groups: list[list[int]] = []
+    j = 0
+    for n in coarse:
+        group, product = [], 1
+        while j < len(fine) and (not group or product < n):
+            group.append(j)
+            product *= fine[j]
+            j += 1
+        if product != n:
+            return None
+        groups.append(group)
+    if any(fine[d] != 1 for d in range(j, len(fine))):
+        return None
+    groups[-1] += range(j, len(fine))
+    return groups

@@ -316,7 +316,7 @@ def fold_reshapes_of_creations(module: ModuleOp, iotas: bool = False) -> None:
     PatternRewriteWalker(FoldReshapeOfCreation(iotas)).rewrite_module(module)
 
 
-def erase_dead_views(module: ModuleOp) -> None:
+def erase_dead_views(module: ModuleOp | func.FuncOp) -> None:
     """Apply `EraseDeadView` until nothing changes (a dead fill's empty dies with it)."""
     PatternRewriteWalker(EraseDeadView()).rewrite_module(module)
 

@@ -73,6 +73,7 @@ from tilefuse.analysis.dataflow import (
 )
 from tilefuse.analysis.patterns import Attention, find_attention
 from tilefuse.ir.structured import (
+    collapse_groups,
     element_type,
     expand_sizes,
     like,
@@ -85,6 +86,7 @@ from tilefuse.passes.cleanup import (
     fold_reshapes_of_creations,
     resolve_dims,
 )
+from tilefuse.passes.permutations import fold_permutations
 
 TAG = "tilefuse.attention"
 
@@ -294,6 +296,9 @@ def normalise(f: func.FuncOp) -> None:
                 changed = True
                 _erase_dead(f)
                 break
+    # A head-permuting copy the expansion reads through a slice (timm's `qkv.reshape(B,
+    # N, 3, H, D).permute(2, 0, 3, 1, 4)`): folded into the contractions' maps.
+    fold_permutations(f)
 
 
 def _erase_dead(f: func.FuncOp) -> None:
@@ -570,10 +575,17 @@ def _undone_collapse(value, sizes: list[list[int] | None]):
         return value, []
     c = value.owner
     if isinstance(c, tensor.CollapseShapeOp):
-        src_shape = c.src.type.get_shape()
+        src_shape = list(c.src.type.get_shape())
         wanted = [s if s is not None else [shape[r]] for r, s in enumerate(sizes)]
         if [[src_shape[i] for i in g] for g in _groups(c)] == wanted:
             return c.src, []
+        target = [n for part in wanted for n in part]
+        groups = collapse_groups(src_shape, target) if all(n >= 0 for n in src_shape) else None
+        if groups is not None and len(target) < len(src_shape):  # (a head split's slice: unit dims)
+            t = TensorType(element_type(value.type), target)
+            view = tensor.CollapseShapeOp(operands=[c.src], result_types=[t],
+                                          properties={"reassociation": reassociation(groups)})  # fmt: skip
+            return view.result, [view]
     groups, out_shape = [], []
     for r, s in enumerate(sizes):
         part = s if s is not None else [shape[r]]

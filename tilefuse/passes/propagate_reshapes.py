@@ -80,7 +80,13 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from tilefuse.analysis.dataflow import is_contraction
 from tilefuse.ir import log
-from tilefuse.ir.structured import as_structured, expand_sizes, map_dims, reassociation
+from tilefuse.ir.structured import (
+    as_structured,
+    collapse_groups,
+    expand_sizes,
+    map_dims,
+    reassociation,
+)
 from tilefuse.passes.cleanup import (
     erase_dead_views,
     fold_reshapes_of_creations,
@@ -88,6 +94,7 @@ from tilefuse.passes.cleanup import (
     is_generic_fill,
     resolve_dims,
 )
+from tilefuse.passes.permutations import fold_permutations
 
 Run = tuple[int, ...]
 """Consecutive loops (or tensor dims) merged into one, in order."""
@@ -133,6 +140,9 @@ class PropagateReshapesPass(ModulePass):
         fold_reshapes_of_creations(op)
         _merge_equal_views(op)
         erase_dead_views(op)
+        # A permutation the folded views stood between and its readers (timm's head
+        # split, read through a slice and views of B*H) is folded as fold-transposes does.
+        fold_permutations(op)
 
 
 def _try_to_fold(reshape: _Reshape, kept: dict[Operation, str]) -> bool:
@@ -214,8 +224,8 @@ def _merge_equal_views(module: ModuleOp) -> None:
 
 def _fold_inverses(module: ModuleOp) -> None:
     # (no DCE: an unused op in a payload is the printer's to refuse, not ours to drop)
-    patterns = GreedyRewritePatternApplier([FoldInverseReshapes(), ComposeReshapes()],
-                                           dce_enabled=False)  # fmt: skip
+    patterns = GreedyRewritePatternApplier([FoldInverseReshapes(), ComposeReshapes(),
+                                            ComposeMixedReshapes()], dce_enabled=False)  # fmt: skip
     PatternRewriteWalker(patterns).rewrite_module(module)
     erase_dead_views(module)
 
@@ -261,6 +271,36 @@ class ComposeReshapes(RewritePattern):
             shape = list(op.result.type.get_shape())  # pyright: ignore
             new = tensor.ExpandShapeOp(inner.src, list(op.dynamic_output_shape),  # pyright: ignore
                                        reassociation(groups), shape, op.result.type)  # fmt: skip
+        rewriter.replace(op, new)
+
+
+class ComposeMixedReshapes(RewritePattern):
+    """`expand(collapse(x))` or `collapse(expand(x))` (static) that is one reshape of
+    `x` (its shape's dims products of runs of `x`'s, or the other way) is that one
+    reshape: a row-major view of a view is the view between the ends. The merge of
+    B and H that propagation left around a unit dim (`1xBxHxTxD -> B*H -> BxH`) is
+    then only the unit dim dropped."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not isinstance(op, _Reshape) or not isinstance(op.src.owner, _Reshape) or \
+                type(op.src.owner) is type(op):  # fmt: skip
+            return
+        inner = op.src.owner
+        src, dst = inner.src.type.get_shape(), op.result.type.get_shape()  # pyright: ignore
+        if any(n < 0 for n in (*src, *dst)) or _same_groups(op, inner):
+            return  # (one reassociation both ways: FoldInverseReshapes')
+        if list(src) == list(dst):
+            rewriter.replace_all_uses_with(op.result, inner.src)
+            rewriter.erase(op)
+            return
+        if len(dst) < len(src) and (groups := collapse_groups(list(src), list(dst))) is not None:
+            new = tensor.CollapseShapeOp(operands=[inner.src], result_types=[op.result.type],
+                                         properties={"reassociation": reassociation(groups)})  # fmt: skip
+        elif len(dst) > len(src) and (groups := collapse_groups(list(dst), list(src))) is not None:
+            new = tensor.ExpandShapeOp(inner.src, [], reassociation(groups), list(dst),
+                                       op.result.type)  # fmt: skip  # pyright: ignore
+        else:
+            return
         rewriter.replace(op, new)
 
 

@@ -161,12 +161,13 @@ func.func @split_run(%x: tensor<2x4x3xf32>, %w: tensor<6x4xf32>) -> tensor<6x4xf
 // collapsed ([B, KVH, REP] -> B*H, in two views, composed) for a batch matmul
 // with Q. No collapse folds it (the broadcast reads KVH without REP), so the
 // matmul and its reader run over (B, KVH, REP): the broadcast feeds the matmul
-// directly (fusable, no copy of K), Q is viewed as [B, KVH, REP], and the
+// directly (fusable, no copy of K), Q is viewed as [B, KVH, REP] (one view of
+// the argument: its collapse and the expansion after compose), and the
 // result as [B*H] only where it is returned. The loop index a reader asks for
 // (the key position, not a split loop) follows the new loop numbering.
 // CHECK-LABEL: func.func @grouped_heads
 // CHECK:       %[[K:.*]] = linalg.generic {{.*}} ins(%k : tensor<1x2x4x8xf32>) outs(%{{.*}} : tensor<1x2x2x4x8xf32>)
-// CHECK:       %[[Q:.*]] = tensor.expand_shape {{.*}} output_shape [1, 2, 2, 4, 8] : tensor<4x4x8xf32> into tensor<1x2x2x4x8xf32>
+// CHECK:       %[[Q:.*]] = tensor.expand_shape %q {{.*}} output_shape [1, 2, 2, 4, 8] : tensor<1x4x4x8xf32> into tensor<1x2x2x4x8xf32>
 // CHECK:       %[[S:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3, d5)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d4, d5)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3, d4)>]{{.*}} ins(%[[Q]], %[[K]] : tensor<1x2x2x4x8xf32>, tensor<1x2x2x4x8xf32>)
 // CHECK:       %[[M:.*]] = linalg.generic {{.*}} ins(%[[S]] : tensor<1x2x2x4x4xf32>)
 // CHECK:       linalg.index 4 : index
@@ -408,4 +409,22 @@ func.func @heads_and_positions(%q: tensor<2x3x4x8xf32>, %k: tensor<2x5x8xf32>) -
     linalg.yield %t : f32
   } -> tensor<2x3x4x5xf32>
   func.return %s : tensor<2x3x4x5xf32>
+}
+
+// -----
+
+// A collapse and an expansion after it that together only drop a unit dim (the
+// merge of B and H around a head slice's unit dim, `1xBxHxTxD -> B*H -> BxH`)
+// compose into that one collapse of the source; an expansion and a collapse after
+// it that are one collapse of the source the same.
+// CHECK-LABEL: func.func @mixed_views
+// CHECK:       %[[A:.*]] = tensor.collapse_shape %x {{\[}}[0 : i64, 1 : i64], [2 : i64], [3 : i64]] : tensor<1x2x3x4xf32> into tensor<2x3x4xf32>
+// CHECK:       %[[B:.*]] = tensor.collapse_shape %y {{\[}}[0 : i64, 1 : i64], [2 : i64]] : tensor<2x3x4xf32> into tensor<6x4xf32>
+// CHECK:       func.return %[[A]], %[[B]]
+func.func @mixed_views(%x: tensor<1x2x3x4xf32>, %y: tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<6x4xf32>) {
+  %c = tensor.collapse_shape %x [[0, 1, 2], [3]] : tensor<1x2x3x4xf32> into tensor<6x4xf32>
+  %e = tensor.expand_shape %c [[0, 1], [2]] output_shape [2, 3, 4] : tensor<6x4xf32> into tensor<2x3x4xf32>
+  %u = tensor.expand_shape %y [[0, 1], [2], [3]] output_shape [1, 2, 3, 4] : tensor<2x3x4xf32> into tensor<1x2x3x4xf32>
+  %v = tensor.collapse_shape %u [[0, 1, 2], [3]] : tensor<1x2x3x4xf32> into tensor<6x4xf32>
+  func.return %e, %v : tensor<2x3x4xf32>, tensor<6x4xf32>
 }
