@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 from tests.device import on_device
 from tilefuse.frontend.program import load_program
@@ -593,3 +594,56 @@ def test_other_orders_are_copied_by_torch(shape, order):
     moved_tail = (*range(1, len(shape)), 0)  # (every dim but the first in front of it)
     assert hp._transpose_split(t, moved_tail) == (0, 1)
     assert hp._transpose_split(t.transpose(0, 1), moved_tail) is None  # (not row-major)
+
+
+class _PatchTokens(nn.Module):
+    """A patch embedding read as tokens (ViT's `flatten(2).transpose(1, 2)`, a class
+    token before them or not), then a LayerNorm over the channels: or, `over="positions"`,
+    a LayerNorm over each channel's positions (reads along the innermost dim)."""
+
+    def __init__(self, cls: bool, over: str = "channels"):
+        super().__init__()
+        self.patch, self.cls, self.over = nn.Conv2d(3, 768, 4, stride=4), cls, over
+        self.token = nn.Parameter(torch.randn(1, 1, 768))
+
+    def forward(self, x):
+        y = self.patch(x).flatten(2)
+        if self.over == "positions":
+            return F.layer_norm(y, (y.shape[-1],))
+        y = y.transpose(1, 2)
+        if self.cls:
+            y = torch.cat((self.token.expand(y.shape[0], -1, -1), y), dim=1)
+        return F.layer_norm(y, (768,))
+
+
+@pytest.mark.parametrize("cls", [False, True])
+def test_a_convolution_read_across_its_channels_is_stored_channels_last(cls):
+    """`choose-layouts`: a convolution's result that a LayerNorm reads along the
+    channels (a tile, or with a class token a gather, of all 768 channels and a position
+    or two) is stored channels-last, so the LayerNorm's reads are contiguous (ViT's first
+    LayerNorm read the NCHW result 196 elements apart); the numbers as eager's."""
+    pytest.importorskip("torch_mlir")
+    import tilefuse.torch as tt
+
+    torch.manual_seed(0)
+    model, x = _PatchTokens(cls).eval(), torch.randn(2, 3, 24, 20)
+    with torch.no_grad():
+        prog = tt.compile(model, x, target="h100")
+        got, want = prog(x), model(x)
+    assert "torch.empty_permuted((2, 768, 6, 5), (0, 2, 3, 1)" in prog.program.source
+    assert torch.allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_a_convolution_read_along_its_rows_stays_row_major():
+    """Read along its innermost dim (a LayerNorm over each channel's positions), the
+    result keeps its order."""
+    pytest.importorskip("torch_mlir")
+    import tilefuse.torch as tt
+
+    torch.manual_seed(0)
+    model, x = _PatchTokens(False, "positions").eval(), torch.randn(2, 3, 24, 20)
+    with torch.no_grad():
+        prog = tt.compile(model, x, target="h100")
+        got, want = prog(x), model(x)
+    assert "empty_permuted" not in prog.program.source
+    assert torch.allclose(got, want, rtol=1e-4, atol=1e-5)

@@ -22,6 +22,12 @@ then windows) read, the order with the consumers' reduction dim innermost, where
   strides);
 - no result of the function is the tensor (a caller gets row-major tensors).
 
+A result other kernels read across its rows (`_across_layout`: every reader, through
+views that keep the dim whole, spans at least `MIN_STORE_RUN` along a dim and fewer
+along the innermost one, a tile load or a gather whose index follows a loop) is stored
+with that dim innermost, where the producer writes runs of at least as many along it:
+ViT's NCHW patch embedding read by a LayerNorm over its channels, one token a program.
+
 A function argument is the caller's, in the caller's layout; where a kernel would
 load it per element, the host copies it first (`plan_input_layouts`): a 3x3
 convolution's filter `[F, C, KH, KW]` is read in `[F, C]` tiles, one tap at a
@@ -38,12 +44,13 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects import func, tensor
+from xdsl.dialects import arith, func, tensor
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import BlockArgument, SSAValue
 from xdsl.ir.affine import AffineDimExpr
 
 from tilefuse.ir.dtypes import dtype_bytes
+from tilefuse.ir.structured import as_structured
 from tilefuse.ir.tilefuse import GroupOp, LoadOp, Merge, StoreOp, WindowOp
 
 MIN_STORE_RUN = 8
@@ -228,6 +235,10 @@ def _store_runs(g: GroupOp, i: int, dim: int) -> int | None:
 
 
 def _layout_of(g: GroupOp, i: int, r: SSAValue) -> Layout | None:
+    return _window_layout(g, i, r) or _across_layout(g, i, r)
+
+
+def _window_layout(g: GroupOp, i: int, r: SSAValue) -> Layout | None:
     rank = len(r.type.get_shape())  # type: ignore[attr-defined]
     windows = _windows(r)
     if not windows or any(isinstance(u.operation, func.ReturnOp) for u in r.uses):
@@ -246,3 +257,110 @@ def _layout_of(g: GroupOp, i: int, r: SSAValue) -> Layout | None:
                   f"dim {c} innermost: the reduction dim of the window(s) {', '.join(readers)} "
                   f"read (their windowed dims are not), written in runs of {run}")  # fmt: skip
 
+
+
+def _across_layout(g: GroupOp, i: int, r: SSAValue) -> Layout | None:
+    """Dim `c` innermost where every kernel reading `r` (directly or through views that
+    keep `c` a dim of its own) reads tiles or gathers at least `MIN_STORE_RUN` long along
+    `c` and shorter along the innermost dim: an NCHW convolution's result read along
+    the channels by a LayerNorm over tokens (ViT's `flatten(2).transpose(1, 2)`), each
+    element a load of its own, 196 elements from the next, until stored channels-last."""
+    shape = r.type.get_shape()  # type: ignore[attr-defined]
+    rank = len(shape)
+    if rank < 2 or any(n < 0 for n in shape):
+        return None
+    spans = _reader_spans(r, list(range(rank)), rank)
+    if not spans or any(t[-1] >= MIN_STORE_RUN for t in spans):
+        return None
+    across = [d for d in range(rank - 1) if all(t[d] >= MIN_STORE_RUN for t in spans)]
+    if not across:
+        return None
+    c = max(across, key=lambda d: min(t[d] for t in spans))
+    run = _store_runs(g, i, c)
+    if run is None or run < MIN_STORE_RUN:
+        return None
+    order = (*(d for d in range(rank) if d != c), c)
+    return Layout(g.sym_name.data, i, order,
+                  f"dim {c} innermost: its readers read it in runs of {min(t[c] for t in spans)}, "
+                  f"the innermost dim in runs of {max(t[-1] for t in spans)}; written in runs of {run}")  # fmt: skip
+
+
+def _reader_spans(v: SSAValue, dims: list[int | None], rank: int) -> list[tuple[int, ...]] | None:
+    """Per reading of `v` by a kernel, the extent it spans along each dim of a result of
+    rank `rank` (`dims[k]`: the result dim `v`'s dim k is, None where it is several);
+    None where something else reads it (returned, a window, a tile of a merged input)."""
+    spans: list[tuple[int, ...]] = []
+    for use in v.uses:
+        op = use.operation
+        if isinstance(op, tensor.CollapseShapeOp | tensor.ExpandShapeOp):
+            inner = _view_dims(op, dims)
+            found = _reader_spans(op.result, inner, rank) if inner is not None else None
+        elif isinstance(op, GroupOp) and op.input_merge(use.index) is None:
+            found = [_on_result(t, dims, rank) for t in _arg_spans(op.entry.args[use.index])]
+            found = None if any(t is None for t in found) else found
+        else:
+            return None
+        if found is None:
+            return None
+        spans += found  # pyright: ignore[reportOperatorIssue]
+    return spans
+
+
+def _view_dims(op: tensor.CollapseShapeOp | tensor.ExpandShapeOp, dims: list[int | None]) -> list[int | None] | None:
+    """The result dim each dim of view `op`'s result is (see `_reader_spans`)."""
+    groups = [[i.value.data for i in g] for g in op.reassociation]  # pyright: ignore[reportAttributeAccessIssue]
+    if isinstance(op, tensor.CollapseShapeOp):
+        return [dims[g[0]] if len(g) == 1 else None for g in groups]
+    out: list[int | None] = [None] * sum(len(g) for g in groups)
+    for k, g in enumerate(groups):
+        if len(g) == 1:
+            out[g[0]] = dims[k]
+    return out
+
+
+def _on_result(span: tuple[int, ...] | None, dims: list[int | None], rank: int) -> tuple[int, ...] | None:
+    if span is None:
+        return None
+    out = [1] * rank
+    for extent, d in zip(span, dims, strict=True):
+        if d is not None:
+            out[d] = extent
+        elif extent >= MIN_STORE_RUN:
+            return None  # (a run along merged dims: left to the row-major order)
+    return tuple(out)
+
+
+def _arg_spans(arg: BlockArgument):
+    """Per tile load or element gather of a group's input `arg`: its extent along each
+    of the input's dims (a gather: the trip count of the loop its index follows)."""
+    for use in arg.uses:
+        op = use.operation
+        if isinstance(op, LoadOp):
+            yield tuple(op.result.type.get_shape())  # pyright: ignore[reportAttributeAccessIssue]
+        elif isinstance(op, tensor.ExtractOp):
+            yield _gather_span(op)
+        else:
+            yield None
+
+
+def _gather_span(op: tensor.ExtractOp) -> tuple[int, ...] | None:
+    generic = op.parent_op()
+    s = as_structured(generic) if isinstance(generic, linalg.GenericOp) else None
+    if s is None:
+        return None
+    return tuple(s.loop_ranges[loop] if (loop := _index_loop(i)) is not None else 1 for i in op.indices)
+
+
+_INDEX_STEPS = (arith.AddiOp, arith.SubiOp, arith.MinSIOp, arith.MaxSIOp)
+
+
+def _index_loop(v: SSAValue, depth: int = 8) -> int | None:
+    """The loop an index follows one for one (`linalg.index`, plus or minus, clamped),
+    or None."""
+    op = v.owner
+    if isinstance(op, linalg.IndexOp):
+        return op.dim.value.data
+    if depth == 0 or not isinstance(op, _INDEX_STEPS):
+        return None
+    loops = {_index_loop(o, depth - 1) for o in op.operands} - {None}
+    return loops.pop() if len(loops) == 1 else None
