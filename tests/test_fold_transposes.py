@@ -4,35 +4,21 @@ share, `passes/permutations.py`): the meaning kept on the golden file's function
 (interpreter) against eager, with no copy kernel left where every head is read by a
 generic."""
 
-import re
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
 from torch import nn
 
+from tests.golden import golden_functions
 from tilefuse.frontend.parse import parse_module
 from tilefuse.ir.context import make_context
 from tilefuse.oracle.reference import evaluate
 from tilefuse.passes.fold_transposes import FoldTransposesPass
 
-GOLDEN = Path(__file__).parent / "filecheck" / "passes" / "fold_transposes.mlir"
 
-
-def _chunks() -> dict[str, str]:
-    out = {}
-    for chunk in GOLDEN.read_text().split("// -----"):
-        text = "\n".join(line for line in chunk.splitlines() if not line.startswith("// RUN"))
-        match = re.search(r"^func\.func @(\w+)\(", text, re.MULTILINE)
-        assert match is not None
-        out[match[1]] = text
-    return out
-
-
-@pytest.mark.parametrize("name", sorted(_chunks()))
+@pytest.mark.parametrize("name", sorted(golden_functions("fold_transposes.mlir")))
 def test_the_pass_keeps_the_meaning(name):
-    module = parse_module(make_context(), _chunks()[name])
+    module = parse_module(make_context(), golden_functions("fold_transposes.mlir")[name])
     f = next(iter(module.ops))
     rng = np.random.default_rng(0)
     args = [rng.standard_normal(t.get_shape()).astype(np.float32) for t in f.function_type.inputs]

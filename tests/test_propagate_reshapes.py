@@ -2,8 +2,6 @@
 the meaning it keeps on the golden file's functions (reference evaluator before
 and after the pass)."""
 
-import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,6 +10,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.pattern_rewriter import PatternRewriteWalker
 
+from tests.golden import golden_functions
 from tilefuse.frontend.parse import parse_module
 from tilefuse.ir import log
 from tilefuse.ir.context import make_context
@@ -24,18 +23,9 @@ from tilefuse.passes.propagate_reshapes import (
     plan_expansion,
 )
 
-GOLDEN = Path(__file__).parent / "filecheck" / "passes" / "propagate_reshapes.mlir"
-
 
 def _chunks() -> dict[str, str]:
-    out = {}
-    for chunk in GOLDEN.read_text().split("// -----"):
-        text = "\n".join(line for line in chunk.splitlines() if not line.startswith("// RUN"))
-        match = re.search(r"^func\.func @(\w+)\(", text, re.MULTILINE)
-        assert match is not None
-        name = match[1]
-        out[name] = text
-    return out
+    return golden_functions("propagate_reshapes.mlir")
 
 
 def _module(name: str) -> ModuleOp:
