@@ -653,8 +653,8 @@ def collapse_groups(fine: Sequence[int], coarse: Sequence[int]) -> list[list[int
             group.append(j)
             product *= fine[j]
             j += 1
-        if product != n:
-            return None
+        if not group or product != n:
+            return None  # (a coarse dim left when the fine ones are used up: no collapse)
         groups.append(group)
     if any(fine[d] != 1 for d in range(j, len(fine))):
         return None
