@@ -22,11 +22,11 @@ composition of a collapse and an expansion into one view (`ComposeMixedReshapes`
   gradients and dynamic sizes.
 
 Cases the compiler gets wrong are `xfail(strict=True)`, each saying what fails: where a
-generic accumulates into composed views of a permutation the composition makes a
-refusal and one kernel more; timm's head split at N = 1 keeps a second copy (k's
-transpose). No wrong numbers were found. (The composition once wrote an empty
-reassociation group, `[1, 1, 3] -> [3, 1]`, IR upstream MLIR rejects: fixed in
-`collapse_groups`, tested below.)"""
+generic accumulates through a slice into views of two permutations that cancel, one
+kernel more; timm's head split at N = 1 keeps a second copy (k's transpose). No wrong
+numbers were found. (Fixed since: the composition wrote an empty reassociation group,
+`[1, 1, 3] -> [3, 1]`, IR upstream MLIR rejects, and composed an accumulator's views
+into a refusal.)"""
 
 from __future__ import annotations
 
@@ -741,11 +741,9 @@ func.func @f(%x: tensor<1x3x1xf32>) -> (tensor<3xf32>, tensor<3x1xf32>, tensor<1
 an exp."""
 
 
-@pytest.mark.xfail(strict=True, reason="refused: \"'tensor.collapse_shape' op views a fill or "
-                   "tensor.empty\" (fusion-groups): the composed collapse moved below %r, "
-                   "a generic with no inputs (its 0.5 a constant) is taken for a fill; "
-                   "compiles to 2 kernels with ComposeMixedReshapes off")  # fmt: skip
 def test_accumulating_into_composed_views_of_two_permutations():
+    """(Refused once: the composed collapse moved below %r, a generic with no inputs
+    taken for a fill by fusion-groups; an accumulator's views are no longer composed.)"""
     x = np.arange(3, dtype=np.float32).reshape(1, 3, 1)
     (flat, ex, r), _ = _run(ACCUMULATE_INTO_A_VIEW_REFUSED, x)
     np.testing.assert_array_equal(flat.numpy(), x.reshape(3))

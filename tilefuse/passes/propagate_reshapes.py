@@ -289,6 +289,9 @@ class ComposeMixedReshapes(RewritePattern):
         src, dst = inner.src.type.get_shape(), op.result.type.get_shape()  # pyright: ignore
         if any(n < 0 for n in (*src, *dst)) or _same_groups(op, inner):
             return  # (one reassociation both ways: FoldInverseReshapes')
+        if any(isinstance(u.operation, linalg.GenericOp) and u.index >= len(u.operation.inputs)
+               for u in op.result.uses):  # fmt: skip
+            return  # (an accumulator's views stay as written: its clusters fold them)
         if list(src) == list(dst):
             rewriter.replace_all_uses_with(op.result, inner.src)
             rewriter.erase(op)
