@@ -9,22 +9,13 @@ import pytest
 import torch
 from torch import nn
 
-from tests.golden import golden_functions
-from tilefuse.frontend.parse import parse_module
-from tilefuse.ir.context import make_context
-from tilefuse.oracle.reference import evaluate
+from tests.golden import golden_functions, results_around
 from tilefuse.passes.fold_transposes import FoldTransposesPass
 
 
 @pytest.mark.parametrize("name", sorted(golden_functions("fold_transposes.mlir")))
 def test_the_pass_keeps_the_meaning(name):
-    module = parse_module(make_context(), golden_functions("fold_transposes.mlir")[name])
-    f = next(iter(module.ops))
-    rng = np.random.default_rng(0)
-    args = [rng.standard_normal(t.get_shape()).astype(np.float32) for t in f.function_type.inputs]
-    before = evaluate(module, args)
-    FoldTransposesPass().apply(make_context(), module)
-    after = evaluate(module, args)
+    before, after = results_around(golden_functions("fold_transposes.mlir")[name], FoldTransposesPass())
     for b, a in zip(before, after, strict=True):
         np.testing.assert_array_equal(a, b)
 
