@@ -7,7 +7,11 @@ protocol allows (only when every partition waits, the awaited one first); a
 `warpgroup_mma` computed at its `warpgroup_mma_wait`, its shared-memory operands checked
 unchanged since it was issued; after each program every ring slot loaded as often as it was
 released. Layouts are ignored. `tests/test_attention_ws_adversarial.py` plants bugs in a
-printed kernel and checks the emulator sees each one."""
+printed kernel and checks the emulator sees each one.
+
+`emulate` runs any `@gluon.jit` kernel's source the same way over a grid of programs (host
+`TensorDescriptor`s replaced by `host_descriptor`s; `tools/experiments/gemm_gluon_emulated.py`
+runs the warp-specialised GEMM with it)."""
 
 from __future__ import annotations
 
@@ -163,6 +167,8 @@ class _Descriptor:
             raise AssertionError(f"not a tensor TMA can read: strides {strides}")
         self.view = torch.as_strided(t, tuple(shape), tuple(strides), t.storage_offset())
         self.block = list(block_shape)
+        self.dtype, self.layout = t.dtype, layout if layout is not None else _Layout()
+        self.block_type = types.SimpleNamespace(shape=self.block, nbytes=math.prod(self.block) * t.element_size())
 
     def box(self, coords) -> torch.Tensor:
         """The block at `coords`, zero outside the tensor (the descriptor's padding)."""
@@ -211,8 +217,18 @@ def _gl_binary(tensor_fn, int_fn):
     return f
 
 
+def _check_offsets(offsets: torch.Tensor, mask=None) -> None:
+    """No access below the pointer (a flat index would wrap to the storage's end)."""
+    live = offsets if mask is None else offsets[torch.broadcast_to(torch.as_tensor(mask), offsets.shape)]
+    if live.numel() and int(live.min()) < 0:
+        raise IndexError(f"a pointer access {int(live.min())} elements before its tensor")
+
+
 def _gl_load(ptr: _Pointer, mask=None, other=None):
     offsets = torch.as_tensor(ptr.offset).long()
+    if mask is not None:
+        offsets = torch.broadcast_to(offsets, torch.broadcast_shapes(offsets.shape, torch.as_tensor(mask).shape))
+    _check_offsets(offsets, mask)
     if mask is None:
         return ptr.flat()[offsets]
     got = ptr.flat()[torch.where(mask, offsets, 0)]
@@ -224,6 +240,7 @@ def _gl_store(ptr: _Pointer, value, mask=None):
     if mask is not None:
         keep = torch.broadcast_to(mask, offsets.shape)
         offsets, value = offsets[keep], value[keep]
+    _check_offsets(offsets)
     flat = ptr.flat()
     flat[offsets] = value.to(flat.dtype)
 
@@ -232,14 +249,14 @@ def _gl_module(emu: GluonEmulator) -> types.SimpleNamespace:
     """`gl`: Gluon's tensor vocabulary on torch CPU tensors."""
     gl = types.SimpleNamespace(constexpr=object, static_range=range, exp=torch.exp, exp2=torch.exp2,
                                log=torch.log, sqrt=torch.sqrt, abs=torch.abs, int1=torch.bool,
-                               uint64=torch.int64)  # fmt: skip
+                               uint64=torch.int64, erf=torch.erf)  # fmt: skip
     for name in ("float32", "float64", "bfloat16", "float16", "int8", "int16", "int32", "int64"):
         setattr(gl, name, getattr(torch, name))
     for name in ("NVMMADistributedLayout", "DotOperandLayout", "SliceLayout", "BlockedLayout",
                  "NVMMASharedLayout"):  # fmt: skip
         setattr(gl, name, _Layout)
     gl.program_id = lambda axis: emu.pid
-    gl.arange = lambda lo, hi: torch.arange(lo, hi, dtype=torch.int32)
+    gl.arange = lambda lo, hi, layout=None: torch.arange(lo, hi, dtype=torch.int32)
     gl.full = lambda shape, value, dtype, layout=None: torch.full(tuple(shape), value, dtype=dtype)
     gl.zeros = lambda shape, dtype, layout=None: torch.zeros(tuple(shape), dtype=dtype)
     gl.where = torch.where
@@ -257,7 +274,12 @@ def _gl_module(emu: GluonEmulator) -> types.SimpleNamespace:
 class GluonEmulator:
     """Runs the `@gluon.jit` functions of a generated module (`source`) on the CPU."""
 
-    def __init__(self, source: str):
+    def __init__(self, source: str, chained: bool = False):
+        self.chained = chained
+        """Let an MMA accumulate into an MMA still in flight of its warpgroup, and a wait
+        pass such a result through (`acc = warpgroup_mma(.., acc, is_async=True)` then
+        `acc = warpgroup_mma_wait(1, deps=(acc,))`: the hardware chains MMAs on one
+        accumulator in issue order). A chained result is usable only as an accumulator."""
         self.cond = threading.Condition()
         self.local = threading.local()
         self.pid = self.running = self.settling = 0
@@ -282,16 +304,19 @@ class GluonEmulator:
             arrive=lambda bar, count=1: bar.arrive(count))  # fmt: skip
         tl = types.SimpleNamespace(PropagateNan=types.SimpleNamespace(ALL="all", NONE="none"), constexpr=object)
         return {"gl": _gl_module(self), "tl": tl, "gluon": types.SimpleNamespace(jit=lambda f: f),
-                "mbarrier": mbarrier, "tma": types.SimpleNamespace(make_tensor_descriptor=_Descriptor),
-                "_tma_load": self.tma_load, "warpgroup_mma": self.mma, "warpgroup_mma_wait": self.mma_wait,
+                "mbarrier": mbarrier, "tma": types.SimpleNamespace(
+                    make_tensor_descriptor=_Descriptor, async_load=self.tma_load,
+                    async_copy_global_to_shared=self.tma_load),
+                "_tma_load": self.tma_load, "tma_load": self.tma_load,
+                "warpgroup_mma": self.mma, "warpgroup_mma_wait": self.mma_wait,
                 "fence_async_shared": lambda: None}  # fmt: skip
 
-    def launch(self, name: str, programs: int, args: list) -> None:
+    def launch(self, name: str, programs: int, args: list, constexprs: dict | None = None) -> None:
         fn = self.ns[name]
         args = [_Pointer(a) if isinstance(a, torch.Tensor) else a for a in args]
         for pid in range(programs):
             self.pid, self.barriers, self.copies, self.failed = pid, [], [], False
-            fn(*args)
+            fn(*args, **(constexprs or {}))
             self.check_quiescent()
 
     # -- shared memory, partitions, barriers ------------------------------------------
@@ -371,11 +396,16 @@ class GluonEmulator:
     def mma(self, a, b: _Shared, acc, use_acc=True, is_async=False):
         lhs = a.t if isinstance(a, _Shared) else a
         assert lhs.dtype == b.t.dtype, f"warpgroup_mma of {lhs.dtype} by {b.t.dtype}"
-        assert not isinstance(acc, _MMA), "an MMA accumulates into an unfinished MMA's result"
-        base = acc if use_acc else torch.zeros_like(acc)
-        m = _MMA(lambda: base + lhs.float() @ b.t.float(), [b.t] + ([a.t] if isinstance(a, _Shared) else []))
         if not hasattr(self.local, "mmas"):
             self.local.mmas = []
+        reads = [b.t] + ([a.t] if isinstance(a, _Shared) else [])
+        if isinstance(acc, _MMA):
+            assert self.chained, "an MMA accumulates into an unfinished MMA's result"
+            assert acc in self.local.mmas or acc.value is not None, "an MMA accumulates into another warpgroup's MMA"
+            m = _MMA(lambda: (acc.value if use_acc else 0) + lhs.float() @ b.t.float(), reads)
+        else:
+            base = acc if use_acc else torch.zeros_like(acc)
+            m = _MMA(lambda: base + lhs.float() @ b.t.float(), reads)
         self.local.mmas.append(m)
         self.mmas.append(m)
         return m
@@ -387,11 +417,30 @@ class GluonEmulator:
             self.mmas.remove(m)
         out = []
         for d in deps:
-            if isinstance(d, _MMA):
+            if isinstance(d, _MMA) and d.value is None and self.chained:
+                assert d in self.local.mmas, "a wait on another warpgroup's MMA"
+            elif isinstance(d, _MMA):
                 assert d.value is not None, "a wait returned an MMA result still in flight"
                 d = d.value
             out.append(d)
         return out[0] if len(out) == 1 else tuple(out)
+
+
+def host_descriptor(tensor: torch.Tensor, block_shape, layout=None) -> _Descriptor:
+    """What the emulated TMA copies read in place of a host `TensorDescriptor.from_tensor`
+    (the tensor's shape and strides, boxes past its edges zero-filled)."""
+    return _Descriptor(_Pointer(tensor), list(tensor.shape), list(tensor.stride()), block_shape, layout)
+
+
+def emulate(source: str, name: str, programs: int, args: list, constexprs: dict | None = None,
+            chained: bool = True) -> GluonEmulator:  # fmt: skip
+    """Runs the `@gluon.jit` kernel `name` of a module's `source` on the CPU over `programs`
+    programs, one after the other: tensors are pointers (written in place), descriptors
+    `host_descriptor`s; `Deadlock`, `Race` or an `AssertionError` for a broken protocol.
+    Returns the emulator (its namespace holds the kernel's functions)."""
+    emu = GluonEmulator(source, chained=chained)
+    emu.launch(name, programs, args, constexprs)
+    return emu
 
 
 @contextlib.contextmanager

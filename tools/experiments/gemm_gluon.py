@@ -40,6 +40,7 @@ from gemm_short_k import KINDS, operands
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (
+    fence_async_shared,
     mbarrier,
     tma,
     warpgroup_mma,
@@ -118,6 +119,7 @@ def gemm_ws(a_desc, b_desc, bias, res, out, M, N, K, BM: gl.constexpr, BN: gl.co
     for i in gl.static_range(2 * STAGES):
         mbarrier.init(ready.index(i), count=1)
         mbarrier.init(empty.index(i), count=1)
+    fence_async_shared()  # (the inits seen by the async proxy: the TMA copies complete on them)
     pid = gl.program_id(0)
     grid_n = gl.cdiv(N, BN)
     tiles = gl.cdiv(M, BM) * grid_n
