@@ -86,7 +86,7 @@ from tilefuse.passes.cleanup import (
     fold_reshapes_of_creations,
     resolve_dims,
 )
-from tilefuse.passes.permutations import fold_permutations
+from tilefuse.passes.permutations import fold_permutations, pure_permutation
 
 TAG = "tilefuse.attention"
 
@@ -597,20 +597,11 @@ def _undone_collapse(value, sizes: list[list[int] | None]):
 
 
 def _pure_permutation(value) -> list[int] | None:
-    """For a value copied by a generic from its one input through a permutation
-    `p` (`out[x] = in[x[p[0]], x[p[1]], ...]`), `p`; else None."""
-    op = value.owner
-    if not isinstance(op, linalg.GenericOp) or len(op.inputs) != 1 or len(op.outputs) != 1 or \
-            not isinstance(op.inputs[0].type, TensorType) or _single_op_payload(op, None) is None or \
-            any(it.data != IteratorType.PARALLEL for it in op.iterator_types.data):  # fmt: skip
-        return None
-    in_map, out_map = (m.data for m in op.indexing_maps.data)
-    perm = _pure_dims(in_map)
-    if out_map != AffineMap.identity(out_map.num_dims) or perm is None or \
-            sorted(perm) != list(range(in_map.num_dims)) or \
-            element_type(op.inputs[0].type) != element_type(value.type):  # fmt: skip
-        return None
-    return perm
+    """For a value copied by a function-level generic from its one input through a
+    permutation `p` (`out[x] = in[x[p[0]], x[p[1]], ...]`; the rule is
+    `permutations.pure_permutation`'s), `p`; else None."""
+    in_map = pure_permutation(value.owner)
+    return None if in_map is None else _pure_dims(in_map)
 
 
 def _generic_users(value) -> list[linalg.GenericOp]:
