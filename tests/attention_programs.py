@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 
 def attention_mlir(b: int, h: int, sq: int, sk: int, d: int, *, causal: bool = False,
                    additive_mask: bool = False, softmax_over: str = "keys",
@@ -94,3 +96,25 @@ func.func @attention(%q: {q}, %k: {k}, %v: {v}{mask_arg}) -> tensor<{b}x{h}x{sq}
   func.return %o : tensor<{b}x{h}x{sq}x{d}x{t}>
 }}
 """
+
+
+def key_loops(source: str) -> list[tuple[str, str, int]]:
+    """(start, end, step) of each key loop: one, or the causal split's two (the
+    chunks below the diagonal, then from there the diagonal's)."""
+    (first,) = re.findall(r"for \w+ in range\(0, (.*), (\d+)\):", source)
+    loops = [("0", first[0], int(first[1]))]
+    m = re.search(r"for \w+ in range\(" + re.escape(first[0]) + r", (.*), (\d+)\):", source)
+    if m is not None:
+        loops.append((first[0], m[1], int(m[2])))
+    return loops
+
+
+def key_end(source: str) -> str:
+    """Where the keys the kernel reads end: the last key loop's end, or past it the
+    end of the last, partial key chunk (a branch from the whole chunks' end,
+    `(n // B) * B`, to `n`, when the key tile does not divide the key count)."""
+    last = key_loops(source)[-1][1]
+    tail = re.search(r"if " + re.escape(last) + r" < (.*):", source)
+    if tail is not None:
+        assert re.fullmatch(r"\(\(.* // (\d+)\) \* \1\)", last), last
+    return tail[1] if tail is not None else last

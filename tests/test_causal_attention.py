@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import tilefuse.torch as tt
-from tests.attention_programs import attention_mlir
+from tests.attention_programs import attention_mlir, key_end, key_loops
 from tests.device import DEVICE, on_device
 from tests.eager import rel_error
 from tilefuse.frontend.program import load_program, random_inputs
@@ -130,23 +130,10 @@ def masked_attention(b, h, sq, sk, d, payload, dtype="f32"):
     return text.replace(old, payload.format(t=dtype))
 
 
-def key_loops(source: str) -> list[tuple[str, str, int]]:
-    """(start, end, step) of each key loop: one, or the causal split's two (the
-    chunks below the diagonal, then from there the diagonal's)."""
-    (first,) = re.findall(r"for \w+ in range\(0, (.*), (\d+)\):", source)
-    loops = [("0", first[0], int(first[1]))]
-    m = re.search(r"for \w+ in range\(" + re.escape(first[0]) + r", (.*), (\d+)\):", source)
-    if m is not None:
-        loops.append((first[0], m[1], int(m[2])))
-    return loops
-
-
 def key_loop(source: str) -> tuple[str, int, str]:
-    """The online key loop's end expression (the last loop's, when split), key
-    tile and query tile."""
-    loops = key_loops(source)
+    """Where the keys end (`key_end`), the key tile and the query tile."""
     tile = re.search(r"# tile .*", source)[0]  # type: ignore[index]
-    return loops[-1][1], loops[-1][2], tile
+    return key_end(source), key_loops(source)[-1][2], tile
 
 
 def expected_end(sk: int, c, source: str) -> str | None:
@@ -263,7 +250,7 @@ def test_a_mask_of_indices_cast_to_i8_wraps_and_skips_nothing():
     integer keeps the low bits: it was printed as no cast at all)."""
     text = masked_attention(1, 2, 130, 130, 32, WRAPPED)
     prog = compile(text)
-    assert key_loops(prog.source) == [("0", "130", key_loops(prog.source)[0][2])], prog.source
+    assert len(key_loops(prog.source)) == 1 and key_end(prog.source) == "130", prog.source
     module = load_program(text)
     inputs = random_inputs(module, seed=6)
     (out,) = prog(*map(on_device, inputs))

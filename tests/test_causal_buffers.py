@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import tilefuse.torch as tt
-from tests.attention_programs import attention_mlir
+from tests.attention_programs import attention_mlir, key_end
 from tests.device import DEVICE, on_device
 from tests.eager import rel_error
 from tilefuse.frontend.program import load_program, random_inputs
@@ -31,12 +31,10 @@ TOL = 5e-5  # a whole block in f32 against f64 (a skipped key tile changes a row
 
 
 def flash_loop(source: str) -> str:
-    """The end expression of the flash-attention kernel's online key loop."""
+    """Where the flash-attention kernel's online key loops end (`key_end`)."""
     (head,) = re.finditer(r"^# \w+: flash-attention:.*$", source, re.MULTILINE)
     kernel = source[head.end() :].split("\n@triton.jit", 2)[1]
-    loops = re.findall(r"for \w+ in range\(0, (.*), \d+\):", kernel)
-    assert loops, kernel
-    return loops[0]
+    return key_end(kernel)
 
 
 def bounded(source: str, c: int = 0) -> bool:
@@ -231,7 +229,7 @@ FMIN = float(np.finfo(np.float32).min)
 ])  # fmt: skip
 def test_mask_argument_facts_end_the_key_loop(attr, mask, c):
     prog, got, ref = run_with_mask(mask_program(200, 200, attr), mask)
-    (loop,) = re.findall(r"for \w+ in range\(0, (.*), \d+\):", prog.source)
+    loop = key_end(prog.source)
     m = re.fullmatch(r"tl\.minimum\(200, \(\(pid_\d+ \* (\d+)\) \+ (-?\d+)\)\)", loop)
     assert m is not None and int(m[2]) - int(m[1]) == c, loop
     assert np.isnan(got).any() == np.isnan(ref).any()
@@ -247,13 +245,13 @@ def test_mask_argument_facts_end_the_key_loop(attr, mask, c):
 ])  # fmt: skip
 def test_mask_argument_without_a_usable_fact_skips_nothing(attr, body):
     prog = compile(mask_program(200, 200, attr, body))
-    (loop,) = re.findall(r"for \w+ in range\(0, (.*), \d+\):", prog.source)
+    loop = key_end(prog.source)
     assert loop == "200", loop
 
 
 def test_zero_fact_compared_with_zero_ends_the_key_loop():
     text = mask_program(200, 200, "tilefuse.zero_above = 0 : i64", COMPARED)
     prog, got, ref = run_with_mask(text, tri(200, 200, 0, 0.0, below=1.0))
-    (loop,) = re.findall(r"for \w+ in range\(0, (.*), \d+\):", prog.source)
+    loop = key_end(prog.source)
     assert loop.startswith("tl.minimum(200"), loop
     assert relative_error(got, ref) < 1e-5

@@ -82,15 +82,72 @@ def test_a_gathered_tensor_is_never_computed_by_the_gathering_kernel():
             "kernel)") in plan.log()
 
 
-def test_gather_loads_are_clamped_into_the_table():
-    """Indices past either end read the first or last row, never outside the
-    table (the IR leaves them undefined; the kernel stays in bounds)."""
+def test_gather_loads_stay_inside_the_table():
+    """Indices past either end (undefined in the IR) read nothing outside the table:
+    tile-and-fuse's clamp of each index is printed as a load masked to the dim
+    (`EDGE_CLAMP`), so such lanes load 0; the lanes in bounds read their rows."""
     prog = compile(lookup(4))
-    assert "tl.minimum(" in prog.source and "tl.maximum(" in prog.source
-    table = torch.arange(4 * 13, dtype=torch.float32).reshape(4, 13)
+    assert "mask=(" in prog.source and "tl.minimum(" not in prog.source
+    table = torch.arange(1, 4 * 13 + 1, dtype=torch.float32).reshape(4, 13)
     ids = torch.tensor([-3, 0, 2, 4, 1000])
     (out,) = run_on_device(prog, table, ids)
-    torch.testing.assert_close(out, table[ids.clamp(0, 3)])
+    inside = (ids >= 0) & (ids < 4)
+    torch.testing.assert_close(out[inside], table[ids[inside]])
+    assert not out[~inside].any()
+
+
+def test_a_contiguous_gather_index_is_masked_not_clamped():
+    """A gather whose index is the tile's own position along the table's dim (a
+    concat's pieces read by a LayerNorm) loads through a mask: a clamped index is
+    no longer contiguous for Triton, and every lane becomes its own load."""
+    prog = compile(CONCAT_ROWS)
+    kernel = prog.source.split("@triton.jit")[-1]
+    assert "tl.minimum(tl.maximum(" not in kernel, kernel
+    assert kernel.count("(tl.arange(0, 32)[None, :] < 24), other=0)") == 2, kernel
+    a, b = torch.randn(3, 24), torch.randn(5, 24)
+    (out,) = run_on_device(prog, a, b)
+    torch.testing.assert_close(out, torch.cat([a, b]).softmax(-1))
+
+
+CONCAT_ROWS = """
+func.func @concat_rows(%a: tensor<3x24xf32>, %b: tensor<5x24xf32>) -> tensor<8x24xf32> {
+  %cat = tensor.concat dim(0) %a, %b : (tensor<3x24xf32>, tensor<5x24xf32>) -> tensor<8x24xf32>
+  %ninf = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.0 : f32
+  %e0 = tensor.empty() : tensor<8xf32>
+  %m0 = linalg.fill ins(%ninf : f32) outs(%e0 : tensor<8xf32>) -> tensor<8xf32>
+  %m = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>],
+      iterator_types = ["parallel", "reduction"]} ins(%cat : tensor<8x24xf32>) outs(%m0 : tensor<8xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %r = arith.maximumf %x, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<8xf32>
+  %e1 = tensor.empty() : tensor<8x24xf32>
+  %ex = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>,
+      affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%cat, %m : tensor<8x24xf32>, tensor<8xf32>) outs(%e1 : tensor<8x24xf32>) {
+  ^bb0(%x: f32, %mx: f32, %o: f32):
+    %d = arith.subf %x, %mx : f32
+    %r = math.exp %d : f32
+    linalg.yield %r : f32
+  } -> tensor<8x24xf32>
+  %s0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<8xf32>) -> tensor<8xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>],
+      iterator_types = ["parallel", "reduction"]} ins(%ex : tensor<8x24xf32>) outs(%s0 : tensor<8xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %r = arith.addf %x, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<8xf32>
+  %out = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>,
+      affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%ex, %s : tensor<8x24xf32>, tensor<8xf32>) outs(%e1 : tensor<8x24xf32>) {
+  ^bb0(%x: f32, %t: f32, %o: f32):
+    %r = arith.divf %x, %t : f32
+    linalg.yield %r : f32
+  } -> tensor<8x24xf32>
+  return %out : tensor<8x24xf32>
+}
+"""
 
 
 ROTATE = """
@@ -117,16 +174,19 @@ func.func @rotate(%x: tensor<4xROWSx64xf32>) -> tensor<4xROWSx64xf32> {
 """
 
 
-@pytest.mark.parametrize("rows, clamped", [(16, False), (13, True)])
-def test_gather_indices_proven_in_bounds_are_not_clamped(rows, clamped):
+@pytest.mark.parametrize("rows, masked", [(16, False), (13, True)])
+def test_gather_indices_proven_in_bounds_are_not_masked(rows, masked):
     """rotate_half as fold-concats writes it (each half read at k mod 32): the
     indices stay inside the tensor at every point of the loops, so with tiles
-    that divide the extents the gathers load without clamps (consecutive lanes,
-    consecutive addresses: vector loads); a partial tile (13 rows) computes
-    indices past the extent in its idle lanes, and those stay clamped."""
+    that divide the extents the gathers load without masks or clamps (consecutive
+    lanes, consecutive addresses: vector loads); a partial tile (13 rows) computes
+    row indices past the extent in its idle lanes, and those loads are masked along
+    the rows only (never clamped: a clamped index is no longer contiguous)."""
     prog = compile(ROTATE.replace("ROWS", str(rows)))
     kernel = prog.source[prog.source.index("@triton.jit\ndef fused"):]
-    assert ("tl.minimum(" in kernel) == clamped, kernel
+    assert "tl.minimum(" not in kernel, kernel
+    assert (f"mask=(j >= 0) & (j < {rows}), other=0)" in kernel) == masked, kernel
+    assert "(up >= 0)" not in kernel and "(local >= 0)" not in kernel, kernel  # (in bounds)
     x = torch.randn(4, rows, 64)
     (out,) = run_on_device(prog, x)
     torch.testing.assert_close(out, torch.cat([-x[..., 32:], x[..., :32]], dim=-1))

@@ -416,13 +416,19 @@ class TilePlanAttr(ParametrizedAttribute):
             raise VerifyException("A grouped order walks at least one tile row per group.")
 
 
-IN_BOUNDS = "tilefuse.in_bounds"
-"""On a tile program's `tensor.extract`: every index is proven inside its dim (the
-printer loads without clamping, so contiguous indices stay vector loads)."""
+EDGE_CLAMP = "tilefuse.edge_clamp"
+"""On the `arith.minsi` that clamps a tile program's gather index to its dim
+(`tile_and_fuse.clamp_gathers`): the clamp only keeps lanes past the tile's extent
+(whose values nothing stores) in bounds; in a well-defined program every other lane's
+index is already inside. The printer loads such an index masked to the dim instead
+(the same value at every lane that counts, and a contiguous index stays a vector
+load, which a clamped one does not)."""
 
 IN_BOUNDS_AXES = "tilefuse.in_bounds_axes"
 """On a `tilefuse.load` or `tilefuse.store`: `array<i64: ...>`, the axes of its tile
-proven inside the tensor (a loop over the whole chunks of a dynamic dim, or a dynamic
+proven inside the tensor (on a tile program's `tensor.extract`: the axes whose index
+is inside its dim at every lane, so the printer neither clamps nor masks them and
+contiguous indices stay vector loads) (a loop over the whole chunks of a dynamic dim, or a dynamic
 dim known to be a multiple of its block): the printer masks none of them."""
 
 SAME_SIZES = "tilefuse.same_sizes"

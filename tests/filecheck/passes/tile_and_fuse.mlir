@@ -135,7 +135,8 @@ func.func @linear(%x: tensor<100x200xf32>, %w: tensor<200x80xf32>, %b: tensor<80
 // An embedding lookup: the payload gathers table[ids[i], j] from the group's
 // argument. Lanes past the tile's extent (5 rows and 13 columns in an 8 x 16
 // tile) compute indices nobody stores; every gather index is clamped into its
-// dim, so each program reads inside the table.
+// dim, so each program reads inside the table. The clamps are marked
+// `tilefuse.edge_clamp`: the printer masks the load to the dim instead.
 // CHECK-LABEL: func.func @lookup
 // CHECK:      ^bb0(%{{.*}}: tensor<5xi64>, %[[TABLE:.*]]: tensor<11x13xf32>):
 // CHECK:        tilefuse.tile_grid [1, 1]
@@ -145,11 +146,11 @@ func.func @linear(%x: tensor<100x200xf32>, %w: tensor<200x80xf32>, %b: tensor<80
 // CHECK-DAG:        %[[R0:.*]] = arith.constant 0 : index
 // CHECK-DAG:        %[[R10:.*]] = arith.constant 10 : index
 // CHECK:            %[[RLO:.*]] = arith.maxsi %[[ROW]], %[[R0]] : index
-// CHECK:            %[[RIN:.*]] = arith.minsi %[[RLO]], %[[R10]] : index
+// CHECK:            %[[RIN:.*]] = arith.minsi %[[RLO]], %[[R10]] {tilefuse.edge_clamp} : index
 // CHECK-DAG:        %[[C0:.*]] = arith.constant 0 : index
 // CHECK-DAG:        %[[C12:.*]] = arith.constant 12 : index
 // CHECK:            %[[CLO:.*]] = arith.maxsi %[[COL]], %[[C0]] : index
-// CHECK:            %[[CIN:.*]] = arith.minsi %[[CLO]], %[[C12]] : index
+// CHECK:            %[[CIN:.*]] = arith.minsi %[[CLO]], %[[C12]] {tilefuse.edge_clamp} : index
 // CHECK:            tensor.extract %[[TABLE]][%[[RIN]], %[[CIN]]] : tensor<11x13xf32>
 func.func @lookup(%table: tensor<11x13xf32>, %ids: tensor<5xi64>) -> tensor<5x13xf32> {
   %0 = tilefuse.group "fused_kernel_0" ins(%ids, %table : tensor<5xi64>, tensor<11x13xf32>) reason "pointwise: gather (1 ops)" attributes {cost = #tilefuse.cost<flops = 0, fused_bytes = 560, unfused_bytes = 560, tc_flops = 0, sfu_ops = 0, dtype = "f32">} {
@@ -165,4 +166,33 @@ func.func @lookup(%table: tensor<11x13xf32>, %ids: tensor<5xi64>) -> tensor<5x13
     tilefuse.yield %4 : tensor<5x13xf32>
   } -> (tensor<5x13xf32>)
   func.return %0 : tensor<5x13xf32>
+}
+
+// -----
+
+// A gather whose column index (k mod 4) value_range proves inside its dim and that
+// reads no partial loop (8 columns, one whole tile) is marked in bounds on that axis
+// (the printer neither clamps nor masks it: contiguous lanes stay vector loads); the
+// row index reads the partial row loop (5 rows in an 8-row tile) and is clamped.
+// CHECK-LABEL: func.func @rotate_rows
+// CHECK:            %[[L:.*]] = arith.remsi %{{.*}}, %{{.*}} : index
+// CHECK:            %[[RLO:.*]] = arith.maxsi %{{.*}}, %{{.*}} : index
+// CHECK:            %[[RIN:.*]] = arith.minsi %[[RLO]], %{{.*}} {tilefuse.edge_clamp} : index
+// CHECK:            tensor.extract %{{.*}}[%[[RIN]], %[[L]]] {tilefuse.in_bounds_axes = array<i64: 1>} : tensor<5x8xf32>
+func.func @rotate_rows(%x: tensor<5x8xf32>) -> tensor<5x8xf32> {
+  %0 = tilefuse.group "fused_kernel_0" ins(%x : tensor<5x8xf32>) reason "pointwise: gather (1 ops)" attributes {cost = #tilefuse.cost<flops = 0, fused_bytes = 320, unfused_bytes = 320, tc_flops = 0, sfu_ops = 0, dtype = "f32">} {
+  ^bb0(%1: tensor<5x8xf32>):
+    %2 = tensor.empty() : tensor<5x8xf32>
+    %3 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} outs(%2 : tensor<5x8xf32>) {
+    ^bb0(%out: f32):
+      %i = linalg.index 0 : index
+      %k = linalg.index 1 : index
+      %c4 = arith.constant 4 : index
+      %l = arith.remsi %k, %c4 : index
+      %v = tensor.extract %1[%i, %l] : tensor<5x8xf32>
+      linalg.yield %v : f32
+    } -> tensor<5x8xf32>
+    tilefuse.yield %3 : tensor<5x8xf32>
+  } -> (tensor<5x8xf32>)
+  func.return %0 : tensor<5x8xf32>
 }

@@ -37,7 +37,7 @@ from tilefuse.ir.structured import (
     arg_reduction_of,
     element_type,
 )
-from tilefuse.ir.tilefuse import IN_BOUNDS
+from tilefuse.ir.tilefuse import EDGE_CLAMP, IN_BOUNDS_AXES
 
 if TYPE_CHECKING:
     from tilefuse.backend.triton.kernel import KernelPrinter
@@ -196,22 +196,34 @@ class GenericPrinter:
     def _gather(self, op: tensor.ExtractOp, env) -> tuple[str, set[int]]:
         """`tensor.extract` of a kernel argument at computed indices: one `tl.load`
         per lane from the tensor in memory, every index clamped to its dim (an
-        out-of-bounds extract is undefined; no lane ever reads outside the tensor)."""
+        out-of-bounds extract is undefined; no lane ever reads outside the tensor),
+        except the axes tile-and-fuse proved inside (`IN_BOUNDS_AXES`). An index
+        tile-and-fuse clamped for the lanes past the tile's extent (`EDGE_CLAMP`) is
+        masked to its dim instead."""
         table = op.tensor
         if table not in self.k.ptr:
             raise CompileError.at(op, "gathers from a tensor computed in the same kernel: "
                                   "the Triton backend gathers from kernel arguments")  # fmt: skip
-        terms, dims = [self.k.ptr[table]], set()
+        terms, dims, masks = [self.k.ptr[table]], set(), []
         shape = table.type.get_shape()
+        inside = op.attributes.get(IN_BOUNDS_AXES)
+        inside = inside.get_values() if inside is not None else ()  # pyright: ignore
         for axis, (v, size, stride) in enumerate(zip(op.indices, shape, self.k.strides[table], strict=True)):
             if size == 1:
                 continue  # the only index in bounds is 0
+            extent = str(size) if size >= 0 else self.k.sizes[(table, axis)]
             if isinstance(v.owner, arith.ConstantOp) and size >= 0:
                 index = str(min(max(v.owner.value.value.data, 0), size - 1))
+            elif (unclamped := edge_clamped(v)) is not None and unclamped in env and env[unclamped][1]:
+                # (an index the same at every lane stays clamped: nothing to vectorise,
+                # and the interpreter cannot combine a 0-d mask with a tile's)
+                index = self._operand(unclamped, env)
+                masks.append(f"({index} >= 0) & ({index} < {extent})")
+                dims |= env[unclamped][1]
             else:
                 index = self._operand(v, env)
-                last = str(size - 1) if size >= 0 else f"{self.k.sizes[(table, axis)]} - 1"
-                if not clamped(v, size, (table, axis)) and IN_BOUNDS not in op.attributes:
+                last = str(size - 1) if size >= 0 else f"{extent} - 1"
+                if not clamped(v, size, (table, axis)) and axis not in inside:
                     index = self.k.value("idx", f"tl.minimum(tl.maximum({index}, 0), {last})",
                                          compute_type(v.type))  # fmt: skip
                 dims |= env[v][1] if v in env else set()
@@ -219,7 +231,8 @@ class GenericPrinter:
                 terms.append(f"{index} * {stride}")
         integer = isinstance(element_type(table.type), IntegerType)
         dtype = compute_type(op.result.type)
-        text = f"tl.load({' + '.join(terms)})" + ("" if integer else f".to({dtype})")
+        mask = f", mask={' & '.join(masks)}, other=0" if masks else ""
+        text = f"tl.load({' + '.join(terms)}{mask})" + ("" if integer else f".to({dtype})")
         return self.k.value(op.result.name_hint or "gathered", text, dtype), dims
 
     def _operand(self, v: SSAValue, env) -> str:
@@ -393,6 +406,17 @@ class GenericPrinter:
         if len(wanted) == 2:
             return value  # already 2-D: a reshape would only risk a layout change
         return f"tl.reshape({value}, {shape})"
+
+
+def edge_clamped(v: SSAValue) -> SSAValue | None:
+    """The index `v` clamps, if `v` is tile-and-fuse's clamp of a gather index for
+    the lanes past the tile's extent (`minsi(maxsi(x, 0), last)` marked `EDGE_CLAMP`);
+    else None."""
+    high = v.owner
+    if not isinstance(high, arith.MinSIOp) or EDGE_CLAMP not in high.attributes:
+        return None
+    low = high.lhs.owner
+    return low.lhs if isinstance(low, arith.MaxSIOp) else None
 
 
 def clamped(v: SSAValue, size: int, dim: tuple[SSAValue, int] | None = None) -> bool:
