@@ -89,7 +89,7 @@ from tilefuse.analysis.dataflow import (
     shared_dims,
 )
 from tilefuse.analysis.dim_facts import group_facts, size_origin
-from tilefuse.analysis.dot import allowing_tf32, grid_dot, operand_dtype
+from tilefuse.analysis.dot import allowing_tf32, grid_dot, tensor_core_dtype
 from tilefuse.analysis.patterns import OnlineSoftmax, find_online_softmax
 from tilefuse.analysis.tile_plan import (
     GRID,
@@ -732,8 +732,8 @@ class TileProgramBuilder:
         and it has two whole chunks or more. (The loop body printed twice spills an f32
         FMA dot's registers on sm_90, and one whole chunk is not pipelined: ViT at 197
         keys f32 and head dim 128, `tests/test_edge_masks_adversarial.py`.)"""
-        dots = [operand_dtype(n.s) for n in self.graph.nodes if n.kind == CONTRACTION]
-        return bool(dots) and all(d in ("bf16", "f16") for d in dots) and t.extent // t.block >= 2
+        dots = [n.s for n in self.graph.nodes if n.kind == CONTRACTION]
+        return bool(dots) and all(tensor_core_dtype(s) for s in dots) and t.extent // t.block >= 2
 
     def _whole_chunks_end(self, ub: SSAValue, outer: _Scope) -> SSAValue:
         """The end of the whole chunks of the looped dim before `ub`: `(ub // B) * B`."""
