@@ -206,6 +206,10 @@ def test_kernels_fit_sm90(case, reports):
     # test dtype) and f32 keep the exact formula
     if case.name == "bias_gelu":
         assert ("tanh.approx" in result[0].ptx_has) == (case.dtype == "bf16")
+    # FlashAttention's exponentials flush subnormal results (SOFTMAX_EXP): the
+    # SFU's ex2 alone, without tl.exp's range fix-up
+    if case.name == "attention" and case.kind == "sample":
+        assert all("ex2.approx.ftz" in r.ptx_has and "ex2.approx" not in r.ptx_has for r in result), result
 
 
 def test_the_check_fails_a_plan_under_ptxas():

@@ -97,6 +97,10 @@ PTX_FEATURES: dict[str, re.Pattern[str]] = {
     "st.global.v4": re.compile(r"\bst\.global(?:\.[\w:]+)*?\.v4\b"),
     # The SFU's one-instruction tanh (bf16 tanh ops, emit_triton's _tanh_bf16).
     "tanh.approx": re.compile(r"\btanh\.approx\.f32\b"),
+    # The SFU's exp2 flushing subnormal results (an online softmax's exponentials,
+    # `SOFTMAX_EXP`), and the form with the subnormal range fix-up (`tl.exp`).
+    "ex2.approx.ftz": re.compile(r"\bex2\.approx\.ftz\.f32\b"),
+    "ex2.approx": re.compile(r"\bex2\.approx\.f32\b"),
 }
 
 

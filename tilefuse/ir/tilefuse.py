@@ -424,6 +424,15 @@ index is already inside. The printer loads such an index masked to the dim inste
 (the same value at every lane that counts, and a contiguous index stays a vector
 load, which a clamped one does not)."""
 
+SOFTMAX_EXP = "tilefuse.softmax_exp"
+"""On a `math.exp` of an online-softmax loop (`tile_and_fuse`): `exp(x - m)` with `m` the
+running maximum of the row so far, or the correction `exp(m_old - m)`, whose values only
+feed the row's sum and the products with it. The printer may flush results below 2**-126
+to zero (`ex2.approx.ftz`: one instruction where `tl.exp`'s range fix-up adds three):
+the row's sum holds the maximum's own term, exp(0) = 1, so a flushed term moves a
+normalised result by less than 2**-126 of it, far under the exponential's own error
+(about 2**-22 of that term)."""
+
 IN_BOUNDS_AXES = "tilefuse.in_bounds_axes"
 """On a `tilefuse.load` or `tilefuse.store`: `array<i64: ...>`, the axes of its tile
 proven inside the tensor (on a tile program's `tensor.extract`: the axes whose index

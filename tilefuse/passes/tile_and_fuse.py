@@ -90,7 +90,11 @@ from tilefuse.analysis.dataflow import (
 )
 from tilefuse.analysis.dim_facts import group_facts, size_origin
 from tilefuse.analysis.dot import allowing_tf32, grid_dot, tensor_core_dtype
-from tilefuse.analysis.patterns import OnlineSoftmax, find_online_softmax
+from tilefuse.analysis.patterns import (
+    OnlineSoftmax,
+    find_online_softmax,
+    is_neg_inf_guard,
+)
 from tilefuse.analysis.tile_plan import (
     GRID,
     WHOLE,
@@ -119,6 +123,7 @@ from tilefuse.ir.tilefuse import (
     IN_BOUNDS_AXES,
     SAME_SIZES,
     SERVES,
+    SOFTMAX_EXP,
     STATIC_SIZES,
     VARIANT_OF,
     VARIANTS,
@@ -348,6 +353,27 @@ def _exp_of_difference(block: Block) -> SSAValue:
     exp = mathd.ExpOp(sub.result)
     block.add_ops([sub, exp])
     return exp.result
+
+
+def _mark_softmax_exps(body: Block, m_exp: SSAValue) -> None:
+    """Marks `SOFTMAX_EXP` the exponentials of an online loop's body that subtract its
+    running maximum `m_exp` (guarded or not): `exp(u - m)` and the correction `exp(m_old -
+    m)`. The loop stores nothing: their values reach memory only through the row's sum
+    and the reductions linear in it (`find_online_softmax`)."""
+
+    def is_max(v: SSAValue) -> bool:
+        if isinstance(v.owner, arith.SelectOp) and is_neg_inf_guard(v, v.owner.rhs):
+            v = v.owner.rhs
+        if not isinstance(v, BlockArgument):
+            return False
+        g = v.owner.parent_op()
+        return isinstance(g, linalg.GenericOp) and v.index < len(g.inputs) and g.inputs[v.index] is m_exp
+
+    if any(isinstance(op, StoreOp) for op in body.walk()):
+        return
+    for op in body.walk():
+        if isinstance(op, mathd.ExpOp) and isinstance(sub := op.operand.owner, arith.SubfOp) and is_max(sub.rhs):
+            op.attributes[SOFTMAX_EXP] = UnitAttr()
 
 
 def _zero_if_neg_inf(block: Block) -> SSAValue:
@@ -770,6 +796,7 @@ class TileProgramBuilder:
             body.add_op(gen)
             results.append(gen.results[0])
         body.add_op(scf.YieldOp(*results))
+        _mark_softmax_exps(body, m_exp)
         loop = scf.ForOp(lb, ub, step, carried, Region(body))
         outer.block.add_op(loop)
         return list(loop.results)

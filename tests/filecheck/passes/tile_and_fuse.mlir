@@ -196,3 +196,60 @@ func.func @rotate_rows(%x: tensor<5x8xf32>) -> tensor<5x8xf32> {
   } -> (tensor<5x8xf32>)
   func.return %0 : tensor<5x8xf32>
 }
+
+// -----
+
+// A softmax row longer than the budget: one online loop (running max, rescaled
+// sum), then a second loop storing exp(x - m) / sum. The loop's exponentials,
+// exp(x - m) and the rescale exp(m_old - m), read nothing but the row's sum:
+// marked `tilefuse.softmax_exp` (the printer may flush their subnormal results);
+// the stored one is not.
+// LOOP-LABEL: func.func @long_softmax
+// LOOP:         scf.for
+// LOOP:           math.exp %{{.*}} {tilefuse.softmax_exp} : f32
+// LOOP:           math.exp %{{.*}} {tilefuse.softmax_exp} : f32
+// LOOP:           scf.yield
+// LOOP:         scf.for
+// LOOP:           math.exp %{{.*}} : f32
+// LOOP-NOT:       tilefuse.softmax_exp
+// LOOP:           tilefuse.store
+func.func @long_softmax(%x: tensor<37x3000xf32>) -> tensor<37x3000xf32> {
+  %y = tilefuse.group "fused_kernel_0" ins(%x : tensor<37x3000xf32>) reason "reduction: reduce_maximum + sub + reduce_add + div (6 ops)" attributes {cost = #tilefuse.cost<flops = 555000, fused_bytes = 888000, unfused_bytes = 2665184, tc_flops = 0, sfu_ops = 222000, dtype = "f32">} {
+  ^bb0(%0: tensor<37x3000xf32>):
+    %ninf = arith.constant 0xff800000 : f32
+    %er = tensor.empty() : tensor<37xf32>
+    %fm = linalg.generic {indexing_maps = [affine_map<(d0) -> ()>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%ninf : f32) outs(%er : tensor<37xf32>) {
+    ^bb0(%1: f32, %2: f32):
+      linalg.yield %1 : f32
+    } -> tensor<37xf32>
+    %m = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]} ins(%0 : tensor<37x3000xf32>) outs(%fm : tensor<37xf32>) {
+    ^bb0(%in: f32, %acc: f32):
+      %v = arith.maximumf %in, %acc : f32
+      linalg.yield %v : f32
+    } -> tensor<37xf32>
+    %e = tensor.empty() : tensor<37x3000xf32>
+    %ex = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%0, %m : tensor<37x3000xf32>, tensor<37xf32>) outs(%e : tensor<37x3000xf32>) {
+    ^bb0(%a: f32, %b: f32, %o: f32):
+      %d = arith.subf %a, %b : f32
+      %r = math.exp %d : f32
+      linalg.yield %r : f32
+    } -> tensor<37x3000xf32>
+    %zero = arith.constant 0.000000e+00 : f32
+    %fs = linalg.generic {indexing_maps = [affine_map<(d0) -> ()>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%zero : f32) outs(%er : tensor<37xf32>) {
+    ^bb0(%3: f32, %4: f32):
+      linalg.yield %3 : f32
+    } -> tensor<37xf32>
+    %s = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]} ins(%ex : tensor<37x3000xf32>) outs(%fs : tensor<37xf32>) {
+    ^bb0(%in_1: f32, %acc_1: f32):
+      %v_1 = arith.addf %in_1, %acc_1 : f32
+      linalg.yield %v_1 : f32
+    } -> tensor<37xf32>
+    %y_1 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%ex, %s : tensor<37x3000xf32>, tensor<37xf32>) outs(%e : tensor<37x3000xf32>) {
+    ^bb0(%a_1: f32, %b_1: f32, %o_1: f32):
+      %r_1 = arith.divf %a_1, %b_1 : f32
+      linalg.yield %r_1 : f32
+    } -> tensor<37x3000xf32>
+    tilefuse.yield %y_1 : tensor<37x3000xf32>
+  } -> (tensor<37x3000xf32>)
+  func.return %y : tensor<37x3000xf32>
+}

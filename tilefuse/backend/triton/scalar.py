@@ -32,6 +32,7 @@ from tilefuse.backend.triton.dtypes import INT_WIDTHS, TL_DTYPE, compute_type
 from tilefuse.ir.arith_extra import RemFOp
 from tilefuse.ir.diagnostics import CompileError
 from tilefuse.ir.structured import cmpf_predicate, element_type
+from tilefuse.ir.tilefuse import SOFTMAX_EXP
 
 BINARY = {arith.AddfOp: "({} + {})", arith.SubfOp: "({} - {})", arith.MulfOp: "({} * {})",
           arith.DivfOp: "({} / {})",
@@ -63,6 +64,8 @@ UNARY = {arith.NegfOp: "_neg({})", mathd.ExpOp: "tl.exp({})", mathd.Exp2Op: "tl.
          mathd.CbrtOp: "_cbrt({})",
          arith.ExtFOp: "{}", arith.TruncFOp: "{}",
          }  # fmt: skip
+LOG2E = 1.4426950408889634
+"""log2(e): an online softmax's exponentials are printed `exp2(x * LOG2E)` (`SOFTMAX_EXP`)."""
 # arith.cmpf: Python's comparisons are false on NaN (ordered), != true (une);
 # an unordered u<op> is the negation of the ordered opposite comparison.
 CMP = {"oeq": "==", "ogt": ">", "oge": ">=", "olt": "<", "ole": "<=", "une": "!="}
@@ -195,6 +198,10 @@ def _typed_expr(op: Operation, args: list[str]) -> str | None:
         return ("({} & {})" if isinstance(op, arith.MaxSIOp) else "({} | {})").format(*args)
     if isinstance(op, mathd.CopySignOp) and et is Float64Type:
         return "_copysign_f64({}, {})".format(*args)
+    if isinstance(op, mathd.ExpOp) and SOFTMAX_EXP in op.attributes and compute_type(op.result.type) == "tl.float32":
+        # (`tl.exp2` is `ex2.approx.ftz.f32`; `tl.exp` multiplies by the same f32 log2(e)
+        # and takes `ex2.approx.f32`, whose subnormal results cost a test and two products)
+        return f"tl.exp2(({args[0]}) * {LOG2E})"
     if isinstance(op, mathd.TanhOp):
         return {BFloat16Type: "_tanh_bf16({})", Float64Type: "_tanh_f64({})"}.get(
             et, UNARY[mathd.TanhOp]).format(args[0])  # fmt: skip
