@@ -16,9 +16,19 @@ NaN-propagating max, `exp2(x * log2 e)`):
     python3 tools/experiments/attention_overlap.py aot     # sm_90 SASS, no GPU: where the waits are
     python3 tools/experiments/attention_overlap.py         # on a GPU: us, TF/s, vs SDPA
 
-`aot` prints, per kernel, registers, spills and the SASS between the first score
-product's issue and the probabilities' conversion: whether a WARPGROUP.DEPBAR (a wait
-for the MMAs) comes before the exponentials (no overlap) or after them.
+`aot` prints, per kernel, registers, spills and the order of MMAs (HGMMA), waits
+(WARPGROUP.DEPBAR) and exponentials (MUFU.EX2) in the SASS.
+
+What it showed (Triton 3.9 on this machine's CPU, sm_90; 2026-12-07): Triton's TTGIR
+waits for the early product at once (`warp_group_dot_wait {pendings = 0}` right after
+it), in this kernel as in the printer's. Whatever overlap there is, ptxas makes, by
+moving the independent exponentials above the wait: it does here at head dim 64
+(`HGMMA EX2 HGMMA EX2 ... WAIT`), not at 128 (254 registers), and not in tilefuse's
+own BERT kernel printed the same way (its mask and P rounding go through shared
+memory: barriers the exponentials cannot cross). The early product also costs
+registers: 107 -> 155 at 128 x 64 (one program an SM instead of two). So the printer
+does not emit this schedule; Gluon's explicit waits (backend/triton/attention_ws.py)
+are where it is dependable.
 """
 
 from __future__ import annotations
