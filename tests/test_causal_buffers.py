@@ -23,7 +23,7 @@ from tilefuse.oracle.compare import relative_error
 from tilefuse.oracle.reference import evaluate
 from tilefuse.runtime.compiled import compile
 from tilefuse.testing.zoo import GPT2Block, LlamaBlock
-from tilefuse.torch.buffers import Guard, holds, mask_fact, with_arg_attrs
+from tilefuse.torch.buffers import Guard, holds, mask_exact, mask_fact, with_arg_attrs
 from tilefuse.torch.export import state_tensor
 
 T, D = 256, 32
@@ -75,6 +75,43 @@ def test_bf16_llama_mask_is_neg_inf_and_f32_one_huge():
     assert mask_fact(m.causal_mask) == ("tilefuse.huge_above", 0)
     assert mask_fact(m.to(torch.bfloat16).causal_mask) == ("tilefuse.neg_inf_above", 0)
     assert mask_fact(gpt2().attn.bias) == ("tilefuse.zero_above", 0)
+
+
+def test_mask_exact():
+    """Every key at and below the diagonal kept: nonzero for a tril, exactly 0.0 for
+    an additive mask; one masked there (padding) or a tril of other values is not."""
+    tril = torch.tril(torch.ones(6, 6))
+    assert mask_exact(tril, "tilefuse.zero_above", 0)
+    assert mask_exact(tril.bool(), "tilefuse.zero_above", 0)
+    assert mask_exact(torch.tril(torch.full((6, 6), -3.0)), "tilefuse.zero_above", 0)
+    assert not mask_exact(tril, "tilefuse.zero_above", 1)  # (row 0 masks key 1)
+    padded = tril.clone()
+    padded[4, 1] = 0
+    assert not mask_exact(padded, "tilefuse.zero_above", 0)
+    m = llama()
+    assert mask_exact(m.causal_mask, *mask_fact(m.causal_mask))
+    additive = m.causal_mask.clone()
+    additive[..., 7, 2] = -1.0  # a bias below the diagonal: not only a mask
+    assert not mask_exact(additive, "tilefuse.huge_above", 0)
+    assert Guard.of(0, tril).attr == "tilefuse.zero_above = 0 : i64, tilefuse.mask_exact"
+    assert Guard.of(0, padded).attr == "tilefuse.zero_above = 0 : i64"
+
+
+@pytest.mark.parametrize("make", [gpt2, llama], ids=["gpt2_block", "llama_eager"])
+def test_below_the_diagonal_the_kernel_reads_no_mask(make):
+    """An exact mask (`tilefuse.mask_exact`) decides its elements in the key tiles below
+    the diagonal: that loop loads K and V only; the diagonal's loop loads the mask."""
+    torch.manual_seed(0)
+    model = make().eval().to(DEVICE)
+    x = torch.randn(1, T, D).to(DEVICE)
+    compiled = tt.compile(model, x)
+    (head,) = re.finditer(r"^# \w+: flash-attention:.*$", compiled.source, re.MULTILINE)
+    kernel = compiled.source[head.end() :].split("\n@triton.jit", 2)[1]
+    loops = re.split(r"\n    for ", kernel)[1:]
+    assert len(loops) == 2, kernel
+    loads = [len(re.findall(r"tl\.load\(", loop.split("\n    t")[0])) for loop in loops]
+    assert loads == [2, 3], kernel  # K, V; then K, V and the mask
+    assert rel_error(compiled(x), _f64(model, x)) <= TOL
 
 
 @pytest.mark.parametrize("bias", [
@@ -145,13 +182,25 @@ def _state(compiled):
     return [state_tensor(compiled.module, n, p) for n, p in compiled.exported.state]
 
 
-def test_an_edit_that_keeps_the_mask_causal_keeps_the_bound():
+def test_an_edit_that_keeps_the_mask_exact_keeps_the_program():
     model = gpt2().eval().to(DEVICE)
     x = torch.randn(1, T, D, device=DEVICE)
     compiled = tt.compile(model, x)
-    model.attn.bias[..., 5, 0] = 0  # masks one more kept key: still 0 above the diagonal
+    model.attn.bias[..., 5, 0] = 2  # still nonzero at and below the diagonal, 0 above
     assert rel_error(compiled(x), _f64(model, x)) <= TOL
     assert compiled.unguarded is None
+
+
+def test_an_edit_masking_a_key_below_the_diagonal_is_checked_again():
+    """The kernel's loop below the diagonal reads no mask (`tilefuse.mask_exact`): a
+    buffer that masks a key there (one more 0, still 0 above the diagonal) is no
+    longer exact, and the program compiled without the facts runs."""
+    model = gpt2().eval().to(DEVICE)
+    x = torch.randn(1, T, D, device=DEVICE)
+    compiled = tt.compile(model, x)
+    model.attn.bias[..., 100, 3] = 0
+    assert rel_error(compiled(x), _f64(model, x)) <= TOL
+    assert compiled.unguarded is not None
 
 
 def test_holds_and_mask_fact():

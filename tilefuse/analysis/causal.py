@@ -45,6 +45,10 @@ constant; `|s| < 2^100` assumed, as finite scores are) and only for `c >= 0`: ev
 then keeps key 0, its max is a kept score (`> -2^101`), and a masked key's
 `exp(u - m)` with `u - m < -2^118` is exactly 0, as `-inf`'s is. A row keeping no key
 would be a softmax over the masked scores, which skipping would change.
+
+`exact_mask_decisions` reads `{tilefuse.mask_exact}` beside such an attribute (every
+element with `j - i <= c` keeps its key: nonzero, or 0.0 for the additive kinds): in the
+key tiles below the diagonal the mask's elements, or their zero tests, are constants.
 """
 
 from __future__ import annotations
@@ -88,6 +92,10 @@ NEG_INF_ABOVE, ZERO_ABOVE, HUGE_ABOVE = "tilefuse.neg_inf_above", "tilefuse.zero
 MASK_ATTRS = (NEG_INF_ABOVE, ZERO_ABOVE, HUGE_ABOVE)
 """Function argument attributes: every `[..., i, j]` with `j - i > c` is -inf, 0, or
 at most `HUGE` (and the rest finite with `|x| <= NORMAL`)."""
+MASK_EXACT = "tilefuse.mask_exact"
+"""Beside a mask attribute: every `[..., i, j]` with `j - i <= c` keeps its key, nonzero
+(true) for `ZERO_ABOVE`, exactly 0.0 for the additive kinds: a causal mask and nothing
+else (`exact_mask_decisions`)."""
 HUGE, NORMAL = -(2.0**120), 2.0**100
 
 
@@ -229,6 +237,56 @@ def below_diagonal(graph: Graph, dims: SharedDims, sm: OnlineSoftmax, key_dim: i
     return decided
 
 
+def exact_mask_decisions(graph: Graph, dims: SharedDims, sm: OnlineSoftmax, key_dim: int,
+                         q: int, c: int) -> dict[tuple[int, SSAValue], bool | float]:
+    """What `sm`'s scores read of masks exact below their diagonal (`MASK_EXACT`) is
+    wherever `j - q <= c` (inside that diagonal): a boolean mask's element true, a zero
+    test of another (`x == 0`, `x != 0`, through roundings) false or true, an additive
+    mask's element 0.0. `(node index, payload value) -> its value there`: the loop over
+    those key tiles (`below_diagonal`'s) then reads no mask at all."""
+    a = sm.max_node
+    rows = {dims.of[(a.index, d)] for d in a.s.parallel_dims}
+    scores = _Scores(graph, dims, key_dim, rows)
+    scores.operand(a, 0)
+    decided: dict[tuple[int, SSAValue], bool | float] = {}
+    for index, v in list(scores.memo):
+        node = graph.nodes[index]
+        if not isinstance(v, BlockArgument) or v.block is not node.s.payload or v.index >= len(node.s.inputs):
+            continue
+        mask, m = argument_mask(node.s.inputs[v.index]), node.s.input_maps[v.index]
+        if mask is None or not mask[2] or not _pure_dims(m) or len(m.results) < 2:
+            continue
+        rows_dim, cols = (dims.of[(index, r.position)] for r in m.results[-2:])  # type: ignore[attr-defined]
+        if cols != key_dim or rows_dim != q or c > mask[1]:
+            continue
+        if mask[0] != ZERO_ABOVE:
+            if not isinstance(v.type, IntegerType | IndexType):
+                decided[(index, v)] = 0.0
+        elif isinstance(v.type, IntegerType) and v.type.width.data == 1:
+            decided[(index, v)] = True
+        else:
+            decided.update(((index, r), known) for r, known in _zero_tests(scores, v, node))
+    return decided
+
+
+def _zero_tests(s: _Scores, v: SSAValue, node: Node) -> list[tuple[SSAValue, bool]]:
+    """The tests `x == 0` (ordered) and `x != 0` (unordered) of `v`, or of `v` widened,
+    in `node`'s payload, with their value where `v` is nonzero (NaN too; a rounding
+    could make a small value 0)."""
+    found = []
+    for use in v.uses:
+        op = use.operation
+        if isinstance(op, arith.ExtFOp):
+            found += _zero_tests(s, op.results[0], node)
+        elif isinstance(op, arith.CmpfOp | arith.CmpiOp) and s.constant(op.operands[1 - use.index], node) == 0:
+            pred = op.predicate.value.data
+            equal = pred == 1 if isinstance(op, arith.CmpfOp) else pred == 0  # oeq / eq
+            unequal = pred == 13 if isinstance(op, arith.CmpfOp) else pred == 1  # une / ne
+            if equal or unequal:
+                found.append((op.results[0], unequal))
+    return found
+
+
 def _top(t: Attribute) -> Fact:
     if isinstance(t, IntegerType) and t.width.data == 1:
         return UNKNOWN
@@ -284,7 +342,7 @@ class _Scores:
             return _constant_fact(x, t)
         m = node.s.input_maps[k]
         if (mask := argument_mask(v)) is not None:
-            return self.mask(node, m, t, *mask)
+            return self.mask(node, m, t, *mask[:2])
         p = self.graph.producer_of(v)
         if p is not None and p.kind == CONTRACTION and _pure_dims(m) and not isinstance(t, IntegerType):
             return FINITE  # Q K^T: finite, |s| < 2^100 (module doc)
@@ -383,9 +441,10 @@ def _trailing_kept(src: Attribute, dst: Attribute) -> bool:
             and [n for n in a if n != 1] == [n for n in b if n != 1])  # fmt: skip
 
 
-def argument_mask(value: SSAValue) -> tuple[str, int] | None:
-    """(attribute, c) of the function argument with a mask attribute `value` is, read
-    through views keeping its last two dims (`c` in `value`'s own indices)."""
+def argument_mask(value: SSAValue) -> tuple[str, int, bool] | None:
+    """(attribute, c, exact) of the function argument with a mask attribute `value` is,
+    read through views keeping its last two dims (`c` in `value`'s own indices; `exact`:
+    it has `MASK_EXACT` too)."""
     shift = 0
     value = _outside(value)
     while isinstance(op := value.owner, Operation):
@@ -413,7 +472,7 @@ def argument_mask(value: SSAValue) -> tuple[str, int] | None:
     attrs = f.arg_attrs.data[value.index].data
     for name in MASK_ATTRS:
         if isinstance(a := attrs.get(name), IntegerAttr):
-            return name, a.value.data + shift
+            return name, a.value.data + shift, MASK_EXACT in attrs
     return None
 
 

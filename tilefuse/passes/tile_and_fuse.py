@@ -75,7 +75,12 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import is_side_effect_free
 
-from tilefuse.analysis.causal import STATIC, below_diagonal, key_bound
+from tilefuse.analysis.causal import (
+    STATIC,
+    below_diagonal,
+    exact_mask_decisions,
+    key_bound,
+)
 from tilefuse.analysis.cost.target import get_target
 from tilefuse.analysis.dataflow import (
     CONTRACTION,
@@ -416,7 +421,7 @@ class TileProgramBuilder:
         self.zero_padding = self._zero_padding()
         self.outer_offsets: dict[int, SSAValue] = {}
         self.scalars: dict[SSAValue, SSAValue] = {}
-        self.decided: dict[tuple[int, SSAValue], bool] = {}
+        self.decided: dict[tuple[int, SSAValue], bool | float] = {}
         """Conditions known in the loop being built (`_below_diagonal`)."""
         self.siblings = set(sibling_contractions(graph, dims)) if plan.contraction else set()
         """Contractions run in one K loop (the plan counted their tiles together)."""
@@ -803,12 +808,14 @@ class TileProgramBuilder:
 
     def _below_diagonal(
         self, sm: OnlineSoftmax, outer: _Scope, ub: SSAValue
-    ) -> tuple[SSAValue, dict[tuple[int, SSAValue], bool], bool] | None:
+    ) -> tuple[SSAValue, dict[tuple[int, SSAValue], bool | float], bool] | None:
         """Where a causal mask keeps whole key chunks: the end of the chunks below
         its diagonal (`j - q <= c` in every lane), the mask's conditions decided
-        there (`causal.below_diagonal`), and whether those chunks are known to lie
-        inside the keys there are, for a loop without the mask before the masked
-        one; None when no condition is decided (a mask read from memory).
+        there (`causal.below_diagonal`; a mask read from memory and exact below its
+        diagonal, `causal.exact_mask_decisions`: its elements there), and whether
+        those chunks are known to lie inside the keys there are, for a loop without
+        the mask before the masked one; None when nothing is decided (a mask read
+        from memory with no such fact).
 
         A chunk `[j0, j0 + BK)` of the rows `[q0, q0 + BQ)` is whole where
         `j0 + BK - 1 - q0 <= c`: the first `floor((q0 + c + 1) / BK)` chunks. Those
@@ -823,7 +830,9 @@ class TileProgramBuilder:
         if len(rows) != 1:
             return None
         q, c = rows[0]
-        decided = below_diagonal(self.graph, self.dims, sm, t.dim, q, c)
+        decided: dict[tuple[int, SSAValue], bool | float] = {
+            **below_diagonal(self.graph, self.dims, sm, t.dim, q, c),
+            **exact_mask_decisions(self.graph, self.dims, sm, t.dim, q, c)}  # fmt: skip
         if not decided:
             return None
         q0 = self._row_span(q, outer)[0] if self.tiles[q].mode != WHOLE else self._index(outer, 0)
@@ -1084,6 +1093,11 @@ class TileProgramBuilder:
         in `node`'s cloned payload (what computed them erased when unused)."""
         for (index, v), known in self.decided.items():
             if index != node.index or v not in cloned:
+                continue
+            if not isinstance(known, bool):  # (an additive mask's element there: 0.0)
+                const = arith.ConstantOp(FloatAttr(known, v.type))  # pyright: ignore[reportArgumentType]
+                block.insert_op_before(const, block.first_op)  # pyright: ignore
+                cloned[v].replace_all_uses_with(const.result)
                 continue
             const = arith.ConstantOp(IntegerAttr(int(known), IntegerType(1)))
             block.insert_op_before(const, block.first_op)  # pyright: ignore

@@ -9,7 +9,10 @@ last two dims `(i, j)`: every element with `j - i > c` is `-inf`
 (`tilefuse.neg_inf_above`), at most `-2^120` with the rest finite and `|x| <= 2^100`
 (`tilefuse.huge_above`), or 0 / false (`tilefuse.zero_above`), for the smallest such
 `c` that masks something; `analysis/causal.py` reads the attribute on the function
-argument. Only square buffers keeping some element get a fact (`Guard.of`).
+argument. Only square buffers keeping some element get a fact (`Guard.of`). A mask
+that keeps every key at and below that diagonal (nonzero there, or exactly 0.0 for the
+additive kinds: `mask_exact`) also gets `tilefuse.mask_exact`, and the kernel's key
+tiles below the diagonal read no mask.
 
 `range_fact` checks a float buffer (f16, bf16, f32, f64, not empty) on the host:
 every element finite, with its min and max widened outward to powers of two (so
@@ -37,6 +40,7 @@ from tilefuse.analysis.causal import (
     HUGE,
     HUGE_ABOVE,
     MASK_ATTRS,
+    MASK_EXACT,
     NEG_INF_ABOVE,
     NORMAL,
     ZERO_ABOVE,
@@ -83,6 +87,19 @@ def holds(t: torch.Tensor, kind: str, c: int) -> bool:
         kept = x[:, ~above]
         return bool((kept.isfinite() & (kept.abs() <= NORMAL)).all())
     return True
+
+
+def mask_exact(t: torch.Tensor, kind: str, c: int) -> bool:
+    """Whether every element of `t` with `j - i <= c` keeps its key (`MASK_EXACT`):
+    nonzero (true) for `ZERO_ABOVE` (a tril of ones), exactly +0.0 for the additive
+    kinds (a causal mask and nothing else: no padding in it)."""
+    x = _host(t)
+    if x is None:
+        return False
+    kept = x[:, ~(_offsets(*x.shape[-2:]) > c)]
+    if kind == ZERO_ABOVE:
+        return bool((kept != 0).all())
+    return x.is_floating_point() and bool(((kept == 0) & ~kept.signbit()).all())  # +0.0 only
 
 
 def mask_fact(t: torch.Tensor) -> tuple[str, int] | None:
@@ -192,6 +209,8 @@ class Guard:
     mask: tuple[str, int] | None = None
     range: tuple[float, float] | None = None
     ok: bool = True
+    exact: bool = False
+    """The mask keeps every key at and below its diagonal (`mask_exact`)."""
 
     @staticmethod
     def of(index: int, t: torch.Tensor, ranged: bool = False) -> Guard | None:
@@ -205,17 +224,19 @@ class Guard:
         bounds = range_fact(t) if ranged else None
         if mask is None and bounds is None:
             return None
-        return Guard(index, _key(t), mask, bounds)
+        return Guard(index, _key(t), mask, bounds, exact=mask is not None and mask_exact(t, *mask))
 
     @property
     def attr(self) -> str:
         """The argument attributes of its facts (`name = value, ...`)."""
         attrs = [] if self.mask is None else [f"{self.mask[0]} = {self.mask[1]} : i64"]
+        attrs += [MASK_EXACT] if self.exact else []
         return ", ".join(attrs + ([] if self.range is None else [range_attr(*self.range)]))
 
     def holds(self, t: torch.Tensor) -> bool:
         """Whether all its facts hold of `t` (checked now)."""
         return (self.mask is None or holds(t, *self.mask)) and \
+            (not self.exact or mask_exact(t, *self.mask)) and \
             (self.range is None or range_holds(t, *self.range))  # fmt: skip
 
     def check(self, t: torch.Tensor) -> bool:

@@ -501,3 +501,96 @@ builtin.module {
     func.return %o : tensor<1x1x100x16xf32>
   }
 }
+
+// -----
+
+// The same tril buffer known exact below its diagonal (`tilefuse.mask_exact`: every
+// kept key's element nonzero, `exact_mask_decisions`): in the loop over the key tiles
+// below the diagonal the zero test is the constant false (the printer drops the
+// buffer's unused load); the diagonal's loop tests the buffer.
+// CHECK-LABEL: func.func @exact_tril_buffer
+// CHECK:         scf.for
+// CHECK:           %bz = arith.constant false
+// CHECK-NOT:       arith.cmpf oeq, %bv
+// CHECK:           scf.yield
+// CHECK:         scf.for
+// CHECK:           arith.cmpf oeq, %bv
+// CHECK:           scf.yield
+builtin.module {
+  func.func @exact_tril_buffer(%q: tensor<1x1x100x16xf32>, %k: tensor<1x1x100x16xf32>, %v: tensor<1x1x100x16xf32>, %bias: tensor<1x1x100x100xf32> {tilefuse.zero_above = 0 : i64, tilefuse.mask_exact}) -> tensor<1x1x100x16xf32> {
+    %b2 = tensor.collapse_shape %bias [[0, 1, 2], [3]] : tensor<1x1x100x100xf32> into tensor<100x100xf32>
+    %o = tilefuse.group "fused_kernel_0" ins(%q, %k, %v, %b2 : tensor<1x1x100x16xf32>, tensor<1x1x100x16xf32>, tensor<1x1x100x16xf32>, tensor<100x100xf32>) reason "flash-attention: matmul + cmpi + reduce_maximum + sub + reduce_add + matmul + div (11 ops)" attributes {cost = #tilefuse.cost<flops = 691600, fused_bytes = 25600, unfused_bytes = 454400, tc_flops = 0, sfu_ops = 11600, dtype = "f32">} {
+    ^bb0(%0: tensor<1x1x100x16xf32>, %1: tensor<1x1x100x16xf32>, %2: tensor<1x1x100x16xf32>, %bm: tensor<100x100xf32>):
+      %zero = arith.constant 0.000000e+00 : f32
+      %se = tensor.empty() : tensor<1x1x100x100xf32>
+      %si = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> ()>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%zero : f32) outs(%se : tensor<1x1x100x100xf32>) {
+      ^bb0(%3: f32, %4: f32):
+        linalg.yield %3 : f32
+      } -> tensor<1x1x100x100xf32>
+      %scores = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d3, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%0, %1 : tensor<1x1x100x16xf32>, tensor<1x1x100x16xf32>) outs(%si : tensor<1x1x100x100xf32>) attrs =  {tilefuse.attention = "attention_0"} {
+      ^bb0(%a: f32, %c: f32, %acc: f32):
+        %p = arith.mulf %a, %c : f32
+        %sum = arith.addf %acc, %p : f32
+        linalg.yield %sum : f32
+      } -> tensor<1x1x100x100xf32>
+      %scale = arith.constant 2.500000e-01 : f32
+      %neg_inf = arith.constant 0xff800000 : f32
+      %ze = tensor.empty() : tensor<100x100xi1>
+      %zm = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%bm : tensor<100x100xf32>) outs(%ze : tensor<100x100xi1>) {
+      ^bb0(%bv: f32, %bo: i1):
+        %bz = arith.cmpf oeq, %bv, %zero : f32
+        linalg.yield %bz : i1
+      } -> tensor<100x100xi1>
+      %scaled = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%scores, %zm : tensor<1x1x100x100xf32>, tensor<100x100xi1>) outs(%se : tensor<1x1x100x100xf32>) attrs =  {tilefuse.attention = "attention_0"} {
+      ^bb0(%sv: f32, %z: i1, %out: f32):
+        %r = arith.mulf %sv, %scale : f32
+        %m = arith.select %z, %neg_inf, %r : f32
+        linalg.yield %m : f32
+      } -> tensor<1x1x100x100xf32>
+      %re = tensor.empty() : tensor<1x1x100xf32>
+      %mi = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> ()>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%neg_inf : f32) outs(%re : tensor<1x1x100xf32>) {
+      ^bb0(%5: f32, %6: f32):
+        linalg.yield %5 : f32
+      } -> tensor<1x1x100xf32>
+      %mx = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%scaled : tensor<1x1x100x100xf32>) outs(%mi : tensor<1x1x100xf32>) attrs =  {tilefuse.attention = "attention_0"} {
+      ^bb0(%in: f32, %a_1: f32):
+        %r_1 = arith.maximumf %in, %a_1 : f32
+        linalg.yield %r_1 : f32
+      } -> tensor<1x1x100xf32>
+      %ex = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%scaled, %mx : tensor<1x1x100x100xf32>, tensor<1x1x100xf32>) outs(%se : tensor<1x1x100x100xf32>) attrs =  {tilefuse.attention = "attention_0"} {
+      ^bb0(%x: f32, %m_1: f32, %out_1: f32):
+        %dd = arith.subf %x, %m_1 : f32
+        %e = math.exp %dd : f32
+        linalg.yield %e : f32
+      } -> tensor<1x1x100x100xf32>
+      %zi = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> ()>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%zero : f32) outs(%re : tensor<1x1x100xf32>) {
+      ^bb0(%7: f32, %8: f32):
+        linalg.yield %7 : f32
+      } -> tensor<1x1x100xf32>
+      %l = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%ex : tensor<1x1x100x100xf32>) outs(%zi : tensor<1x1x100xf32>) attrs =  {tilefuse.attention = "attention_0"} {
+      ^bb0(%in_1: f32, %a_2: f32):
+        %r_2 = arith.addf %in_1, %a_2 : f32
+        linalg.yield %r_2 : f32
+      } -> tensor<1x1x100xf32>
+      %oe = tensor.empty() : tensor<1x1x100x16xf32>
+      %oi = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> ()>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%zero : f32) outs(%oe : tensor<1x1x100x16xf32>) {
+      ^bb0(%9: f32, %10: f32):
+        linalg.yield %9 : f32
+      } -> tensor<1x1x100x16xf32>
+      %o_1 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d4, d3)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%ex, %2 : tensor<1x1x100x100xf32>, tensor<1x1x100x16xf32>) outs(%oi : tensor<1x1x100x16xf32>) attrs =  {tilefuse.attention = "attention_0"} {
+      ^bb0(%a_3: f32, %c_1: f32, %acc_1: f32):
+        %p_1 = arith.mulf %a_3, %c_1 : f32
+        %sum_1 = arith.addf %acc_1, %p_1 : f32
+        linalg.yield %sum_1 : f32
+      } -> tensor<1x1x100x16xf32>
+      %11 = tensor.empty() : tensor<1x1x100x16xf32>
+      %o_2 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%o_1, %l : tensor<1x1x100x16xf32>, tensor<1x1x100xf32>) outs(%11 : tensor<1x1x100x16xf32>) attrs =  {tilefuse.attention = "attention_0"} {
+      ^bb0(%12: f32, %13: f32, %14: f32):
+        %15 = arith.divf %12, %13 : f32
+        linalg.yield %15 : f32
+      } -> tensor<1x1x100x16xf32>
+      tilefuse.yield %o_2 : tensor<1x1x100x16xf32>
+    } -> (tensor<1x1x100x16xf32>)
+    func.return %o : tensor<1x1x100x16xf32>
+  }
+}
