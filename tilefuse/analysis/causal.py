@@ -94,7 +94,7 @@ MASK_ATTRS = (NEG_INF_ABOVE, ZERO_ABOVE, HUGE_ABOVE)
 at most `HUGE` (and the rest finite with `|x| <= NORMAL`)."""
 MASK_EXACT = "tilefuse.mask_exact"
 """Beside a mask attribute: every `[..., i, j]` with `j - i <= c` keeps its key, nonzero
-(true) for `ZERO_ABOVE`, exactly 0.0 for the additive kinds: a causal mask and nothing
+(true) for `ZERO_ABOVE`, exactly +0.0 for the additive kinds: a causal mask and nothing
 else (`exact_mask_decisions`)."""
 HUGE, NORMAL = -(2.0**120), 2.0**100
 
@@ -212,10 +212,7 @@ def below_diagonal(graph: Graph, dims: SharedDims, sm: OnlineSoftmax, key_dim: i
     i1 value of its payload) -> its value there`. Only a comparison of `a (j - q) + k`
     with 0 is decided (true or false on the whole half-plane, which reaches down to
     `j - q = -inf`); a condition on other dims too (a padding length) is not."""
-    a = sm.max_node
-    rows = {dims.of[(a.index, d)] for d in a.s.parallel_dims}
-    scores = _Scores(graph, dims, key_dim, rows)
-    scores.operand(a, 0)
+    scores = _evaluated(graph, dims, sm, key_dim)
     decided = {}
     for (index, v), fact in list(scores.memo.items()):
         if not isinstance(fact, Cond) or not isinstance(op := v.owner, arith.CmpiOp):
@@ -241,13 +238,10 @@ def exact_mask_decisions(graph: Graph, dims: SharedDims, sm: OnlineSoftmax, key_
                          q: int, c: int) -> dict[tuple[int, SSAValue], bool | float]:
     """What `sm`'s scores read of masks exact below their diagonal (`MASK_EXACT`) is
     wherever `j - q <= c` (inside that diagonal): a boolean mask's element true, a zero
-    test of another (`x == 0`, `x != 0`, through roundings) false or true, an additive
+    test of another (`x == 0`, `x != 0`, through widenings) false or true, an additive
     mask's element 0.0. `(node index, payload value) -> its value there`: the loop over
     those key tiles (`below_diagonal`'s) then reads no mask at all."""
-    a = sm.max_node
-    rows = {dims.of[(a.index, d)] for d in a.s.parallel_dims}
-    scores = _Scores(graph, dims, key_dim, rows)
-    scores.operand(a, 0)
+    scores = _evaluated(graph, dims, sm, key_dim)
     decided: dict[tuple[int, SSAValue], bool | float] = {}
     for index, v in list(scores.memo):
         node = graph.nodes[index]
@@ -285,6 +279,14 @@ def _zero_tests(s: _Scores, v: SSAValue, node: Node) -> list[tuple[SSAValue, boo
             if equal or unequal:
                 found.append((op.results[0], unequal))
     return found
+
+
+def _evaluated(graph: Graph, dims: SharedDims, sm: OnlineSoftmax, key_dim: int) -> _Scores:
+    """The abstract interpretation of `sm`'s scores, every value it read memoized."""
+    a = sm.max_node
+    scores = _Scores(graph, dims, key_dim, {dims.of[(a.index, d)] for d in a.s.parallel_dims})
+    scores.operand(a, 0)
+    return scores
 
 
 def _top(t: Attribute) -> Fact:
