@@ -139,7 +139,8 @@ def test_guard_carries_mask_and_range_and_reduces_only_when_the_buffer_changes(m
     mask = torch.tril(torch.ones(4, 4))
     g = Guard.of(0, mask, ranged=True)
     assert g is not None and g.mask == ("tilefuse.zero_above", 0) and g.range == (0.0, 1.0)
-    assert g.attr == "tilefuse.zero_above = 0 : i64, " + range_attr(0.0, 1.0)
+    assert g.exact  # (a tril of ones: every key at and below the diagonal kept)
+    assert g.attr == "tilefuse.zero_above = 0 : i64, tilefuse.mask_exact, " + range_attr(0.0, 1.0)
     assert Guard.of(0, mask).range is None  # not ranged: the mask alone
     assert Guard.of(0, torch.ones(8)) is None and Guard.of(0, torch.ones(8), ranged=True).mask is None
     assert Guard.of(0, torch.tensor([1.0, float("nan")]), ranged=True) is None
