@@ -47,7 +47,7 @@ then keeps key 0, its max is a kept score (`> -2^101`), and a masked key's
 would be a softmax over the masked scores, which skipping would change.
 
 `exact_mask_decisions` reads `{tilefuse.mask_exact}` beside such an attribute (every
-element with `j - i <= c` keeps its key: nonzero, or 0.0 for the additive kinds): in the
+element with `j - i <= c` keeps its key: nonzero, or +0.0 for the additive kinds): in the
 key tiles below the diagonal the mask's elements, or their zero tests, are constants.
 """
 
@@ -82,6 +82,7 @@ from tilefuse.analysis.dataflow import (
 )
 from tilefuse.analysis.patterns import OnlineSoftmax
 from tilefuse.ir.constants import constant_array, is_splat
+from tilefuse.ir.structured import cmpf_predicate
 from tilefuse.ir.tilefuse import GroupOp
 
 STATIC = -1
@@ -247,11 +248,8 @@ def exact_mask_decisions(graph: Graph, dims: SharedDims, sm: OnlineSoftmax, key_
         node = graph.nodes[index]
         if not isinstance(v, BlockArgument) or v.block is not node.s.payload or v.index >= len(node.s.inputs):
             continue
-        mask, m = argument_mask(node.s.inputs[v.index]), node.s.input_maps[v.index]
-        if mask is None or not mask[2] or not _pure_dims(m) or len(m.results) < 2:
-            continue
-        rows_dim, cols = (dims.of[(index, r.position)] for r in m.results[-2:])  # type: ignore[attr-defined]
-        if cols != key_dim or rows_dim != q or c > mask[1]:
+        mask = argument_mask(node.s.inputs[v.index])
+        if mask is None or not mask[2] or c > mask[1] or scores.mask_rows(node, node.s.input_maps[v.index]) != q:
             continue
         if mask[0] != ZERO_ABOVE:
             if not isinstance(v.type, IntegerType | IndexType):
@@ -273,11 +271,9 @@ def _zero_tests(s: _Scores, v: SSAValue, node: Node) -> list[tuple[SSAValue, boo
         if isinstance(op, arith.ExtFOp):
             found += _zero_tests(s, op.results[0], node)
         elif isinstance(op, arith.CmpfOp | arith.CmpiOp) and s.constant(op.operands[1 - use.index], node) == 0:
-            pred = op.predicate.value.data
-            equal = pred == 1 if isinstance(op, arith.CmpfOp) else pred == 0  # oeq / eq
-            unequal = pred == 13 if isinstance(op, arith.CmpfOp) else pred == 1  # une / ne
-            if equal or unequal:
-                found.append((op.results[0], unequal))
+            pred = cmpf_predicate(op) if isinstance(op, arith.CmpfOp) else _PREDICATES[op.predicate.value.data]
+            if pred in ("oeq", "eq", "une", "ne"):
+                found.append((op.results[0], pred in ("une", "ne")))
     return found
 
 
@@ -358,12 +354,18 @@ class _Scores:
         assert yielded is not None
         return self.value(yielded.operands[r], p)
 
+    def mask_rows(self, node: Node, m: AffineMap) -> int | None:
+        """The row dim of a mask `node` reads through `m` (a pure-dim map whose last two
+        results are a row dim of the max and the key dim); None if it is read otherwise."""
+        if not _pure_dims(m) or len(m.results) < 2:
+            return None
+        rows, cols = (self.dims.of[(node.index, r.position)] for r in m.results[-2:])  # type: ignore[attr-defined]
+        return rows if cols == self.key and rows in self.rows else None
+
     def mask(self, node: Node, m: AffineMap, t: Attribute, kind: str, c: int) -> Fact:
         """The fact of an argument with a mask attribute, read by `node` through `m`."""
-        if not _pure_dims(m) or len(m.results) < 2:
-            return _top(t)
-        rows, cols = (self.dims.of[(node.index, r.position)] for r in m.results[-2:])  # type: ignore[attr-defined]
-        if cols != self.key or rows not in self.rows:
+        rows = self.mask_rows(node, m)
+        if rows is None:
             return _top(t)
         where = Keep({rows: c})
         if kind == ZERO_ABOVE:

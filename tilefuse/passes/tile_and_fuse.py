@@ -1095,7 +1095,7 @@ class TileProgramBuilder:
             if index != node.index or v not in cloned:
                 continue
             if not isinstance(known, bool):  # (an additive mask's element there: 0.0)
-                const = arith.ConstantOp(FloatAttr(known, v.type))  # pyright: ignore[reportArgumentType]
+                const = constant_of(known, v.type)
                 block.insert_op_before(const, block.first_op)  # pyright: ignore
                 cloned[v].replace_all_uses_with(const.result)
                 continue

@@ -10,7 +10,7 @@ last two dims `(i, j)`: every element with `j - i > c` is `-inf`
 (`tilefuse.huge_above`), or 0 / false (`tilefuse.zero_above`), for the smallest such
 `c` that masks something; `analysis/causal.py` reads the attribute on the function
 argument. Only square buffers keeping some element get a fact (`Guard.of`). A mask
-that keeps every key at and below that diagonal (nonzero there, or exactly 0.0 for the
+that keeps every key at and below that diagonal (nonzero there, or exactly +0.0 for the
 additive kinds: `mask_exact`) also gets `tilefuse.mask_exact`, and the kernel's key
 tiles below the diagonal read no mask.
 
