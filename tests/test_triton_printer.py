@@ -61,6 +61,76 @@ def test_prelude_helpers_run():
 
 
 @triton.jit
+def _erf_kernel(x_ptr, out_ptr, N: tl.constexpr, GPU_FORM: tl.constexpr):
+    offs = tl.program_id(0) * N + tl.arange(0, N)
+    x = tl.load(x_ptr + offs)
+    tl.store(out_ptr + offs, prelude._erff(x) if GPU_FORM else prelude._erf(x))
+
+
+def _erf_ulps(x: torch.Tensor, gpu_form: bool) -> torch.Tensor:
+    """|erf(x) - reference| in units of the f32 spacing at the reference (erf in f64)."""
+    out = on_device(torch.empty_like(x))
+    with np.errstate(all="ignore"):  # (x * x overflows for huge x in the unused polynomial)
+        _erf_kernel[(x.numel() // 1024,)](on_device(x), out, N=1024, GPU_FORM=gpu_form)
+    want = torch.erf(x.double())
+    spacing = torch.nextafter(want.float().abs(), torch.tensor(math.inf)).double() - want.float().abs().double()
+    return (out.cpu().double() - want).abs() / spacing
+
+
+def test_erf_polynomials_are_erf_within_two_ulp():
+    """`_erff`, the erf the GPU runs (libdevice's two polynomials, branch-free), is erf
+    within libdevice's 2 ulp over f32 from 2^-30 to 16 (both signs), across the switch
+    between the polynomials at |x| = 1.00296 and where erf rounds to 1."""
+    gen = torch.Generator().manual_seed(0)
+    mags = torch.exp2(torch.empty(1 << 16).uniform_(-30.0, 4.0, generator=gen))
+    edge = torch.tensor(1.002959966659546)
+    near = [edge, torch.nextafter(edge, torch.tensor(0.0)), torch.tensor(1.0), torch.tensor(3.9192059)]
+    x = torch.cat([mags, -mags, torch.stack(near), -torch.stack(near)])
+    x = torch.cat([x, torch.zeros(-x.numel() % 1024)])
+    for gpu_form in (True, False):  # (on the GPU both are the same numbers; on the CPU `_erf` is tl.erf)
+        ulps = _erf_ulps(x, gpu_form)
+        assert ulps.max() <= 2.0, (gpu_form, x[ulps.argmax()].item(), ulps.max().item())
+    ends = on_device(torch.tensor([0.0, -0.0, math.inf, -math.inf, math.nan, 30.0, -30.0] + [0.0] * 1017))
+    out = torch.empty_like(ends)
+    with np.errstate(all="ignore"):
+        _erf_kernel[(1,)](ends, out, N=1024, GPU_FORM=True)
+    head = out[:7].cpu()
+    assert head[:2].tolist() == [0.0, 0.0] and torch.signbit(head[1]) and not torch.signbit(head[0])
+    assert head[2:4].tolist() == [1.0, -1.0] and math.isnan(head[4]) and head[5:7].tolist() == [1.0, -1.0]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="libdevice runs on the GPU only")
+def test_erf_is_libdevices_erff_on_the_gpu():
+    """All 2^32 f32 inputs on the GPU: `_erf` is within 2 ulp of erf (in f64) and within
+    1 ulp of `tl.erf` (libdevice's erff, whose coefficients differ between CUDA releases)
+    wherever x is normal, equal on zeros, infinities and NaNs."""
+    n, off_by_one = 1 << 24, 0
+    for base in range(0, 1 << 32, n):
+        bits = torch.arange(base, base + n, dtype=torch.int64, device="cuda")
+        x = torch.where(bits >= 1 << 31, bits - (1 << 32), bits).to(torch.int32).view(torch.float32)
+        ours, libdevice = torch.empty_like(x), torch.empty_like(x)
+        _erf_and_libdevice[(n // 1024,)](x, ours, libdevice, N=1024)
+        normal = (x.abs() >= 1.1754943508222875e-38) | (x == 0) | x.isnan()
+        steps = (ours.view(torch.int32).long() - libdevice.view(torch.int32).long()).abs()
+        steps = torch.where(ours.isnan() & libdevice.isnan(), 0, steps)[normal]
+        assert steps.max() <= 1, (hex(base), x[normal][steps.argmax()].item())
+        off_by_one += int((steps == 1).sum())
+        want = torch.erf(x.double())
+        spacing = torch.nextafter(want.float().abs(), torch.tensor(math.inf, device="cuda")).double() - want.float().abs()
+        ulps = torch.where(want.isnan(), 0.0, (ours.double() - want).abs() / spacing)[normal]
+        assert ulps.max() <= 2.0, (hex(base), x[normal][ulps.argmax()].item(), ulps.max().item())
+    print(f"_erf and tl.erf differ by 1 ulp at {off_by_one} inputs")
+
+
+@triton.jit
+def _erf_and_libdevice(x_ptr, ours_ptr, libdevice_ptr, N: tl.constexpr):
+    offs = tl.program_id(0) * N + tl.arange(0, N)
+    x = tl.load(x_ptr + offs)
+    tl.store(ours_ptr + offs, prelude._erf(x))
+    tl.store(libdevice_ptr + offs, tl.erf(x))
+
+
+@triton.jit
 def _reduce(x_ptr, out_ptr, N: tl.constexpr):
     x = tl.load(x_ptr + tl.arange(0, N)[None, :])
     tl.store(out_ptr, tl.sum(prelude._max_nan(x, axis=1), axis=0))

@@ -101,6 +101,8 @@ PTX_FEATURES: dict[str, re.Pattern[str]] = {
     # `SOFTMAX_EXP`), and the form with the subnormal range fix-up (`tl.exp`).
     "ex2.approx.ftz": re.compile(r"\bex2\.approx\.ftz\.f32\b"),
     "ex2.approx": re.compile(r"\bex2\.approx\.f32\b"),
+    # libdevice's erff inlined (its branch's label): `prelude._erf` has none.
+    "libdevice erff": re.compile(r"__nv_erff\b"),
 }
 
 

@@ -93,7 +93,7 @@ _SFU = (mathd.ExpOp, mathd.Exp2Op, mathd.LogOp, mathd.Log2Op, mathd.Log1pOp, mat
         mathd.AcoshOp, mathd.AtanhOp, arith.DivfOp)  # fmt: skip
 
 
-# Math ops printed as long, branchy library code (libdevice's erf, the prelude's
+# Math ops printed as long library code (erf: two polynomials and an exponential; the prelude's
 # pow/log1p/expm1/sinh/cosh/tan, full-range sin/cos), inlined once per element a
 # thread holds: what makes a GEMM epilogue slow to compile.
 _LIBRARY_CALLS = (mathd.ErfOp, mathd.PowFOp, mathd.Log1pOp, mathd.ExpM1Op, mathd.TanOp,

@@ -68,7 +68,7 @@ KEEP_TL = frozenset(("PropagateNan", "constexpr"))
 """`tl` names a Gluon kernel uses as they are (Triton's enum and constexpr)."""
 
 GLUON_TWINS = {"_max_nan": "_gl_max_nan", "_round_bf16": "_gl_round_bf16", "_to_bf16": "_gl_to_bf16",
-               "_round_f16": "_gl_round_f16", "_to_f16": "_gl_to_f16"}  # fmt: skip
+               "_round_f16": "_gl_round_f16", "_to_f16": "_gl_to_f16", "_erf": "_gl_erf"}  # fmt: skip
 """Prelude helpers (`prelude.py`) and their Gluon twins (`GLUON_PRELUDE`): the GPU
 branch of each, as Gluon never runs under the interpreter."""
 
@@ -116,6 +116,12 @@ def _gl_round_f16(x):
 @gluon.jit
 def _gl_to_f16(x):
     return x.to(gl.float16)
+
+
+# libdevice's erff: the values prelude._erf's GPU branch computes without a branch.
+@gluon.jit
+def _gl_erf(x):
+    return gl.erf(x)
 '''
 
 _TL = re.compile(r"\btl\.(\w+)")

@@ -53,7 +53,7 @@ UNARY = {arith.NegfOp: "_neg({})", mathd.ExpOp: "tl.exp({})", mathd.Exp2Op: "tl.
          mathd.Log1pOp: "_log1p({})", mathd.ExpM1Op: "_expm1({})",
          mathd.Log10Op: "(tl.log({}) * 0.4342944819032518)", mathd.SqrtOp: "tl.sqrt({})",
          mathd.RsqrtOp: "tl.rsqrt({})", mathd.AbsFOp: "tl.abs({})", mathd.AbsIOp: "tl.abs({})",
-         mathd.ErfOp: "tl.erf({})",
+         mathd.ErfOp: "_erf({})",
          mathd.TanhOp: "_tanh({})",
          mathd.FloorOp: "tl.floor({})", mathd.CeilOp: "tl.ceil({})",
          mathd.SinOp: "tl.sin({})", mathd.CosOp: "tl.cos({})", mathd.TanOp: "_tan({})",
@@ -64,6 +64,10 @@ UNARY = {arith.NegfOp: "_neg({})", mathd.ExpOp: "tl.exp({})", mathd.Exp2Op: "tl.
          mathd.CbrtOp: "_cbrt({})",
          arith.ExtFOp: "{}", arith.TruncFOp: "{}",
          }  # fmt: skip
+BY_ELEMENT_TYPE = {mathd.TanhOp: {BFloat16Type: "_tanh_bf16({})", Float64Type: "_tanh_f64({})"},
+                   mathd.ErfOp: {Float64Type: "tl.erf({})"}}  # fmt: skip
+"""Unary ops whose helper depends on the element type, where it is not `UNARY`'s (`_erf`
+is libdevice's erff without its branch, f32 and 16-bit values)."""
 LOG2E = 1.4426950408889634
 """log2(e): an online softmax's exponentials are printed `exp2(x * LOG2E)` (`SOFTMAX_EXP`)."""
 # arith.cmpf: Python's comparisons are false on NaN (ordered), != true (une);
@@ -202,9 +206,8 @@ def _typed_expr(op: Operation, args: list[str]) -> str | None:
         # (`tl.exp2` is `ex2.approx.ftz.f32`; `tl.exp` multiplies by the same f32 log2(e)
         # and takes `ex2.approx.f32`, whose subnormal results cost a test and two products)
         return f"tl.exp2(({args[0]}) * {LOG2E})"
-    if isinstance(op, mathd.TanhOp):
-        return {BFloat16Type: "_tanh_bf16({})", Float64Type: "_tanh_f64({})"}.get(
-            et, UNARY[mathd.TanhOp]).format(args[0])  # fmt: skip
+    if type(op) in BY_ELEMENT_TYPE:
+        return BY_ELEMENT_TYPE[type(op)].get(et, UNARY[type(op)]).format(args[0])
     return None
 
 
