@@ -30,7 +30,7 @@ epilogue as a separate eager op; `cublas-mm` is the GEMM alone. CUDA-event media
     python3 tools/experiments/gemm_short_k.py 8192x768x768:res     # one shape
     python3 tools/experiments/gemm_short_k.py 8192x3072x768:gelu_as --config=128x256x64/3s/8w --mode=flat
 
-`gelu_as` is the erf GELU with erf by Abramowitz & Stegun's 7.1.26 (one exp, one
+`gelu_tf` is the erf GELU as tilefuse prints it (`prelude._erf`, branch-free). `gelu_as` is the erf GELU with erf by Abramowitz & Stegun's 7.1.26 (one exp, one
 division; absolute error at most 1.5e-7) in place of libdevice's `erff`: what the erf
 costs the epilogue.
 """
@@ -45,6 +45,8 @@ import triton
 import triton.language as tl
 import triton.testing
 
+from tilefuse.backend.triton.prelude import _erff
+
 
 @triton.jit
 def _epilogue(acc, bias, res, pm, pn, M, N, BM: tl.constexpr, BN: tl.constexpr, KIND: tl.constexpr):
@@ -56,6 +58,8 @@ def _epilogue(acc, bias, res, pm, pn, M, N, BM: tl.constexpr, BN: tl.constexpr, 
         y = y + tl.load(res + rm[:, None] * N + rn[None, :]).to(tl.float32)
     if KIND == 2:
         y = y * (0.5 * (1.0 + tl.erf(y * 0.7071067811865476)))
+    if KIND == 4:  # erf as tilefuse prints it (prelude._erf: libdevice's erff without its branch)
+        y = y * (0.5 * (1.0 + _erff(y * 0.7071067811865476)))
     if KIND == 3:  # erf by Abramowitz & Stegun 7.1.26 (|error| <= 1.5e-7): one exp, one division
         z = tl.abs(y) * 0.7071067811865476
         t = 1.0 / (1.0 + 0.3275911 * z)
@@ -102,7 +106,7 @@ def gemm(x, w, bias, res, out, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: 
 
 
 MODES = {"flat": 0, "sub2": 1, "tmast": 2, "nonflat": 3, "grid": 4, "ws": 5, "x2": 0}
-KINDS = {"bias": 0, "res": 1, "gelu": 2, "gelu_as": 3}
+KINDS = {"bias": 0, "res": 1, "gelu": 2, "gelu_as": 3, "gelu_tf": 4}
 SHAPES = ["8192x768x768:res", "8192x3072x768:gelu", "8192x2304x768:bias", "8192x768x3072:res"]
 CONFIGS = [(128, 128, 64, 4, 8), (128, 128, 64, 4, 4), (128, 128, 64, 3, 8), (128, 128, 64, 2, 8),
            (128, 128, 64, 2, 4), (128, 256, 64, 3, 8), (128, 256, 64, 3, 16), (128, 128, 128, 3, 8)]  # fmt: skip
