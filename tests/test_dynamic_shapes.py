@@ -1162,3 +1162,59 @@ def test_a_static_slice_of_a_dynamic_dim_is_checked_unless_the_range_holds_it():
         program(on_device(torch.randn(4, 8)))
     held = compile_program(load_program(STATIC_SLICE_OF_DYNAMIC, dim_ranges={"x.0": DimRange(5, 40)}))
     assert "slices a dim" not in held.source
+
+
+DEAD_HOST_SIZES = """func.func @f(%x: tensor<8x?xf32>) -> tensor<8x?xf32> {
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %n = tensor.dim %x, %c1 : tensor<8x?xf32>
+  %n8 = arith.muli %n, %c8 : index
+  %m = arith.divui %n8, %c8 : index
+  %c = tensor.collapse_shape %x [[0, 1]] : tensor<8x?xf32> into tensor<?xf32>
+  %e = tensor.empty(%n8) : tensor<?xf32>
+  %d = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]} ins(%c : tensor<?xf32>) outs(%e : tensor<?xf32>) {
+  ^bb0(%p: f32, %o: f32):
+    %s = arith.addf %p, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<?xf32>
+  %r = tensor.expand_shape %d [[0, 1]] output_shape [8, %m] : tensor<?xf32> into tensor<8x?xf32>
+  return %r : tensor<8x?xf32>
+}
+"""
+
+
+def test_the_host_computes_no_size_nothing_reads():
+    """GPT-2's `8 * T // 8`, the expand's `output_shape`: the host reshapes to -1, so
+    neither the quotient nor what only it read is computed at each call."""
+    program = compile_program(load_program(DEAD_HOST_SIZES, dim_ranges={"x.1": DimRange(1, 64)}))
+    host = program.source[program.source.index("def f("):]
+    assert not re.search(r"^    \w+ = .*( \* | // )", host, re.M), host
+    for n in (1, 5, 64):
+        x = on_device(torch.randn(8, n))
+        (y,) = program(x)
+        torch.testing.assert_close(y.cpu(), x.cpu() * 2)
+
+
+def _unread_parameters(source: str) -> dict[str, list[str]]:
+    """Per kernel of `source`, the parameters its body never names."""
+    unread = {}
+    for m in re.finditer(r"\ndef (fused_kernel_\w+)\((.*?)\):\n(.*?)(?=\n\S)", source, re.S):
+        params = [p.split(":")[0].strip() for p in m.group(2).split(",")]
+        unread[m.group(1)] = [p for p in params if not re.search(rf"\b{p}\b", m.group(3))]
+    return unread
+
+
+def test_a_kernel_takes_no_size_it_does_not_read():
+    """The transformer block's kernels see the tokens' count through their tensors'
+    rows; the count itself (`x_n0`) is read by the host for the variant, not passed
+    to kernels that never name it (every launch of a dynamic program paid for it)."""
+    _, module, _ = _dynamic("transformer_block", "S", 1024)
+    source = compile_program(module).source
+    unread = _unread_parameters(source)
+    assert unread and all(not re.search(r"_n\d+$", p) for ps in unread.values() for p in ps), unread
+    program = compile_program(load_program(DEAD_HOST_SIZES, dim_ranges={"x.1": DimRange(1, 200)}))
+    assert _unread_parameters(program.source) == {"fused_kernel_0_v0": [], "fused_kernel_0": []}
+    assert "size = max(c_n0, x_n1)" in program.source  # (the variant still picks on both)
+    for n in (100, 200):  # (past the first variant's 128 elements)
+        x = on_device(torch.randn(8, n))
+        torch.testing.assert_close(program(x)[0].cpu(), x.cpu() * 2)

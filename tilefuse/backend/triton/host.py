@@ -89,13 +89,19 @@ class SizeReader:
                 lines.append(f"    {name} = {self.names(value)}.shape[{axis}]")
         return lines
 
-    def used(self, lines: list[str]) -> list[str]:
+    def used(self, lines: list[str], computed: Sequence[str] = ()) -> list[str]:
         """`lines` without the reads of sizes nothing reads (a result's rows read
-        after its reshape, the function returning it)."""
-        text = "\n".join(lines)
-        unused = {f"    {name} = " for name in self.of_origin.values()
-                  if len(re.findall(rf"\b{name}\b", text)) == 1}  # fmt: skip
-        return [line for line in lines if not any(line.startswith(u) for u in unused)]
+        after its reshape, the function returning it), nor the `computed` index
+        values nothing reads (a reshape's `output_shape` the host printed as -1),
+        to a fixed point: a value read only by a dropped line goes too."""
+        removable = [*self.of_origin.values(), *computed]
+        while True:
+            text = "\n".join(lines)
+            unused = {f"    {name} = " for name in removable if len(re.findall(rf"\b{name}\b", text)) == 1}
+            kept = [line for line in lines if not any(line.startswith(u) for u in unused)]
+            if len(kept) == len(lines):
+                return kept
+            lines = kept
 
     def defined(self, op: Operation) -> list[str]:
         """After a host op: its results' own dynamic sizes, named."""
@@ -156,6 +162,8 @@ class HostPrinter:
         """Dynamic sizes as the host reads them (made when printing starts)."""
         self.variant_size = "size"
         """The local holding a launch's largest dynamic size (variants pick on it)."""
+        self.host_indices: list[str] = []
+        """Index values the host function computes (`tensor.dim`, size arithmetic)."""
 
     def print(self) -> str:
         f, names = self.f, self.names
@@ -194,7 +202,7 @@ class HostPrinter:
                 continue  # (a variant launches where the group it stands in for does)
             lines += _host_empties(op, names)
             lines += self.launch(op) if isinstance(op, GroupOp) else self._host_lines(op)
-        return "\n".join(size.used(lines)) + "\n"
+        return "\n".join(size.used(lines, self.host_indices)) + "\n"
 
     def _host_lines(self, op: Operation) -> list[str]:
         """The lines of a function-level op other than a kernel, with the host's checks."""
@@ -208,6 +216,8 @@ class HostPrinter:
         for d, number in self.slice_checks.get(op, []):
             lines += _slice_check(op, d, number, names, size)  # pyright: ignore[reportArgumentType]
         lines += _host_op(op, names, size)
+        if _host_index_op(op):
+            self.host_indices.append(names(op.results[0]))
         if not isinstance(op, func.ReturnOp):
             lines += size.defined(op)
         return lines
@@ -311,6 +321,9 @@ class HostPrinter:
                 assert p.tensor is not None
                 size_of[p.name] = self._size(values[p.tensor], p.dim)
                 call.append(size_of[p.name])
+        for p in sig.host_sizes:  # (not passed: read for the grid and the variant's size)
+            assert p.tensor is not None
+            size_of[p.name] = self._size(values[p.tensor], p.dim)
         return call, size_of
 
     def _size(self, value: SSAValue, axis: int) -> str:
@@ -610,6 +623,11 @@ def _reshape_sizes(op: tensor.ExpandShapeOp | tensor.CollapseShapeOp, names) -> 
     return f"({', '.join(parts)},)"
 
 
+def _host_index_op(op: Operation) -> bool:
+    """A function-level op the host computes an index value with."""
+    return isinstance(op, (tensor.DimOp, arith.ConstantOp, *SIZE_ARITH)) and isinstance(op.results[0].type, IndexType)
+
+
 def _host_op(op: Operation, names, read) -> list[str]:
     """The host function's line(s) for a function-level op other than a kernel."""
     if isinstance(op, func.ReturnOp):
@@ -618,8 +636,7 @@ def _host_op(op: Operation, names, read) -> list[str]:
         return [] if _is_table_constant(op) else [f"    {names(op.result)} = {_host_splat(op)}"]
     if isinstance(op, tensor.ExpandShapeOp | tensor.CollapseShapeOp):
         return [f"    {names(op.result)} = {names(op.src)}.reshape({_reshape_sizes(op, names)})"]
-    if isinstance(op, (tensor.DimOp, arith.ConstantOp, *SIZE_ARITH)) and \
-            isinstance(op.results[0].type, IndexType):  # fmt: skip
+    if _host_index_op(op):
         return [f"    {names(op.results[0])} = {_host_index(op, names, read)}"]
     if isinstance(op, tensor.ExtractSliceOp):
         return [f"    {names(op.result)} = {_host_slice(op, names)}"]

@@ -22,6 +22,7 @@ import functools
 import math
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 
 from xdsl.dialects import arith, cf, scf, tensor
 from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerAttr, IntegerType
@@ -200,6 +201,15 @@ def _static_dim(op: tensor.DimOp) -> int | None:
         if 0 <= axis < len(shape) and shape[axis] >= 0:
             return shape[axis]
     return None
+
+
+
+def unread_sizes_apart(signature: KernelSignature, body: str) -> KernelSignature:
+    """`signature` with the size parameters `body` never names as `host_sizes`."""
+    unread = tuple(p for p in signature.params if p.kind is SIZE and not re.search(rf"\b{p.name}\b", body))
+    if not unread:
+        return signature
+    return replace(signature, params=tuple(p for p in signature.params if p not in unread), host_sizes=unread)
 
 
 class KernelPrinter(Emitter):
@@ -381,7 +391,7 @@ class KernelPrinter(Emitter):
         else:
             self.print_branches()
         body = without_dead_values(self.lines)
-        signature = self.signature(body)
+        signature = unread_sizes_apart(self.signature(body), "\n".join(body))
         params = [p.name + (": tl.constexpr" if p.kind is CONSTEXPR else "")
                   for p in signature.params]  # fmt: skip
         fixed = signature.unspecialized

@@ -98,6 +98,10 @@ class KernelSignature:
     branches: tuple[tuple[int, tuple[tuple[str, int], ...]], ...] = ()
     """Of a bundle of different tile programs, some with run-time counts: per branch,
     its static factor and its `grid_sizes`; the launch has the sum of their programs."""
+    host_sizes: tuple[Param, ...] = ()
+    """Run-time sizes of the kernel's tensors its body never reads (a dynamic
+    program's token count beside the rows it tiles): not parameters, so not passed
+    at each launch; the host still reads them for the grid and the choice of variant."""
 
     @property
     def unspecialized(self) -> tuple[str, ...]:
