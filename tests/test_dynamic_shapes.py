@@ -22,7 +22,12 @@ from tilefuse.frontend.specialize import (
     specialize,
 )
 from tilefuse.ir.diagnostics import ArgumentError, CompileError, RuntimeCheckError
-from tilefuse.ir.dynamic import DimRange, declared_ranges, parse_range
+from tilefuse.ir.dynamic import (
+    PLANNING_SIZE_ATTR,
+    DimRange,
+    declared_ranges,
+    parse_range,
+)
 from tilefuse.ir.module import entry_function
 from tilefuse.ir.tilefuse import SERVES, VARIANT_OF, GroupOp
 from tilefuse.oracle.compare import relative_error, tolerance
@@ -706,11 +711,11 @@ def test_a_tensor_made_without_its_dynamic_sizes_is_a_located_error():
 def test_the_report_shows_each_variant_and_the_sizes_it_serves():
     from tilefuse.report import analyze_program, format_report
 
-    _, module, _ = _dynamic("linear_bias_relu", "M", 1024)
+    _, module, _ = _dynamic("mlp", "M", 256)
     report = analyze_program(module, "h200")
     tiles = dict(report.tiles)
     assert tiles["fused_kernel_0_v0"].endswith("; serves sizes 1..128 (a variant of fused_kernel_0)")
-    assert tiles["fused_kernel_0"].endswith("; serves sizes 129..1024")
+    assert tiles["fused_kernel_0"].endswith("; serves sizes 129..256")
     assert tiles["fused_kernel_0_v0"].split(";")[0] != tiles["fused_kernel_0"].split(";")[0]
     text = format_report(report)
     assert "1 kernel variant(s) tiled for smaller sizes" in text
@@ -720,7 +725,7 @@ def test_the_report_shows_each_variant_and_the_sizes_it_serves():
 def test_a_variant_is_launched_for_the_sizes_it_serves():
     """The host picks the kernel from the launch's largest dynamic size (the
     numerics of both sides of 128: test_a_dynamic_sample_compiles_once...)."""
-    _, module, _ = _dynamic("linear_bias_relu", "M", 1024)
+    _, module, _ = _dynamic("mlp", "M", 256)
     program = compile_program(module)
     lines = program.source.splitlines()
     at = next(i for i, s in enumerate(lines) if "if size <= 128:" in s)
@@ -952,13 +957,13 @@ BROADCAST_ROWS = """func.func @bcast(%x: tensor<?x8xf32>, %w: tensor<4xf32>) -> 
 
 def test_a_kernel_sized_by_an_input_it_does_not_read_takes_that_size_alone():
     """Rows of a broadcast as many as x has: no input is read along them, the
-    output's empty was sized from x; the kernel takes x's size, not x (no pointer,
-    no strides)."""
+    output's empty was sized from x; the kernel takes neither x (no pointer, no
+    strides) nor x's size, which its body never names (`KernelSignature.host_sizes`):
+    y's rows, x's at run time, are its own parameter (`_size_names`)."""
     module = load_program(BROADCAST_ROWS, dim_ranges={"x.0": DimRange(1, 64)})
     program = compile_program(module)
-    # (y's rows, x's at run time, are a parameter of their own: `_size_names`)
-    assert "def fused_kernel_0(w_ptr, w_s0, x_n0, y_ptr, y_s0, y_s1, y_n0):" in program.source
-    assert "](w, *w.stride(), x_n0, y, *y.stride(), x_n0, num_warps" in program.source
+    assert "def fused_kernel_0(w_ptr, w_s0, y_ptr, y_s0, y_s1, y_n0):" in program.source
+    assert "](w, *w.stride(), y, *y.stride(), x_n0, num_warps" in program.source
     for n in (1, 5, 64):
         inputs = random_inputs(module, seed=n, sizes={"x.0": n})
         (got,) = program(*[on_device(torch.from_numpy(x)) for x in inputs])
@@ -985,9 +990,10 @@ def test_independent_dynamic_gemms_of_one_program_share_a_launch_at_every_varian
     assert len(program.kernels) == 3  # (one per level, each stacking the three projections)
     source = program.source
     assert "seg = pid // (programs_0 * 32)" in source  # (the first level: run-time programs)
-    # (the persistent level: 128 x 256 tiles, two a row of 128)
-    assert "share = min((programs_0 * 2), 44)" in source
-    assert "fused_kernel_0[(3 * min(2 * ((x_n0 + 127) // 128), 44),)](" in source
+    # (the persistent level, planned at 4096 tokens, the middle of 1025..8192: 128 x 128
+    # tiles, four a row of 128)
+    assert "share = min((programs_0 * 4), 44)" in source
+    assert "fused_kernel_0[(3 * min(4 * ((x_n0 + 127) // 128), 44),)](" in source
     assert '"""Run @qkv: 1 kernel launch(es)."""' in source
     for m in (1, 77, 129, 700, 1025, 33 * 128 + 5):
         inputs = random_inputs(module, seed=m, sizes={"x.0": m})
@@ -1218,3 +1224,29 @@ def test_a_kernel_takes_no_size_it_does_not_read():
     for n in (100, 200):  # (past the first variant's 128 elements)
         x = on_device(torch.randn(8, n))
         torch.testing.assert_close(program(x)[0].cpu(), x.cpu() * 2)
+
+
+def test_each_range_of_sizes_is_planned_at_its_middle_unless_it_holds_a_row_whole():
+    """The transformer block's tokens 1..4096: its GEMMs' ranges 1..128, 129..1024 and
+    1025..4096 planned at 128 (the first range at its top), 512 and 2048 (planned at
+    4096, the FC2's 128 x 256 tiles were 64 at 2048 tokens on 132 SMs: 0.87x the static
+    build); the static plan at 2048 is the last range's. A softmax over a dynamic row
+    holds it whole: planned at the top."""
+    text = specialize((SAMPLES / "transformer_block.mlir").read_text(),
+                      {"E": 1024, "H": 16, "Dh": 64, "F": 4096}, "bf16")  # fmt: skip
+    program = compile_program(load_program(dynamic_form(text, "S"), dim_ranges={"x.0": DimRange(1, 4096)}),
+                              target="h100")  # fmt: skip
+    groups = {g.sym_name.data: g for g in program.module.walk() if isinstance(g, GroupOp)}
+    planned = {n: g.attributes[PLANNING_SIZE_ATTR].data for n, g in groups.items()}  # type: ignore[attr-defined]
+    served = _served(program)
+    gemm = "fused_kernel_8"  # (FC2: 4096 -> 1024, + the residual)
+    assert [served[f"{gemm}_v0"], served[f"{gemm}_v1"], served[gemm]] == [(1, 128), (129, 1024), (1025, 4096)]
+    assert [planned[f"{gemm}_v0"], planned[f"{gemm}_v1"], planned[gemm]] == [128, 512, 2048]
+    static = compile_program(specialize(text, {"S": 2048}, None), target="h100")
+    tiles = [line for line in static.source.splitlines() if line.startswith("# tile")]
+    dynamic = program.source[program.source.index(f"# {gemm}: "):]
+    assert dynamic.splitlines()[1].split(", grid")[0] == tiles[-1].split(", grid")[0]
+    rows = compile_program(load_program(dynamic_form((SAMPLES / "softmax.mlir").read_text(), "N"),
+                                        dim_ranges={"x.1": DimRange(1, 512)}))  # fmt: skip
+    assert {g.sym_name.data: g.attributes[PLANNING_SIZE_ATTR].data  # type: ignore[attr-defined]
+            for g in rows.module.walk() if isinstance(g, GroupOp)} == {"fused_kernel_0_v0": 128, "fused_kernel_0": 512}

@@ -170,8 +170,8 @@ def _with_dynamic_dims(graph: Graph, dims: SharedDims, plan: TilePlan) -> TilePl
     across programs or looped over with a run-time trip count; one held whole has
     a block of at least its planning size (the largest declared range end), and
     the host checks the run-time size against that block at every launch. A
-    persistent plan keeps its programs: the host launches as many or, for fewer
-    tiles at run time, one per tile."""
+    persistent plan over a dynamic grid has a program per SM (`_plan_contraction`): the
+    host launches as many or, for fewer tiles at run time, one per tile."""
     dynamic = {d.id for d in dims.dims if d.dynamic}
     if not dynamic:
         return plan
@@ -648,8 +648,11 @@ def _plan_contraction(graph: Graph, dims: SharedDims, target: Target, budget: in
         tiles.append(DimTile(d.id, d.extent, blocks[d.id], mode))
     plan = TilePlan(tuple(tiles), warps, stages, ws, budget, regs, occ, True, schedule_note=note)
     if hopper:
+        # (a run-time tile count: every SM, whatever the count at the planning size)
+        slots = target.sm_count * best.per_sm
         programs = math.prod(t.programs for t in tiles)
-        plan = replace(plan, persistent=min(programs, target.sm_count * best.per_sm))
+        dynamic = any(d.dynamic and t.mode == GRID for d, t in zip(dims.dims, tiles, strict=True))
+        plan = replace(plan, persistent=slots if dynamic else min(programs, slots))
     return _choose_order(plan, roles, target)
 
 

@@ -188,14 +188,14 @@ def own_planning_size(group: GroupOp) -> int:
 
 
 VARIANT_SIZES = (128, 1024)
-"""Besides the range end, the planning sizes a kernel with dynamic sizes is planned
-at; where the plan differs, a variant serves the sizes up to that one. At most
-three variants a kernel (issue 18): a GEMM's M of 8 is not tiled as one of 8192.
-Measured (H200, linear bf16 K 4096 N 11008, `tools/experiments/dynamic_gaps.py`,
-docs/PERF.md): the plan made at M = 128 is within 2% of each static plan for every
-M <= 128 (memory-bound: the weights' reads), the one at 1024 within 2% at 1024 and
-faster than the static one at 256; at 512 it is 13% slower (the static 128 x 128
-tiles fill more waves: a fourth kernel)."""
+"""Besides the range end, where the sizes a kernel with dynamic sizes serves are cut
+into ranges, each planned at its `_planning_point`; where two neighbours' plans
+differ, a variant serves the lower one. At most three variants a kernel (issue 18): a
+GEMM's M of 8 is not tiled as one of 8192. Measured (H200, linear bf16 K 4096 N 11008,
+`tools/experiments/dynamic_gaps.py`, docs/PERF.md): the plan made at M = 128 is within
+2% of each static plan for every M <= 128 (memory-bound: the weights' reads), the one
+at 1024 within 2% at 1024 and faster than the static one at 256; at 512 it is 13%
+slower (the static 128 x 128 tiles fill more waves)."""
 
 
 def _plan_key(plan: TilePlan) -> tuple:
@@ -203,40 +203,84 @@ def _plan_key(plan: TilePlan) -> tuple:
             plan.group_m)  # fmt: skip
 
 
+def middle(first: int, top: int) -> int:
+    """What the sizes first..top are planned at: the power of two among them nearest
+    their geometric middle (odd sizes tile oddly: 362 rows in two 256-row tiles), or
+    the top if none. A range planned at its top leaves most SMs idle at its bottom: the
+    transformer block's FC2 (1025..4096 tokens) planned at 4096 took 128 x 256 tiles,
+    64 of them at 2048 tokens on 132 SMs (0.87x the static build, H100)."""
+    powers = [2**k for k in range(max(first, 1).bit_length() - 1, top.bit_length()) if first <= 2**k <= top]
+    if not powers:
+        return top
+    centre = math.log2(max(first, 1) * top) / 2
+    return min(powers, key=lambda p: (abs(math.log2(p) - centre), -p))
+
+
+def _plan_at(group: GroupOp, size: int, target, budget: int | None) -> TilePlan:
+    """`group`'s plan priced at `size`."""
+    own = group.attributes.get(PLANNING_SIZE_ATTR)
+    group.attributes[PLANNING_SIZE_ATTR] = IntAttr(size)
+    try:
+        return plan_group(group, target, budget)[2]
+    finally:
+        del group.attributes[PLANNING_SIZE_ATTR]
+        if own is not None:
+            group.attributes[PLANNING_SIZE_ATTR] = own
+
+
+def _planning_point(group: GroupOp, first: int, top: int, target, budget: int | None) -> tuple[int, tuple]:
+    """The size the sizes first..top are planned at and that plan's key: for a
+    contraction tiled along its dynamic dims (a GEMM's M) past the first
+    `VARIANT_SIZES` (up to 128 rows the plan at 128 is within 2% of each static one:
+    the weights' reads bound it), their `middle`, where the tile count decides how
+    many SMs work; else (and where the plan at the middle would hold a dynamic dim
+    whole: its block must take the top) the top. A row kernel's programs follow its
+    rows at any size; an attention's key loop runs to the keys there are."""
+    plan = _plan_at(group, top, target, budget)
+    if (top > VARIANT_SIZES[0] and plan.contraction and all(d.mode == GRID for d in plan.dims if d.dynamic)
+            and (size := middle(first, top)) < top):  # fmt: skip
+        mid = _plan_at(group, size, target, budget)
+        if not any(d.dynamic and d.mode == WHOLE for d in mid.dims):
+            return size, _plan_key(mid)
+    return top, _plan_key(plan)
+
+
 def plan_variants(group: GroupOp, target, budget: int | None, lo: int | None = None) -> list[GroupOp]:
-    """For a group with dynamic sizes whose plan differs at the smaller planning
-    sizes of `VARIANT_SIZES`: a copy of the group before it for each (named
-    `<name>_v<k>`, planned at that size); the group serves the sizes above the
-    last. Each carries the sizes it serves (`SERVES`)."""
+    """For a group with dynamic sizes: the ranges its sizes `lo`..its planning size
+    fall into at `VARIANT_SIZES`, each planned at its `_planning_point`, neighbours with
+    one plan merged; a copy of the group before it for each range but the last (named
+    `<name>_v<k>`), the group itself planned for the last. Each carries the sizes it
+    serves (`SERVES`) and the size it is planned at (`PLANNING_SIZE_ATTR`)."""
     plan = plan_group(group, target, budget)[2]
     if not any(d.dynamic for d in plan.dims) or group.tile_candidate is not None:
         return []
     hi = planning_size(group)
     lo = smallest_size(group) if lo is None else lo
-    plans: list[tuple[int, tuple]] = [(hi, _plan_key(plan))]  # (planned at, the plan)
-    own = group.attributes.get(PLANNING_SIZE_ATTR)  # (`own_planning_size`'s, if any)
-    for size in sorted((n for n in VARIANT_SIZES if lo <= n < hi), reverse=True):
-        group.attributes[PLANNING_SIZE_ATTR] = IntAttr(size)
-        key = _plan_key(plan_group(group, target, budget)[2])
-        del group.attributes[PLANNING_SIZE_ATTR]
-        if own is not None:
-            group.attributes[PLANNING_SIZE_ATTR] = own
-        if key != plans[-1][1]:
-            plans.append((size, key))
-    tops = [n for n, _ in reversed(plans)]  # ascending: each variant serves up to its size
+    ranges: list[tuple[int, int]] = []  # (first, top) of each range, ascending
+    last_key = None
+    for top in [*sorted(n for n in VARIANT_SIZES if lo <= n < hi), hi]:
+        first = ranges[-1][1] + 1 if ranges else lo
+        key = _planning_point(group, first, top, target, budget)[1]
+        if ranges and key == last_key:
+            ranges[-1] = (ranges[-1][0], top)
+        else:
+            ranges.append((first, top))
+        last_key = key
     name = group.sym_name.data
     variants = []
-    for k, top in enumerate(tops[:-1]):
+    for k, (first, top) in enumerate(ranges[:-1]):
         v = group.clone()
         v.sym_name = StringAttr(f"{name}_v{k}")
-        v.attributes[PLANNING_SIZE_ATTR] = IntAttr(top)
+        v.attributes[PLANNING_SIZE_ATTR] = IntAttr(_planning_point(group, first, top, target, budget)[0])
         v.attributes[VARIANT_OF] = StringAttr(name)
-        v.attributes[SERVES] = DenseArrayBase.from_list(i64, [tops[k - 1] + 1 if k else lo, top])
+        v.attributes[SERVES] = DenseArrayBase.from_list(i64, [first, top])
         Rewriter.insert_op(v, InsertPoint.before(group))
         variants.append(v)
+    first = ranges[-1][0]
+    group.attributes[PLANNING_SIZE_ATTR] = IntAttr(_planning_point(group, first, hi, target, budget)[0])
     if variants:
         group.attributes[VARIANTS] = ArrayAttr([v.sym_name for v in variants])
-        group.attributes[SERVES] = DenseArrayBase.from_list(i64, [tops[-2] + 1, hi])
+        group.attributes[SERVES] = DenseArrayBase.from_list(i64, [first, hi])
     return variants
 
 
