@@ -1250,3 +1250,13 @@ def test_each_range_of_sizes_is_planned_at_its_middle_unless_it_holds_a_row_whol
                                         dim_ranges={"x.1": DimRange(1, 512)}))  # fmt: skip
     assert {g.sym_name.data: g.attributes[PLANNING_SIZE_ATTR].data  # type: ignore[attr-defined]
             for g in rows.module.walk() if isinstance(g, GroupOp)} == {"fused_kernel_0_v0": 128, "fused_kernel_0": 512}
+
+
+@pytest.mark.parametrize("op", ["divsi", "floordivsi", "ceildivsi"])
+def test_a_size_the_host_cannot_compute_is_a_located_error(op):
+    """Index arithmetic on sizes is add, sub, mul and divui (exact on Python's ints and
+    Triton's alike); a signed division's rounding of negatives differs between the two."""
+    text = DEAD_HOST_SIZES.replace("arith.divui", f"arith.{op}")
+    with pytest.raises(CompileError, match=rf"<input>:6:3: error: 'arith.{op}' op computes a size the host "
+                                           r"cannot: sizes are computed with addi, subi, muli, divui"):  # fmt: skip
+        compile_program(load_program(text, dim_ranges={"x.1": DimRange(1, 64)}))

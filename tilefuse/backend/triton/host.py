@@ -644,6 +644,9 @@ def _host_op(op: Operation, names, read) -> list[str]:
         return [f"    {names(op.result)} = {_host_window(op, names)}"]
     if isinstance(op, tensor.ConcatOp | tensor.InsertSliceOp | tensor.PadOp):
         return _host_copy(op, names)
+    if op.results and all(isinstance(r.type, IndexType) for r in op.results):
+        known = ", ".join(o.name.removeprefix("arith.") for o in SIZE_ARITH)
+        raise CompileError.at(op, f"computes a size the host cannot: sizes are computed with {known}")
     if not isinstance(op, arith.ConstantOp | tensor.EmptyOp):
         raise CompileError.at(op, "cannot run on the host between kernels")
     return []
