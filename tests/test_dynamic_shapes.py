@@ -1260,3 +1260,15 @@ def test_a_size_the_host_cannot_compute_is_a_located_error(op):
     with pytest.raises(CompileError, match=rf"<input>:6:3: error: 'arith.{op}' op computes a size the host "
                                            r"cannot: sizes are computed with addi, subi, muli, divui"):  # fmt: skip
         compile_program(load_program(text, dim_ranges={"x.1": DimRange(1, 64)}))
+
+
+def test_ranges_with_one_plan_merge_and_keep_the_point_that_plan_was_made_at():
+    """A small GEMM (K 64, N 32) whose plans at 128 and at 512 agree: one kernel for
+    1..1024, planned at 128 (the first range's top), not at the merged range's middle
+    (32: 32-row tiles neither range was planned with)."""
+    text = specialize((SAMPLES / "linear_bias_relu.mlir").read_text(), {"K": 64, "N": 32}, "bf16")
+    program = compile_program(load_program(dynamic_form(text, "M"), dim_ranges={"x.0": DimRange(1, 1024)}),
+                              target="h100")  # fmt: skip
+    (group,) = [g for g in program.module.walk() if isinstance(g, GroupOp)]
+    assert group.attributes[PLANNING_SIZE_ATTR].data == 128  # type: ignore[attr-defined]
+    assert "# tile 16x16x64, grid ?x2" in program.source

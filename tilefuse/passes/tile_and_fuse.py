@@ -248,36 +248,37 @@ def _planning_point(group: GroupOp, first: int, top: int, target, budget: int | 
 def plan_variants(group: GroupOp, target, budget: int | None, lo: int | None = None) -> list[GroupOp]:
     """For a group with dynamic sizes: the ranges its sizes `lo`..its planning size
     fall into at `VARIANT_SIZES`, each planned at its `_planning_point`, neighbours with
-    one plan merged; a copy of the group before it for each range but the last (named
-    `<name>_v<k>`), the group itself planned for the last. Each carries the sizes it
-    serves (`SERVES`) and the size it is planned at (`PLANNING_SIZE_ATTR`)."""
+    one plan merged (planned where that plan was made); a copy of the group before it
+    for each range but the last (named `<name>_v<k>`), the group itself planned for the
+    last. Each carries the sizes it serves (`SERVES`) and the size it is planned at
+    (`PLANNING_SIZE_ATTR`)."""
     plan = plan_group(group, target, budget)[2]
     if not any(d.dynamic for d in plan.dims) or group.tile_candidate is not None:
         return []
     hi = planning_size(group)
     lo = smallest_size(group) if lo is None else lo
-    ranges: list[tuple[int, int]] = []  # (first, top) of each range, ascending
+    ranges: list[tuple[int, int, int]] = []  # (first, top, planned at) of each range, ascending
     last_key = None
     for top in [*sorted(n for n in VARIANT_SIZES if lo <= n < hi), hi]:
         first = ranges[-1][1] + 1 if ranges else lo
-        key = _planning_point(group, first, top, target, budget)[1]
-        if ranges and key == last_key:
-            ranges[-1] = (ranges[-1][0], top)
+        size, key = _planning_point(group, first, top, target, budget)
+        if ranges and key == last_key:  # (one plan: the merged range keeps the point it was made at)
+            ranges[-1] = (ranges[-1][0], top, ranges[-1][2])
         else:
-            ranges.append((first, top))
+            ranges.append((first, top, size))
         last_key = key
     name = group.sym_name.data
     variants = []
-    for k, (first, top) in enumerate(ranges[:-1]):
+    for k, (first, top, size) in enumerate(ranges[:-1]):
         v = group.clone()
         v.sym_name = StringAttr(f"{name}_v{k}")
-        v.attributes[PLANNING_SIZE_ATTR] = IntAttr(_planning_point(group, first, top, target, budget)[0])
+        v.attributes[PLANNING_SIZE_ATTR] = IntAttr(size)
         v.attributes[VARIANT_OF] = StringAttr(name)
         v.attributes[SERVES] = DenseArrayBase.from_list(i64, [first, top])
         Rewriter.insert_op(v, InsertPoint.before(group))
         variants.append(v)
-    first = ranges[-1][0]
-    group.attributes[PLANNING_SIZE_ATTR] = IntAttr(_planning_point(group, first, hi, target, budget)[0])
+    first, _, size = ranges[-1]
+    group.attributes[PLANNING_SIZE_ATTR] = IntAttr(size)
     if variants:
         group.attributes[VARIANTS] = ArrayAttr([v.sym_name for v in variants])
         group.attributes[SERVES] = DenseArrayBase.from_list(i64, [first, hi])
