@@ -36,19 +36,7 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 import triton.testing
-
-
-@triton.jit
-def _epilogue(acc, bias, res, pm, pn, M, N, BM: tl.constexpr, BN: tl.constexpr, KIND: tl.constexpr):
-    rm = pm * BM + tl.arange(0, BM)
-    rn = pn * BN + tl.arange(0, BN)
-    y = acc + tl.load(bias + rn).to(tl.float32)[None, :]
-    y = y.to(tl.bfloat16).to(tl.float32)
-    if KIND == 1:
-        y = y + tl.load(res + rm[:, None] * N + rn[None, :]).to(tl.float32)
-    if KIND == 2:
-        y = y * (0.5 * (1.0 + tl.erf(y * 0.7071067811865476)))
-    return y.to(tl.bfloat16)
+from gemm_short_k import _epilogue  # (bias, then + residual or erf GELU: KINDS 0, 1, 2)
 
 
 @triton.jit
