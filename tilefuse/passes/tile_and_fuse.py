@@ -228,18 +228,18 @@ def _plan_at(group: GroupOp, size: int, target, budget: int | None) -> TilePlan:
             group.attributes[PLANNING_SIZE_ATTR] = own
 
 
-def _planning_point(group: GroupOp, first: int, top: int, target, budget: int | None) -> tuple[int, tuple]:
-    """The size the sizes first..top are planned at and that plan's key: for a
-    contraction tiled along its dynamic dims (a GEMM's M) past the first
-    `VARIANT_SIZES` (up to 128 rows the plan at 128 is within 2% of each static one:
-    the weights' reads bound it), their `middle`, where the tile count decides how
-    many SMs work; else (and where the plan at the middle would hold a dynamic dim
-    whole: its block must take the top) the top. A row kernel's programs follow its
-    rows at any size; an attention's key loop runs to the keys there are."""
-    plan = _plan_at(group, top, target, budget)
+def _planning_point(plan_at: Callable[[int], TilePlan], first: int, top: int) -> tuple[int, tuple]:
+    """The size the sizes first..top are planned at and that plan's key (`plan_at`: the
+    group's plan priced at a size): for a contraction tiled along its dynamic dims (a
+    GEMM's M) past the first `VARIANT_SIZES` (up to 128 rows the plan at 128 is within
+    2% of each static one: the weights' reads bound it), their `middle`, where the tile
+    count decides how many SMs work; else (and where the plan at the middle would hold a
+    dynamic dim whole: its block must take the top) the top. A row kernel's programs
+    follow its rows at any size; an attention's key loop runs to the keys there are."""
+    plan = plan_at(top)
     if (top > VARIANT_SIZES[0] and plan.contraction and all(d.mode == GRID for d in plan.dims if d.dynamic)
             and (size := middle(first, top)) < top):  # fmt: skip
-        mid = _plan_at(group, size, target, budget)
+        mid = plan_at(size)
         if not any(d.dynamic and d.mode == WHOLE for d in mid.dims):
             return size, _plan_key(mid)
     return top, _plan_key(plan)
@@ -257,11 +257,18 @@ def plan_variants(group: GroupOp, target, budget: int | None, lo: int | None = N
         return []
     hi = planning_size(group)
     lo = smallest_size(group) if lo is None else lo
+    plans = {hi: plan}  # (each size's plan, made once)
+
+    def plan_at(size: int) -> TilePlan:
+        if size not in plans:
+            plans[size] = _plan_at(group, size, target, budget)
+        return plans[size]
+
     ranges: list[tuple[int, int, int]] = []  # (first, top, planned at) of each range, ascending
     last_key = None
     for top in [*sorted(n for n in VARIANT_SIZES if lo <= n < hi), hi]:
         first = ranges[-1][1] + 1 if ranges else lo
-        size, key = _planning_point(group, first, top, target, budget)
+        size, key = _planning_point(plan_at, first, top)
         if ranges and key == last_key:  # (one plan: the merged range keeps the point it was made at)
             ranges[-1] = (ranges[-1][0], top, ranges[-1][2])
         else:

@@ -19,6 +19,7 @@ def main(x, *, constants, dot_dtype=None):
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -96,8 +97,8 @@ class SizeReader:
         to a fixed point: a value read only by a dropped line goes too."""
         removable = [*self.of_origin.values(), *computed]
         while True:
-            text = "\n".join(lines)
-            unused = {f"    {name} = " for name in removable if len(re.findall(rf"\b{name}\b", text)) == 1}
+            words = Counter(re.findall(r"\w+", "\n".join(lines)))
+            unused = {f"    {name} = " for name in removable if words[name] == 1}
             kept = [line for line in lines if not any(line.startswith(u) for u in unused)]
             if len(kept) == len(lines):
                 return kept

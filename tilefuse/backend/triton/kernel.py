@@ -203,7 +203,6 @@ def _static_dim(op: tensor.DimOp) -> int | None:
     return None
 
 
-
 def unread_sizes_apart(signature: KernelSignature, body: str) -> KernelSignature:
     """`signature` with the size parameters `body` never names as `host_sizes`."""
     unread = tuple(p for p in signature.params if p.kind is SIZE and not re.search(rf"\b{p.name}\b", body))
@@ -391,7 +390,7 @@ class KernelPrinter(Emitter):
         else:
             self.print_branches()
         body = without_dead_values(self.lines)
-        signature = unread_sizes_apart(self.signature(body), "\n".join(body))
+        signature = self.signature(body)
         params = [p.name + (": tl.constexpr" if p.kind is CONSTEXPR else "")
                   for p in signature.params]  # fmt: skip
         fixed = signature.unspecialized
@@ -402,7 +401,12 @@ class KernelPrinter(Emitter):
     def signature(self, body: Sequence[str] = ()) -> KernelSignature:
         """The parameters: per tensor its pointer, strides and dynamic sizes; an input
         the kernel `body` only reads sizes of (its pointer never appears: a dynamic
-        program's argument read for a run-time extent) passes those sizes alone."""
+        program's argument read for a run-time extent) passes those sizes alone, and a
+        size `body` never names is a host size (`unread_sizes_apart`)."""
+        signature = self._signature(body)
+        return unread_sizes_apart(signature, "\n".join(body)) if body else signature
+
+    def _signature(self, body: Sequence[str]) -> KernelSignature:
         params: list[Param] = []
         text = "\n".join(body)
         taken: set[str] = set()  # (a size shared by several tensors: one parameter)
