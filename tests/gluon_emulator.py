@@ -25,6 +25,7 @@ import types
 import torch
 
 from tilefuse.backend.triton.module import EmittedModule
+from tilefuse.backend.triton.signature import CONSTEXPR, POINTER
 from tilefuse.runtime.compiled import CompiledProgram
 
 # -- the CPU emulator of the printed Gluon kernel ------------------------------------------
@@ -256,6 +257,7 @@ def _gl_module(emu: GluonEmulator) -> types.SimpleNamespace:
                  "NVMMASharedLayout"):  # fmt: skip
         setattr(gl, name, _Layout)
     gl.program_id = lambda axis: emu.pid
+    gl.num_programs = lambda axis: emu.programs
     gl.arange = lambda lo, hi, layout=None: torch.arange(lo, hi, dtype=torch.int32)
     gl.full = lambda shape, value, dtype, layout=None: torch.full(tuple(shape), value, dtype=dtype)
     gl.zeros = lambda shape, dtype, layout=None: torch.zeros(tuple(shape), dtype=dtype)
@@ -271,6 +273,11 @@ def _gl_module(emu: GluonEmulator) -> types.SimpleNamespace:
     return gl
 
 
+def _jit(fn=None, **options):
+    """`gluon.jit`, with or without options (`do_not_specialize`): the function itself."""
+    return fn if fn is not None else (lambda f: f)
+
+
 class GluonEmulator:
     """Runs the `@gluon.jit` functions of a generated module (`source`) on the CPU."""
 
@@ -282,14 +289,14 @@ class GluonEmulator:
         accumulator in issue order). A chained result is usable only as an accumulator."""
         self.cond = threading.Condition()
         self.local = threading.local()
-        self.pid = self.running = self.settling = 0
+        self.pid = self.programs = self.running = self.settling = 0
         self.failed = False
         self.mmas: list[_MMA] = []  # in flight, every partition's
         self.copies: list[tuple] = []  # TMA copies in flight
         self.barriers: list[_Barriers] = []  # the program's, in allocation order
         tree = ast.parse(source)
         functions = [n for n in tree.body if isinstance(n, ast.FunctionDef)
-                     and any(ast.unparse(d) == "gluon.jit" for d in n.decorator_list)]  # fmt: skip
+                     and any(ast.unparse(d).startswith("gluon.jit") for d in n.decorator_list)]  # fmt: skip
         code = "\n\n".join(ast.get_source_segment(source, f) or "" for f in functions)
         # (the unsigned compare of indices: int64 with the sign bit flipped orders alike)
         code = code.replace(".to(gl.uint64, bitcast=True)", ".__xor__(-9223372036854775808)")
@@ -303,7 +310,7 @@ class GluonEmulator:
             wait=lambda bar, phase: bar.wait(phase), expect=lambda bar, nbytes: bar.expect(nbytes),
             arrive=lambda bar, count=1: bar.arrive(count))  # fmt: skip
         tl = types.SimpleNamespace(PropagateNan=types.SimpleNamespace(ALL="all", NONE="none"), constexpr=object)
-        return {"gl": _gl_module(self), "tl": tl, "gluon": types.SimpleNamespace(jit=lambda f: f),
+        return {"gl": _gl_module(self), "tl": tl, "gluon": types.SimpleNamespace(jit=_jit),
                 "mbarrier": mbarrier, "tma": types.SimpleNamespace(
                     make_tensor_descriptor=_Descriptor, async_load=self.tma_load,
                     async_copy_global_to_shared=self.tma_load),
@@ -314,6 +321,7 @@ class GluonEmulator:
     def launch(self, name: str, programs: int, args: list, constexprs: dict | None = None) -> None:
         fn = self.ns[name]
         args = [_Pointer(a) if isinstance(a, torch.Tensor) else a for a in args]
+        self.programs = programs
         for pid in range(programs):
             self.pid, self.barriers, self.copies, self.failed = pid, [], [], False
             fn(*args, **(constexprs or {}))
@@ -454,14 +462,21 @@ def gluon_in_place_of_triton(prog: CompiledProgram, emitted: EmittedModule, sour
     saved = {}
 
     def stand_in(sig):
-        described = {i for i, p in enumerate(sig.gpu.params) if p.descriptor}
+        gpu = sig.gpu
 
         class Launch:
             def __getitem__(self, grid):
                 def run(*args, **constexprs):
-                    assert math.prod(grid) == sig.programs == sig.gpu.programs * 2
-                    args = [python._tma(a) if i in described else a for i, a in enumerate(args)]
-                    emu.launch(sig.gpu.name, sig.gpu.programs, args)
+                    given = dict(zip([p.name for p in sig.params if p.kind is not CONSTEXPR], args, strict=True))
+                    at = {p.tensor: given[p.name] for p in sig.params if p.kind is POINTER and p.name in given}
+                    gpu_args = [python._tma(given[p.name]) if p.descriptor else given[p.name] if p.name in given
+                                else at[p.tensor].shape[p.dim] for p in gpu.params]  # fmt: skip
+                    # (a size the Triton kernel does not read is its tensor's: `host_sizes`)
+                    size = dict(zip([p.name for p in gpu.params], gpu_args, strict=True))
+                    programs = gpu.programs * math.prod(-(-size[n] // b) for n, b in gpu.grid_sizes)
+                    if not gpu.grid_sizes:
+                        assert math.prod(grid) == sig.programs == programs * 2
+                    emu.launch(gpu.name, programs, gpu_args)
 
                 return run
 

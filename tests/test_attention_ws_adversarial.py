@@ -388,15 +388,7 @@ REFUSED_BY_THE_PLAN = {  # name: (program text, the plan note's reason or "" for
     "f32 probabilities": (lambda: _f32_probabilities(), "operands not 16-bit", "h100"),
     "f32": (lambda: attention_mlir(1, 2, 256, 256, 128), "", "h100"),
     "a100": (lambda: attention_mlir(1, 2, 256, 256, 128, dtype="bf16"), "", "a100"),
-    "dynamic sequence": (lambda: _dynamic("S", {"B": 1, "H": 2, "S": 4096, "D": 128}, 2), "dynamic sizes", "h100"),
-    "dynamic batch": (lambda: _dynamic("B", {"B": 3, "H": 2, "S": 256, "D": 128}, 0), "dynamic sizes", "h100"),
 }  # fmt: skip
-
-
-def _dynamic(dim: str, dims: dict, axis: int) -> ModuleOp:
-    """The sample in bf16 with `dim` dynamic (Q, K and V's axis `axis`)."""
-    text = dynamic_form(specialize(Path(SAMPLE).read_text(), dims, "bf16"), dim)
-    return load_program(text, dim_ranges={f"{t}.{axis}": DimRange(1, 4096) for t in "qkv"})
 
 REFUSED_BY_THE_PRINTER = {  # name: (program text, the module comment's reason)
     "softcap (tanh)": (lambda: exported(Softcap(), *qkv(1, 2, 2, 256, 256)), "the helper _tanh has no Gluon twin"),
@@ -536,6 +528,103 @@ def test_gqa_key_and_value_tiles_follow_the_kv_head():
     member = ids(q_load) - kv
     assert len(kv) == 2 and query_tile not in kv | ids(q_load), (kv, query_tile)
     assert len(member) == 1 and ids(store) == ids(q_load) == kv | member, (q_load, store)
+
+
+# -- run-time sizes ----------------------------------------------------------------------------
+
+
+def _dynamic(dim: str, dims: dict, axis: int, divisor: int = 1) -> ModuleOp:
+    """The sample in bf16 with `dim` dynamic (Q, K and V's axis `axis`), 1..4096."""
+    text = dynamic_form(specialize(Path(SAMPLE).read_text(), dims, "bf16"), dim)
+    return load_program(text, dim_ranges={f"{t}.{axis}": DimRange(divisor, 4096, divisor) for t in "qkv"})
+
+
+def _dynamic_torch(module: nn.Module, b=1, h=2, hkv=2) -> ModuleOp:
+    """`module` (Q, K, V of `qkv`) exported with the sequence dim of each marked dynamic, 1..4096."""
+    args = qkv(b, h, hkv, 256, 256)
+    for x in args:
+        torch._dynamo.mark_dynamic(x, 2, min=1, max=4096)
+    e = export(module, args, "m")
+    return load_program(str(e.mlir), dim_ranges=e.dim_ranges)
+
+
+DYNAMIC = {  # name: (program, (batch, heads, kv heads, queries, keys) of each run, which keys a query sees)
+    "sequence": (lambda: _dynamic("S", {"B": 1, "H": 2, "S": 4096, "D": 128}, 2),
+                 [(1, 2, 2, n, n) for n in (129, 191, 192, 255, 257, 300, 513)], None),
+    "sequence a multiple of 128": (lambda: _dynamic("S", {"B": 1, "H": 2, "S": 4096, "D": 128}, 2, 128),
+                                   [(1, 2, 2, n, n) for n in (256, 384)], None),
+    "batch": (lambda: _dynamic("B", {"B": 3, "H": 2, "S": 256, "D": 128}, 0),
+              [(b, 2, 2, 256, 256) for b in (1, 2, 3)], None),
+    "sdpa causal": (lambda: _dynamic_torch(SDPA(is_causal=True)),
+                    [(1, 2, 2, n, n) for n in (129, 200, 256, 257, 385)], causal),
+    "sdpa gqa 2, causal": (lambda: _dynamic_torch(SDPA(is_causal=True, gqa=True), 1, 4, 2),
+                           [(1, 4, 2, n, n) for n in (130, 320)], causal),
+}  # fmt: skip
+
+
+def assert_grid_in_pairs(emitted: EmittedModule) -> None:
+    """Each Gluon kernel of a run-time grid launches a program a pair of its twin's query
+    tiles, an odd count's last pair half past the rows: at every size, twice its programs
+    are its twin's, or its twin's and one tile a batch and head more."""
+
+    def programs(sig, n):
+        return sig.programs * math.prod(-(-n // b) for _, b in sig.grid_sizes)
+
+    for sig in emitted.kernels:
+        if sig.gpu is None or not sig.gpu.grid_sizes:
+            continue
+        per_head = sig.programs  # (the static factor: batch and heads, times tiles if static)
+        for n in range(1, 700):
+            assert 2 * programs(sig.gpu, n) - programs(sig, n) in (0, per_head), (n, sig, sig.gpu)
+        launch = re.search(rf"        {sig.gpu.name}\[\((.*),\)\]\(", emitted.text)
+        expected = " * ".join([str(sig.gpu.programs)] * (sig.gpu.programs != 1) +
+                              [n if b == 1 else f"(({n} + {b - 1}) // {b})" for n, b in sig.gpu.grid_sizes])  # fmt: skip
+        assert launch is not None and launch[1] == expected, (expected, emitted.text)
+        assert re.search(rf"@gluon.jit\(do_not_specialize=\[.*'{sig.gpu.grid_sizes[0][0]}'.*\]\)\ndef {sig.gpu.name}\(",
+                         emitted.text), emitted.text  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(DYNAMIC))
+def test_run_time_sizes_take_the_kernel_and_match(name):
+    """One compile serves every size: the Gluon kernel (emulated) at sizes past its
+    variant's 128, odd counts of query tiles (the last pair's second tile past the rows),
+    a last key tile of one key (TMA's zeros past the end, masked), each matches float64."""
+    program, shapes, keep = DYNAMIC[name]
+    prog, emitted = compiled(program())
+    assert any(sig.gpu is not None for sig in emitted.kernels), emitted.text
+    assert_grid_in_pairs(emitted)
+    for b, h, hkv, sq, sk in shapes:
+        q, k, v = qkv(b, h, hkv, sq, sk)
+        want = reference(q, k, v, keep=keep)
+        triton_out, gluon_out = both(prog, emitted, (q, k, v))
+        assert relative_error(triton_out.double().numpy(), want.numpy()) < TOLERANCE[BF16], (b, sq)
+        assert relative_error(gluon_out.double().numpy(), want.numpy()) < TOLERANCE[BF16], (b, sq)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="Gluon runs on the GPU only")
+@pytest.mark.parametrize("name", sorted(DYNAMIC))
+def test_run_time_sizes_on_the_gpu(name):
+    """On an sm_90 GPU: the program compiled once runs the Gluon kernel at every size of
+    the range (1, 2, primes, 2^k - 1, 2^k, 2^k + 1, the end) against SDPA in f32, and
+    Triton compiles the Gluon kernel once."""
+    if torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("the warp-specialised kernel is sm_90's")
+    program, shapes, keep = DYNAMIC[name]
+    module, emitted = build(program(), "h100")
+    prog = load(module, emitted)
+    b, h, hkv, _, _ = shapes[-1]
+    sizes = [1, 2, 3, 17, 127, 128, 129, 131, 255, 256, 257, 1000, 1023, 1024, 1025, 4095, 4096]
+    for n in sizes if name != "batch" else [1, 2, 3, 5, 16]:
+        shape = (n, h, hkv, 256, 256) if name == "batch" else (b, h, hkv, n, n)
+        q, k, v = (x.cuda() for x in qkv(*shape))
+        (got,) = prog(q, k, v)
+        want = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=keep is not None,
+                                              enable_gqa=h != hkv)  # fmt: skip
+        assert relative_error(got.double().cpu().numpy(), want.double().cpu().numpy()) < TOLERANCE[BF16], n
+    for sig in emitted.kernels:
+        if sig.gpu is not None:
+            caches = getattr(prog.python, sig.gpu.name).device_caches.values()
+            assert sum(len(c[0]) for c in caches) == 1, sig.gpu.name
 
 
 # -- the emulator sees planted bugs ----------------------------------------------------------

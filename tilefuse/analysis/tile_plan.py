@@ -1066,10 +1066,13 @@ def warp_specialized_attention(graph: Graph, dims: SharedDims, target: Target, s
     It takes: an sm_90 target; one score contraction and one P x V contraction,
     16-bit operands read as the host passes them (Q, K, V kernel arguments; K and V
     row-major for TMA); head dim and output width 128; no tensor read along the key dim
-    besides K and V (masks, biases from memory: later); static sizes, the query rows a
-    multiple of two tiles (the two consumers' tiles share a batch and head) and more
-    than one key tile. A causal bound is fine: tile-and-fuse bounds the consumers' key
-    loops by their rows together (`TileProgramBuilder._row_span`)."""
+    besides K and V (masks, biases from memory: later); static query rows a multiple of
+    two tiles (the two consumers' tiles share a batch and head; a run-time count of
+    query tiles is launched in pairs, the odd one's partner masked) and more than one
+    key tile (at the size the plan is made for: a run-time key count's last tile is
+    loaded by TMA, zeros past the end, and masked like the Triton kernel's). A causal
+    bound is fine: tile-and-fuse bounds the consumers' key loops by their rows together
+    (`TileProgramBuilder._row_span`)."""
     reasons = []
     if target.compute_capability[0] != 9:
         reasons.append("not an sm_90 target")
@@ -1077,8 +1080,6 @@ def warp_specialized_attention(graph: Graph, dims: SharedDims, target: Target, s
         reasons.append("operands not 16-bit")
     if head != 128 or out_width != 128:
         reasons.append(f"head dim {head}, output width {out_width} (128 measured)")
-    if any(d.dynamic for d in dims.dims):
-        reasons.append("dynamic sizes")
     scores = [n for n in graph.nodes if n.kind == CONTRACTION and n not in sm.linear]
     outs = [r for r in sm.linear if r.kind == CONTRACTION]
     if len(scores) != 1 or len(outs) != 1 or len(sm.linear) != 2:
@@ -1106,7 +1107,7 @@ def _ws_operand_reasons(graph: Graph, dims: SharedDims, sm, score: Node, out: No
         reasons.append("a tensor read along the key dim besides K and V")
     rows = [dims.of[(a.index, d)] for d in a.s.operand_dims(1)]
     row = max(_query_rows([score], dims, j, rows), key=lambda d: dims.dims[d].extent)
-    if dims.dims[row].extent % (WS_CONSUMERS * WS_QUERY_ROWS):
+    if not dims.dims[row].dynamic and dims.dims[row].extent % (WS_CONSUMERS * WS_QUERY_ROWS):
         reasons.append(f"query rows not a multiple of {WS_CONSUMERS * WS_QUERY_ROWS}")
     if dims.dims[j].extent <= WS_KEY_BLOCK:
         reasons.append("one key tile")

@@ -52,9 +52,9 @@ CASES = [  # sample, fixed dims, storage dtype, dynamic dim, its argument dims, 
 
 
 def compiles(program) -> int:
-    """Triton compiles the program's kernels hold (every device)."""
+    """Triton compiles the program's kernels hold (every device), Gluon twins too."""
     total = 0
-    for name in program.python.KERNELS:
+    for name in [*program.python.KERNELS, *getattr(program.python, "GPU_KERNELS", ())]:
         k = getattr(program.python, name)
         k = getattr(k, "kernel", k)  # a FastKernel's Triton kernel
         for caches in getattr(k, "device_caches", {}).values():

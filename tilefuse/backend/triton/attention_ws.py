@@ -288,14 +288,13 @@ class AttentionPrinter:
 
     def _check_pairs(self) -> None:
         """The consumers' consecutive tiles share batch, head and key loops: the query dim
-        is the fastest program id with an even tile count, and no key loop bound nor K/V
-        offset depends on it."""
+        is the fastest program id with an even tile count (a run-time count is rounded up
+        to one: the last program's second tile lies past the rows, its loads and stores
+        masked as any edge tile's), and no key loop bound nor K/V offset depends on it."""
         grid = self.p.grid
-        if grid.sizes:
-            raise NotWarpSpecialized("a dynamic grid")
         order = KernelPrinter._id_order(grid, range(len(grid.grid_shape)))
-        fastest = order[-1]
-        if grid.grid_shape[fastest] % self.consumers:
+        fastest = self.fastest = order[-1]
+        if grid.grid_shape[fastest] >= 0 and grid.grid_shape[fastest] % self.consumers:
             raise NotWarpSpecialized("an odd number of query tiles")
         q_pid = grid.program_ids[fastest]
         rows = self.bm * self.consumers
@@ -311,28 +310,47 @@ class AttentionPrinter:
     # -- the kernel -------------------------------------------------------------------
 
     def print(self) -> WarpSpecialized:
-        consumer = _GluonPrinter(self.name, self.group, [self.p.grid])
-        params = consumer.signature(()).params  # (every tensor's pointer, strides, sizes)
-        names = [p.name for p in params]
+        triton = self._printer().signature(())  # (every tensor's pointer, strides, sizes)
+        names = [p.name for p in triton.params]
         steps = [self._step_helper(i, loop) for i, loop in enumerate(self.p.loops)]
         consumer_text = self._consumer(names, steps)
         loader_text = self._loader(names)
-        entry = self._entry(names)
-        text = "\n\n\n".join([*(st.text for st in steps), loader_text, consumer_text, entry])
         k_index = list(self.group.entry.args).index(self.k_source)
         v_index = list(self.group.entry.args).index(self.v_source)
         described = [p if p.kind is not POINTER or p.tensor not in (k_index, v_index)
-                     else replace(p, descriptor=True) for p in params]  # fmt: skip
-        programs = math.prod(self.p.grid.grid_shape) // self.consumers
-        sig = KernelSignature(self.name, tuple(described), 4, self.stages, programs)
+                     else replace(p, descriptor=True) for p in triton.params]  # fmt: skip
+        sig = KernelSignature(self.name, tuple(described), 4, self.stages, *self._programs(triton))
+        entry = self._entry(names, sig.unspecialized)
+        text = "\n\n\n".join([*(st.text for st in steps), loader_text, consumer_text, entry])
         return WarpSpecialized(text, sig)
+
+    def _programs(self, triton: KernelSignature) -> tuple[int, tuple[tuple[str, int], ...]]:
+        """The launch's programs (`KernelSignature.programs`, `grid_sizes`) from the tile
+        grid's (`triton`, the Triton kernel's signature): a program a group of consumer
+        tiles along the query dim, whose run-time count is taken in whole groups."""
+        shape, c = self.p.grid.grid_shape, self.consumers
+        if not self.p.grid.sizes:
+            return math.prod(shape) // c, ()
+        if shape[self.fastest] >= 0:
+            return triton.programs // c, triton.grid_sizes
+        at = sum(1 for n in shape[: self.fastest] if n < 0)  # (its place among the run-time counts)
+        sizes = list(triton.grid_sizes)
+        sizes[at] = (sizes[at][0], sizes[at][1] * c)
+        return triton.programs, tuple(sizes)
+
+    def _printer(self) -> _GluonPrinter:
+        """A printer of the grid's ops in Gluon, its query tiles counted in groups."""
+        pr = _GluonPrinter(self.name, self.group, [self.p.grid])
+        pr.tiles_together = {self.fastest: self.consumers}
+        return pr
 
     def _program(self) -> str:
         """The program's index: launch order, or reversed (`causal`)."""
         if not self.causal:
             return "gl.program_id(0)"
-        programs = math.prod(self.p.grid.grid_shape) // self.consumers
-        return f"({programs - 1} - gl.program_id(0))"
+        if self.p.grid.sizes:
+            return "(gl.num_programs(0) - 1 - gl.program_id(0))"
+        return f"({math.prod(self.p.grid.grid_shape) // self.consumers - 1} - gl.program_id(0))"
 
     def _layouts(self) -> list[str]:
         bm, bn, dv = self.bm, self.bn, self.dv
@@ -350,13 +368,15 @@ class AttentionPrinter:
     def _smem_layout(self, block: list[int]) -> str:
         return f"gl.NVMMASharedLayout.get_default_for({block}, {self.dtype})"
 
-    def _entry(self, names: list[str]) -> str:
+    def _entry(self, names: list[str], unspecialized: tuple[str, ...]) -> str:
+        """The kernel: shared memory and barriers made, the partitions forked
+        (`unspecialized`: parameters Triton must not specialise, run-time sizes)."""
         c, st = self.consumers, self.stages
         bm, d = self.bm, self.d
         kb, vb = self._box(self.k_source), self._box(self.v_source)
         ring = ("k_smem", "v_smem", "k_ready", "k_empty", "v_ready", "v_empty")
         lines = [
-            "@gluon.jit",
+            f"@gluon.jit(do_not_specialize={list(unspecialized)!r})" if unspecialized else "@gluon.jit",
             f"def {self.name}({', '.join(names)}):",
             f"    q_smem = gl.allocate_shared_memory({self.dtype}, [{c}, {bm}, {d}], {self._smem_layout([bm, d])})",
             f"    k_smem = gl.allocate_shared_memory({self.dtype}, {[st, *kb]}, {self._smem_layout(kb)})",
@@ -382,7 +402,7 @@ class AttentionPrinter:
     def _loader(self, names: list[str]) -> str:
         """The producer: the program's first tile's key loops, each key and value tile
         into the next ring slot once both consumers are done with it."""
-        pr = _GluonPrinter(self.name, self.group, [self.p.grid])
+        pr = self._printer()
         grid = self.p.grid
         pr.assign("pid", f"{self._program()} * {self.consumers}")
         pr.print_program_ids(grid, "pid")
@@ -393,7 +413,7 @@ class AttentionPrinter:
         descs = {}
         for src, box in ((k, self._box(k)), (v, self._box(v))):
             descs[src] = pr.names.fresh(f"{pr.base[src]}_desc")
-            shape = [str(n) for n in src.type.get_shape()]
+            shape = [str(n) if n >= 0 else pr.sizes[(src, i)] for i, n in enumerate(src.type.get_shape())]
             strides = [*pr.strides[src][:-1], "1"]
             pr.assign(descs[src], f"tma.make_tensor_descriptor({pr.ptr[src]}, shape=[{', '.join(shape)}], "
                                   f"strides=[{', '.join(strides)}], block_shape={box}, "
@@ -432,7 +452,7 @@ class AttentionPrinter:
         offset `k` to the values the rest of the body reads (the probabilities, the
         correction, the carried values' next ones)."""
         body = loop.loop.body.block
-        hp = _GluonPrinter(self.name, self.group, [self.p.grid])
+        hp = self._printer()
         mine = {r for op in loop.step_ops for r in op.results}
         inner = {r for op in loop.step_ops for o in op.walk() for r in o.results} | mine
         params: list[str] = ["s", "k"]
@@ -455,6 +475,7 @@ class AttentionPrinter:
                     free.append(v)
         for n, v in enumerate(free):
             name = hp.names.fresh(f"x{n}")
+            hp.expr.pop(v, None)  # (a run-time size is a kernel parameter: the helper's own here)
             hp.names.of[v] = name
             params.append(name)
         for op in loop.step_ops:
@@ -473,7 +494,7 @@ class AttentionPrinter:
     def _consumer(self, names: list[str], steps: list[_Step]) -> str:
         """One consumer warpgroup: the tile program of tile `consumers * program +
         consumer`, its key loops pipelined."""
-        pr = _GluonPrinter(self.name, self.group, [self.p.grid])
+        pr = self._printer()
         grid = self.p.grid
         pr.names.used |= {"consumer", "q_tile", "s", "p_op", "it", "slot", "phase", "prev_slot", "prev_phase"}
         pr.assign("pid", f"{self._program()} * {self.consumers} + consumer")

@@ -21,8 +21,9 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from types import MappingProxyType
 
 from xdsl.dialects import arith, cf, scf, tensor
 from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerAttr, IntegerType
@@ -320,14 +321,25 @@ class KernelPrinter(Emitter):
             return None
         return self.sizes.get((op.source, index.value.value.data))
 
+    tiles_together: Mapping[int, int] = MappingProxyType({})
+    """Grid dim -> tiles one program takes together along it (the warp-specialised
+    attention's consumers, `attention_ws.py`): a run-time count of tiles is rounded up
+    to a multiple of it, the last group's extra tiles masked like any past the edge."""
+
     def grid_counts(self, grid: TileGridOp) -> list[str]:
         """Programs along each grid dim: a number, or `tl.cdiv` of a run-time extent
-        by the dim's block."""
+        by the dim's block (`tiles_together`: in whole groups of tiles)."""
         dims = grid.plan.dims if grid.plan is not None else ()
         size = dict(zip([k for k, (e, _, _) in enumerate(dims) if e < 0], grid.sizes, strict=True))
         gridded = [k for k, (_, _, m) in enumerate(dims) if m == GRID]
-        return [str(n) if n >= 0 else f"tl.cdiv({self.ref(size[gridded[j]])}, {dims[gridded[j]][1]})"
-                for j, n in enumerate(grid.grid_shape)]  # fmt: skip
+        counts = []
+        for j, n in enumerate(grid.grid_shape):
+            together = self.tiles_together.get(j, 1)
+            block = dims[gridded[j]][1] if n < 0 else 0
+            counts.append(str(n) if n >= 0 else
+                          f"tl.cdiv({self.ref(size[gridded[j]])}, {block})" if together == 1 else
+                          f"tl.cdiv({self.ref(size[gridded[j]])}, {block * together}) * {together}")  # fmt: skip
+        return counts
 
     # -- values ----------------------------------------------------------------
 
