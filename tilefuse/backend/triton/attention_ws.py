@@ -319,7 +319,8 @@ class AttentionPrinter:
         v_index = list(self.group.entry.args).index(self.v_source)
         described = [p if p.kind is not POINTER or p.tensor not in (k_index, v_index)
                      else replace(p, descriptor=True) for p in triton.params]  # fmt: skip
-        sig = KernelSignature(self.name, tuple(described), 4, self.stages, *self._programs(triton))
+        sig = KernelSignature(self.name, tuple(described), 4, self.stages, *self._programs(triton),
+                              whole_sizes=triton.whole_sizes)  # (checked at launch, as the twin's)
         entry = self._entry(names, sig.unspecialized)
         text = "\n\n\n".join([*(st.text for st in steps), loader_text, consumer_text, entry])
         return WarpSpecialized(text, sig)
