@@ -80,6 +80,10 @@ class DimTile:
     is a multiple of the block."""
     divisor: int = 1
     """A dynamic trip count is a multiple of this (`analysis.dim_facts`)."""
+    together: int = 1
+    """Tiles of this dim one program takes together (the warp-specialised attention's
+    consumers): a run-time count of them is launched in whole groups, so a tile of the
+    last group can lie wholly past the end."""
 
     @property
     def programs(self) -> int:
@@ -90,8 +94,8 @@ class DimTile:
     def partial(self) -> bool:
         """Can a tile of this dim be only partly inside the tensor?"""
         if self.dynamic:
-            return self.divisor % self.block != 0
-        return self.extent % self.block != 0
+            return self.divisor % (self.block * self.together) != 0
+        return self.extent % (self.block * self.together) != 0
 
 
 @dataclass(frozen=True)
@@ -987,6 +991,8 @@ def _plan_attention(graph: Graph, dims: SharedDims, target: Target, budget: int,
     br = min(br, max(MIN_DOT, pow2(ext[row])))
     bc = min(bc, max(MIN_DOT, pow2(ext[j])))
     why_not = warp_specialized_attention(graph, dims, target, sm, head, out_width, ebytes, p_dtype)
+    if any(dims.dims[d].dynamic for d in head_dims | out_dims):  # (priced at one width; the kernel's is 128)
+        why_not = "; ".join(filter(None, [why_not, "a run-time head dim or output width"]))
     if why_not is None:
         ws_plan = _plan_warp_specialized(dims, target, budget, j, row, head_dims | out_dims, head, out_width)
         if ws_plan.working_set <= budget:
@@ -1126,7 +1132,8 @@ def _plan_warp_specialized(dims: SharedDims, target: Target, budget: int, j: int
         elif d.id in whole:
             tiles.append(DimTile(d.id, d.extent, pow2(d.extent), WHOLE))
         else:
-            tiles.append(DimTile(d.id, d.extent, WS_QUERY_ROWS if d.id == row else 1, GRID))
+            tiles.append(DimTile(d.id, d.extent, WS_QUERY_ROWS if d.id == row else 1, GRID,
+                                 together=WS_CONSUMERS if d.id == row else 1))  # fmt: skip
     ws = WS_CONSUMERS * WS_QUERY_ROWS * head * 2 + WS_STAGES * WS_KEY_BLOCK * (head + out_width) * 2
     ws += WS_SYNC_BYTES
     threads = (WS_CONSUMERS * 4 + 4) * target.warp_size  # (the producer warp's group counts whole)

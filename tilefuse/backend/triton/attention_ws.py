@@ -310,17 +310,23 @@ class AttentionPrinter:
     # -- the kernel -------------------------------------------------------------------
 
     def print(self) -> WarpSpecialized:
-        triton = self._printer().signature(())  # (every tensor's pointer, strides, sizes)
-        names = [p.name for p in triton.params]
+        every = [p.name for p in self._printer().signature(()).params]  # (pointers, strides, sizes)
         steps = [self._step_helper(i, loop) for i, loop in enumerate(self.p.loops)]
-        consumer_text = self._consumer(names, steps)
-        loader_text = self._loader(names)
+        consumer_text, loader_text = self._consumer(every, steps), self._loader(every)
+        # (as the Triton kernel's: an input only a size is read of passes that size alone,
+        # a size no partition names is the host's; the partitions printed again with those)
+        body = [line for text in (consumer_text, loader_text) for line in text.split("\n")[2:]]
+        triton = self._printer().signature(body)
+        names = [p.name for p in triton.params]
+        if names != every:
+            consumer_text, loader_text = self._consumer(names, steps), self._loader(names)
         k_index = list(self.group.entry.args).index(self.k_source)
         v_index = list(self.group.entry.args).index(self.v_source)
         described = [p if p.kind is not POINTER or p.tensor not in (k_index, v_index)
                      else replace(p, descriptor=True) for p in triton.params]  # fmt: skip
         sig = KernelSignature(self.name, tuple(described), 4, self.stages, *self._programs(triton),
-                              whole_sizes=triton.whole_sizes)  # (checked at launch, as the twin's)
+                              whole_sizes=triton.whole_sizes,  # (checked at launch, as the twin's)
+                              host_sizes=triton.host_sizes)  # fmt: skip
         entry = self._entry(names, sig.unspecialized)
         text = "\n\n\n".join([*(st.text for st in steps), loader_text, consumer_text, entry])
         return WarpSpecialized(text, sig)
