@@ -41,7 +41,7 @@ from tilefuse.backend.triton.module import EmittedModule, emit_module
 from tilefuse.frontend.program import load_program, random_inputs
 from tilefuse.frontend.specialize import dynamic_form, specialize
 from tilefuse.gpu.check import check_programs
-from tilefuse.ir.dynamic import DimRange
+from tilefuse.ir.dynamic import DimRange, declared_ranges
 from tilefuse.ir.module import entry_function
 from tilefuse.ir.tilefuse import GroupOp
 from tilefuse.oracle.compare import relative_error
@@ -610,11 +610,14 @@ def test_run_time_sizes_on_the_gpu(name):
     if torch.cuda.get_device_capability()[0] != 9:
         pytest.skip("the warp-specialised kernel is sm_90's")
     program, shapes, keep = DYNAMIC[name]
-    module, emitted = build(program(), "h100")
+    module = program()
+    (within,) = set(declared_ranges(entry_function(module)).values())  # (one range: Q's, K's, V's)
+    module, emitted = build(module, "h100")
     prog = load(module, emitted)
     b, h, hkv, _, _ = shapes[-1]
-    sizes = [1, 2, 3, 17, 127, 128, 129, 131, 255, 256, 257, 1000, 1023, 1024, 1025, 4095, 4096]
-    for n in sizes if name != "batch" else [1, 2, 3, 5, 16]:
+    sizes = [1, 2, 3, 17, 127, 128, 129, 131, 255, 256, 257, 384, 1000, 1023, 1024, 1025, 4095, 4096]
+    for n in [n for n in sizes if within.lo <= n <= within.hi and n % within.divisor == 0] \
+            if name != "batch" else [1, 2, 3, 5, 16]:  # fmt: skip
         shape = (n, h, hkv, 256, 256) if name == "batch" else (b, h, hkv, n, n)
         q, k, v = (x.cuda() for x in qkv(*shape))
         (got,) = prog(q, k, v)
