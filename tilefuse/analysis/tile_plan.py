@@ -990,9 +990,8 @@ def _plan_attention(graph: Graph, dims: SharedDims, target: Target, budget: int,
         bc = min(bc, max(64, min(128, head)))
     br = min(br, max(MIN_DOT, pow2(ext[row])))
     bc = min(bc, max(MIN_DOT, pow2(ext[j])))
-    why_not = warp_specialized_attention(graph, dims, target, sm, head, out_width, ebytes, p_dtype)
-    if any(dims.dims[d].dynamic for d in head_dims | out_dims):  # (priced at one width; the kernel's is 128)
-        why_not = "; ".join(filter(None, [why_not, "a run-time head dim or output width"]))
+    why_not = warp_specialized_attention(graph, dims, target, sm, head_dims | out_dims, head, out_width,
+                                         ebytes, p_dtype)  # fmt: skip
     if why_not is None:
         ws_plan = _plan_warp_specialized(dims, target, budget, j, row, head_dims | out_dims, head, out_width)
         if ws_plan.working_set <= budget:
@@ -1057,8 +1056,8 @@ WS_SYNC_BYTES = 512
 head dim 128, Triton 3.6 and 3.9)."""
 
 
-def warp_specialized_attention(graph: Graph, dims: SharedDims, target: Target, sm, head: int,
-                               out_width: int, ebytes: int, p_dtype: str) -> str | None:  # fmt: skip
+def warp_specialized_attention(graph: Graph, dims: SharedDims, target: Target, sm, widths: set[int],
+                               head: int, out_width: int, ebytes: int, p_dtype: str) -> str | None:  # fmt: skip
     """Why this FlashAttention group cannot take the warp-specialised Hopper kernel
     (None: it can). That kernel (FlashAttention-3's schedule, printed in Gluon by
     `backend/triton/attention_ws.py`): a producer warp loads key and value tiles by
@@ -1071,7 +1070,8 @@ def warp_specialized_attention(graph: Graph, dims: SharedDims, target: Target, s
 
     It takes: an sm_90 target; one score contraction and one P x V contraction,
     16-bit operands read as the host passes them (Q, K, V kernel arguments; K and V
-    row-major for TMA); head dim and output width 128; no tensor read along the key dim
+    row-major for TMA); head dim and output width 128 (`widths`, their shared dims: not
+    run-time sizes, which the plan prices at one value); no tensor read along the key dim
     besides K and V (masks, biases from memory: later); static query rows a multiple of
     two tiles (the two consumers' tiles share a batch and head; a run-time count of
     query tiles is launched in pairs, the odd one's partner masked) and more than one
@@ -1086,6 +1086,8 @@ def warp_specialized_attention(graph: Graph, dims: SharedDims, target: Target, s
         reasons.append("operands not 16-bit")
     if head != 128 or out_width != 128:
         reasons.append(f"head dim {head}, output width {out_width} (128 measured)")
+    if any(dims.dims[d].dynamic for d in widths):
+        reasons.append("a run-time head dim or output width")
     scores = [n for n in graph.nodes if n.kind == CONTRACTION and n not in sm.linear]
     outs = [r for r in sm.linear if r.kind == CONTRACTION]
     if len(scores) != 1 or len(outs) != 1 or len(sm.linear) != 2:

@@ -284,6 +284,8 @@ class AttentionPrinter:
         if len(ks) != 1:
             raise NotWarpSpecialized("the key loops read other K or V tensors")
         (self.k_source, self.v_source), = ks
+        self.fastest = KernelPrinter._id_order(grid, range(len(grid.grid_shape)))[-1]
+        """The query tiles' grid dim (the fastest program id: `_check_pairs`)."""
         self._check_pairs()
 
     def _check_pairs(self) -> None:
@@ -292,8 +294,7 @@ class AttentionPrinter:
         to one: the last program's second tile lies past the rows, its loads and stores
         masked as any edge tile's), and no key loop bound nor K/V offset depends on it."""
         grid = self.p.grid
-        order = KernelPrinter._id_order(grid, range(len(grid.grid_shape)))
-        fastest = self.fastest = order[-1]
+        fastest = self.fastest
         if grid.grid_shape[fastest] >= 0 and grid.grid_shape[fastest] % self.consumers:
             raise NotWarpSpecialized("an odd number of query tiles")
         q_pid = grid.program_ids[fastest]
@@ -310,16 +311,16 @@ class AttentionPrinter:
     # -- the kernel -------------------------------------------------------------------
 
     def print(self) -> WarpSpecialized:
-        every = [p.name for p in self._printer().signature(()).params]  # (pointers, strides, sizes)
         steps = [self._step_helper(i, loop) for i, loop in enumerate(self.p.loops)]
-        consumer_text, loader_text = self._consumer(every, steps), self._loader(every)
-        # (as the Triton kernel's: an input only a size is read of passes that size alone,
-        # a size no partition names is the host's; the partitions printed again with those)
-        body = [line for text in (consumer_text, loader_text) for line in text.split("\n")[2:]]
-        triton = self._printer().signature(body)
+        consumer, loader = self._consumer(steps), self._loader()
+        # (the parameters as the Triton kernel's from what the partitions read: an input
+        # read only for a size passes that size alone, a size none names is the host's)
+        triton = self._printer().signature([*consumer, *loader])
         names = [p.name for p in triton.params]
-        if names != every:
-            consumer_text, loader_text = self._consumer(names, steps), self._loader(names)
+        ring = "k_smem, v_smem, k_ready, k_empty, v_ready, v_empty"
+        consumer_text = "\n".join(["@gluon.jit", f"def {self.name}_consumer({', '.join(names)}, {ring}, q_smem, "
+                                                  "consumer: gl.constexpr):", *consumer])  # fmt: skip
+        loader_text = "\n".join(["@gluon.jit", f"def {self.name}_loader({', '.join(names)}, {ring}):", *loader])
         k_index = list(self.group.entry.args).index(self.k_source)
         v_index = list(self.group.entry.args).index(self.v_source)
         described = [p if p.kind is not POINTER or p.tensor not in (k_index, v_index)
@@ -332,18 +333,14 @@ class AttentionPrinter:
         return WarpSpecialized(text, sig)
 
     def _programs(self, triton: KernelSignature) -> tuple[int, tuple[tuple[str, int], ...]]:
-        """The launch's programs (`KernelSignature.programs`, `grid_sizes`) from the tile
-        grid's (`triton`, the Triton kernel's signature): a program a group of consumer
-        tiles along the query dim, whose run-time count is taken in whole groups."""
-        shape, c = self.p.grid.grid_shape, self.consumers
+        """The launch's programs (`KernelSignature.programs`, `grid_sizes`) from the
+        signature of the grid printed with its query tiles in groups (`triton`, whose
+        run-time query count is already in groups' rows): a program a group."""
+        shape = self.p.grid.grid_shape
         if not self.p.grid.sizes:
-            return math.prod(shape) // c, ()
-        if shape[self.fastest] >= 0:
-            return triton.programs // c, triton.grid_sizes
-        at = sum(1 for n in shape[: self.fastest] if n < 0)  # (its place among the run-time counts)
-        sizes = list(triton.grid_sizes)
-        sizes[at] = (sizes[at][0], sizes[at][1] * c)
-        return triton.programs, tuple(sizes)
+            return math.prod(shape) // self.consumers, ()
+        static = triton.programs // self.consumers if shape[self.fastest] >= 0 else triton.programs
+        return static, triton.grid_sizes
 
     def _printer(self) -> _GluonPrinter:
         """A printer of the grid's ops in Gluon, its query tiles counted in groups."""
@@ -406,9 +403,9 @@ class AttentionPrinter:
             lines.append(f"        mbarrier.invalidate({bar}.index(i))")
         return "\n".join(lines)
 
-    def _loader(self, names: list[str]) -> str:
-        """The producer: the program's first tile's key loops, each key and value tile
-        into the next ring slot once both consumers are done with it."""
+    def _loader(self) -> list[str]:
+        """The producer's body: the program's first tile's key loops, each key and value
+        tile into the next ring slot once both consumers are done with it."""
         pr = self._printer()
         grid = self.p.grid
         pr.assign("pid", f"{self._program()} * {self.consumers}")
@@ -444,9 +441,7 @@ class AttentionPrinter:
                 pr.emit(f"_tma_load({descs[src]}, [{at}], {ring}_ready.index(slot), {ring}_smem.index(slot))")
             pr.assign("it", "it + 1")
             pr.pop()
-        head = ["@gluon.jit", f"def {self.name}_loader({', '.join(names)}, k_smem, v_smem, k_ready, k_empty, "
-                              "v_ready, v_empty):"]  # fmt: skip
-        return "\n".join(head + pr.lines)
+        return pr.lines
 
     def _box(self, src: SSAValue) -> list[int]:
         """The TMA box of `src`'s tiles: the load's tile, unit dims included."""
@@ -498,8 +493,8 @@ class AttentionPrinter:
                           *without_dead_values(hp.lines)])  # fmt: skip
         return _Step(name, text, carried, free, returned)
 
-    def _consumer(self, names: list[str], steps: list[_Step]) -> str:
-        """One consumer warpgroup: the tile program of tile `consumers * program +
+    def _consumer(self, steps: list[_Step]) -> list[str]:
+        """One consumer warpgroup's body: the tile program of tile `consumers * program +
         consumer`, its key loops pipelined."""
         pr = self._printer()
         grid = self.p.grid
@@ -524,9 +519,7 @@ class AttentionPrinter:
                 self._key_loop(pr, *loops[op])
             else:
                 pr.print_op(op)
-        head = ["@gluon.jit", f"def {self.name}_consumer({', '.join(names)}, k_smem, v_smem, k_ready, k_empty, "
-                              "v_ready, v_empty, q_smem, consumer: gl.constexpr):"]  # fmt: skip
-        return "\n".join(head + without_dead_values(pr.lines))
+        return without_dead_values(pr.lines)
 
     def _key_loop(self, pr: _GluonPrinter, loop: KeyLoop, step: _Step) -> None:
         """A key loop, pipelined (the module docstring): a first tile, the rest in a loop,

@@ -323,23 +323,29 @@ class KernelPrinter(Emitter):
 
     tiles_together: Mapping[int, int] = MappingProxyType({})
     """Grid dim -> tiles one program takes together along it (the warp-specialised
-    attention's consumers, `attention_ws.py`): a run-time count of tiles is rounded up
-    to a multiple of it, the last group's extra tiles masked like any past the edge."""
+    attention's consumers, `attention_ws.py`): a run-time count of tiles is counted in
+    whole groups (`grid_counts`, `KernelSignature.grid_sizes`: a group's rows the
+    block), the last group's extra tiles masked like any past the edge."""
 
     def grid_counts(self, grid: TileGridOp) -> list[str]:
         """Programs along each grid dim: a number, or `tl.cdiv` of a run-time extent
-        by the dim's block (`tiles_together`: in whole groups of tiles)."""
-        dims = grid.plan.dims if grid.plan is not None else ()
-        size = dict(zip([k for k, (e, _, _) in enumerate(dims) if e < 0], grid.sizes, strict=True))
-        gridded = [k for k, (_, _, m) in enumerate(dims) if m == GRID]
+        by the dim's block (`tiles_together`: whole groups of tiles, times the group)."""
+        sizes = dict(self._grid_sizes(grid))
         counts = []
         for j, n in enumerate(grid.grid_shape):
             together = self.tiles_together.get(j, 1)
-            block = dims[gridded[j]][1] if n < 0 else 0
-            counts.append(str(n) if n >= 0 else
-                          f"tl.cdiv({self.ref(size[gridded[j]])}, {block})" if together == 1 else
-                          f"tl.cdiv({self.ref(size[gridded[j]])}, {block * together}) * {together}")  # fmt: skip
+            count = str(n) if n >= 0 else f"tl.cdiv({sizes[j][0]}, {sizes[j][1]})"
+            counts.append(count if n >= 0 or together == 1 else f"{count} * {together}")
         return counts
+
+    def _grid_sizes(self, grid: TileGridOp) -> list[tuple[int, tuple[str, int]]]:
+        """Per run-time grid dim, in order: (grid dim, (size, block)); a block of
+        `tiles_together` tiles where the program takes them together."""
+        dims = grid.plan.dims if grid.plan is not None else ()
+        size = dict(zip([k for k, (e, _, _) in enumerate(dims) if e < 0], grid.sizes, strict=True))
+        gridded = [k for k, (_, _, m) in enumerate(dims) if m == GRID]
+        return [(j, (self.ref(size[k]), dims[k][1] * self.tiles_together.get(j, 1)))
+                for j, k in enumerate(gridded) if k in size]  # fmt: skip
 
     # -- values ----------------------------------------------------------------
 
@@ -471,7 +477,7 @@ class KernelPrinter(Emitter):
             return (), ()
         dynamic = [(self.ref(v), b, m) for v, (_, b, m) in
                    zip(grid.sizes, [d for d in grid.plan.dims if d[0] < 0], strict=True)]  # fmt: skip
-        return (tuple((n, b) for n, b, m in dynamic if m == GRID),
+        return (tuple(sizes for _, sizes in self._grid_sizes(grid)),
                 tuple((n, b) for n, b, m in dynamic if m == WHOLE))
 
     def _described(self) -> set[SSAValue]:
