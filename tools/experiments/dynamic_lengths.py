@@ -30,6 +30,7 @@ from tilefuse.frontend.specialize import dynamic_form, specialize
 from tilefuse.ir.dynamic import DimRange
 from tilefuse.ir.module import entry_function
 from tilefuse.oracle.compare import relative_error, tolerance
+from tilefuse.runtime.compiled import every_kernel
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 
@@ -52,9 +53,10 @@ CASES = [  # sample, fixed dims, storage dtype, dynamic dim, its argument dims, 
 
 
 def compiles(program) -> int:
-    """Triton compiles the program's kernels hold (every device), Gluon twins too."""
+    """Triton compiles the program's kernels hold (every device), Gluon twins and the
+    host's helper kernels too (`runtime.compiled.every_kernel`)."""
     total = 0
-    for name in [*program.python.KERNELS, *getattr(program.python, "GPU_KERNELS", ())]:
+    for name in every_kernel(program.python):
         k = getattr(program.python, name)
         k = getattr(k, "kernel", k)  # a FastKernel's Triton kernel
         for caches in getattr(k, "device_caches", {}).values():
