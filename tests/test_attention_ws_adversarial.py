@@ -46,6 +46,7 @@ from tilefuse.ir.module import entry_function
 from tilefuse.ir.tilefuse import GroupOp
 from tilefuse.oracle.compare import relative_error
 from tilefuse.pipeline import run_pipeline
+from tilefuse.report import analyze_program, format_report
 from tilefuse.runtime.compiled import CompiledProgram, load
 from tilefuse.tools.run import to_torch
 from tilefuse.torch.export import export
@@ -201,6 +202,15 @@ class Residual(nn.Module):
         return F.scaled_dot_product_attention(q, k, v) + r
 
 
+class TwoAdded(nn.Module):
+    """Two attentions summed (a differential or two-branch attention): two kernels, the
+    second's epilogue adding what the first wrote (one kernel holding both key loops was
+    planned at 16 x 16 tiles for an 8 MB "working set")."""
+
+    def forward(self, q, k, v):
+        return F.scaled_dot_product_attention(q, k, v) + F.scaled_dot_product_attention(q, v, k, is_causal=True)
+
+
 class PlusQ(nn.Module):
     """A residual on the query: Q is read by the score product and by the epilogue."""
 
@@ -269,6 +279,11 @@ def _sdpa(b, h, hkv, sq, sk, *, is_causal=False, scale=None, shift=None, dtype=B
     return _torch(SDPA(is_causal, h != hkv, scale, shift), args, want.nan_to_num(0.0) if shift is not None else want)
 
 
+def _two_added(q, k, v):
+    """`TwoAdded`'s reference: each attention rounded to bf16 (as the program stores it)."""
+    return reference(q, k, v).to(BF16).double() + reference(q, v, k, keep=causal).to(BF16).double()
+
+
 def _seq_major():
     q, k, v = qkv(1, 2, 2, 256, 200)
     t = [x.transpose(1, 2).contiguous() for x in (q, k, v)]
@@ -325,6 +340,7 @@ EMULATED = {
                                      reference(*qkv(1, 2, 2, 256, 256), keep=lambda i, j: (j <= i) & (j > i - 100))),
     "residual epilogue": lambda: _torch(Residual(), (*qkv(1, 2, 2, 256, 256), randn(1, 2, 256, 128, seed=9)),
                                         reference(*qkv(1, 2, 2, 256, 256)) + randn(1, 2, 256, 128, seed=9).double()),
+    "two attentions added": lambda: _torch(TwoAdded(), qkv(1, 2, 2, 256, 256), _two_added(*qkv(1, 2, 2, 256, 256))),
     "scale argument, per-query bias, window, residual": _mixed,
     "causal, relative-position bias": _relative_bias,
     "2-D strided views of one projection": _qkv_slices,
@@ -367,6 +383,16 @@ def test_gluon_kernel_matches_the_reference(name):
     assert any(sig.gpu is not None for sig in emitted.kernels), emitted.text
     assert_host_launches_the_twin(emitted)
     assert_gluon_matches(prog, emitted, args, want, TOLERANCE[args[0].dtype])
+
+
+def test_two_attentions_added_are_two_attention_kernels():
+    """Each attention of a sum keeps its own plan (the sample's tiles, within the shared
+    memory budget); the add is the second one's epilogue."""
+    text, _, _ = EMULATED["two attentions added"]()
+    _, emitted = build(text)
+    assert [sig.gpu is not None for sig in emitted.kernels] == [True, True], emitted.text
+    assert emitted.text.count("warp-specialised (Gluon): 2 tiles a program") == 2
+    assert "two FlashAttentions" in format_report(analyze_program(load_program(text), "h100"))
 
 
 # -- which programs take the kernel --------------------------------------------------------

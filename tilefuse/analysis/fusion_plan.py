@@ -289,6 +289,8 @@ def _refusal(
         return why
     if _creates_cycle(st, gp, gc):
         return "merging would create a cycle between kernels"
+    if len({n.op.attributes[ATTENTION_TAG].data for n in merged if ATTENTION_TAG in n.op.attributes}) > 1:
+        return TWO_ATTENTIONS
     if (why := _recomputed_reduction(dims, merged)) is not None:
         return why
     if (why := recompute_refusal(st.graph, merged, dims)) is not None:
@@ -296,6 +298,13 @@ def _refusal(
     if (why := _sibling_refusal(st, gp, gc, merged, dims)) is not None:
         return why
     return _budget_refusal(st, merged)
+
+
+TWO_ATTENTIONS = (
+    "two FlashAttentions: each runs its own key loop at the tile its head dim and "
+    "scores plan; one kernel holding both plans neither (what one writes, the other's "
+    "epilogue reads)"
+)
 
 
 SIBLING_EFFICIENCY = 0.79
