@@ -481,7 +481,8 @@ def aot():
                     print(f"D{d} {'causal ' if causal else ''}{label:24s} FAILED {type(e).__name__}: {str(e)[:3000]}")
 
 
-def main():
+def main(head_dims: set[int] | None = None):
+    """Every shape of `SHAPES` (those of `head_dims` only, where given)."""
     import attention_hopper  # the FA-2 loop as tilefuse prints it, same process
 
     torch.manual_seed(0)
@@ -489,6 +490,8 @@ def main():
     print(torch.cuda.get_device_name(), "triton", triton.__version__, "torch", torch.__version__)
     printed = dict((v[0], v[1:]) for v in attention_hopper.VARIANTS)["as printed"]
     for b, h, hkv, s, d, causal in SHAPES:
+        if head_dims and d not in head_dims:
+            continue
         q = torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16)
         k = torch.randn(b, hkv, s, d, device="cuda", dtype=torch.bfloat16)
         v = torch.randn(b, hkv, s, d, device="cuda", dtype=torch.bfloat16)
@@ -521,5 +524,5 @@ def main():
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "aot":
         aot()
-    else:
-        main()
+    else:  # (optional arguments: head dims to run, `64 128`)
+        main({int(a) for a in sys.argv[1:]})
