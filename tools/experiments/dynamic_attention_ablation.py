@@ -9,7 +9,7 @@ for S dynamic over 1..4096; then the dynamic program's printed module is edited,
 run-time quantity at a time made the static build's constant (the program ids' count,
 the descriptors' extents, the key loop's bounds, the tail loop, size specialisation, the
 Q load's and the store's masks), and every variant is timed side by side with the two
-builds (alternating rounds, median of CUDA-event timings, L2 flushed, the best round),
+builds (median of CUDA-event timings, L2 flushed, the builds taking turns call by call),
 its output checked equal to the static build's. `--texts-only` builds and edits the
 texts without a GPU (every edit must find its text) and prints their sizes.
 """
@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 from pathlib import Path
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
@@ -68,7 +69,7 @@ def texts(target: str, size: int) -> tuple[str, str, dict[str, str]]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     ap.add_argument("--size", type=int, default=4096)
-    ap.add_argument("--rounds", type=int, default=4)
+    ap.add_argument("--calls", type=int, default=40, help="timed calls a build")
     ap.add_argument("--json", metavar="OUT.json")
     ap.add_argument("--texts-only", action="store_true")
     ap.add_argument("--target", default="auto")
@@ -82,7 +83,7 @@ def main() -> None:
     import torch
 
     from tilefuse.runtime.compiled import import_source
-    from tools.experiments.dynamic_lengths import time_call
+    from tools.experiments.dynamic_lengths import time_interleaved
 
     torch.manual_seed(0)
     q, k, v = (torch.randn(4, 32, args.size, 128, device="cuda", dtype=torch.bfloat16) for _ in range(3))
@@ -92,18 +93,17 @@ def main() -> None:
     for name, fn in fns.items():  # (and warm: every Triton compile before the timings)
         got = fn(q, k, v)
         assert torch.equal(got, want), f"{name}: not the static build's output"
-    times: dict[str, list[float]] = {name: [] for name in fns}
-    for r in range(args.rounds):
-        for name in list(fns)[:: 1 if r % 2 else -1]:
-            times[name].append(time_call(fns[name], (q, k, v)))
+    times = time_interleaved(fns, (q, k, v), calls=args.calls)
     flops = 4 * 4 * 32 * args.size * args.size * 128
+    static_ms = statistics.median(times["static"])
     rows = []
     for name, ts in times.items():
-        ms = min(ts)
+        ms = statistics.median(ts)
+        quartiles = [round(x, 4) for x in statistics.quantiles(ts, n=4)]
         rows.append({"build": name, "ms": round(ms, 4), "tflops": round(flops / ms / 1e9, 1),
-                     "static_over_it": round(min(times["static"]) / ms, 3),
-                     "rounds_ms": [round(t, 4) for t in ts]})  # fmt: skip
-        print(f"{name:>20}: {ms:.4f} ms  {flops / ms / 1e9:6.1f} TF/s  static/it {rows[-1]['static_over_it']}")
+                     "static_over_it": round(static_ms / ms, 3), "quartiles_ms": quartiles})  # fmt: skip
+        print(f"{name:>22}: {ms:.4f} ms (quartiles {quartiles[0]:.4f} .. {quartiles[2]:.4f})  "
+              f"{flops / ms / 1e9:6.1f} TF/s  static/it {rows[-1]['static_over_it']}")
     if args.json:
         Path(args.json).write_text(json.dumps({"device": torch.cuda.get_device_name(),
                                                "size": args.size, "rows": rows}, indent=1))

@@ -14,7 +14,7 @@ the bench lengths. `--run` rebuilds the same weights, compiles each file with
 `tilefuse.runtime.compile`, runs the dynamic program at 64 distinct lengths (Triton
 compiles counted), checks it against eager, and times each bench length: dynamic,
 static, `torch.compile` (default mode; `dynamic=False`: it recompiles per length)
-and eager, alternating rounds, median of CUDA-event timings.
+and eager, the median of 60 CUDA-event timings each, the builds taking turns call by call.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import statistics
 import time
 from pathlib import Path
 
@@ -127,8 +128,9 @@ def run(folder: Path, json_out: str | None, with_compile: bool = True) -> None:
 
 
 def bench_at(t: int, folder: Path, model, state, program, x, with_compile: bool) -> dict:
-    """One bench length: dynamic, static, eager (and torch.compile), alternating rounds."""
-    from dynamic_lengths import time_call
+    """One bench length: dynamic, static, eager (and torch.compile), the median of each
+    one's calls, the builds taking turns call by call (`time_interleaved`)."""
+    from dynamic_lengths import time_interleaved
 
     import tilefuse.runtime as tf
 
@@ -140,12 +142,8 @@ def bench_at(t: int, folder: Path, model, state, program, x, with_compile: bool)
             fns["torch_compile"] = torch.compile(model)
         for fn in fns.values():
             fn(x)
-        times: dict[str, list[float]] = {k: [] for k in fns}
-        names = list(fns)
-        for r in range(4):  # alternating rounds, the order rotated
-            for k in names[r % len(names):] + names[: r % len(names)]:
-                times[k].append(time_call(fns[k], (x,)))
-    best = {k: round(min(v), 4) for k, v in times.items()}
+        times = time_interleaved(fns, (x,))
+    best = {k: round(statistics.median(v), 4) for k, v in times.items()}
     best["static_over_dynamic"] = round(best["static"] / best["dynamic"], 3)
     if with_compile:
         best["compile_over_dynamic"] = round(best["torch_compile"] / best["dynamic"], 3)

@@ -9,8 +9,9 @@ that size (and torch eager), on data larger than L2.
 Per case it prints the compile time of the dynamic program (parse to kernels
 loaded, then its first call: Triton's JIT), the Triton compiles its 64 sizes made
 (one per kernel expected: sizes are unspecialised arguments), and per bench size
-the dynamic and the static program's time (median of CUDA-event timings, L2 flushed
-between rounds) and their ratio.
+the dynamic and the static program's time (median of 60 CUDA-event timings each, L2
+flushed before each, the two taking turns call by call: `time_interleaved`) and their
+ratio.
 """
 
 from __future__ import annotations
@@ -79,6 +80,25 @@ def time_call(fn, args, rounds: int = 20) -> float:
     return statistics.median(times)
 
 
+def time_interleaved(fns: dict, args, calls: int = 60) -> dict[str, list[float]]:
+    """Each of `fns` timed `calls` times (ms, CUDA events, L2 flushed before each call),
+    the builds taking turns call by call, the order reversed every call: a clock that
+    drops under a long load (a power limit) slows every build alike, where
+    back-to-back batches would charge it to whichever ran later."""
+    flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for i in range(calls):
+        for name in list(fns)[:: 1 if i % 2 else -1]:
+            flush.zero_()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fns[name](*args)
+            end.record()
+            torch.cuda.synchronize()
+            times[name].append(start.elapsed_time(end))
+    return times
+
+
 def inputs(module, sizes, dtype) -> list[torch.Tensor]:
     xs = random_inputs(module, seed=1, sizes=sizes) if sizes else random_inputs(module, seed=1)
     return [torch.from_numpy(x.astype("float32")).to("cuda", dtype) for x in xs]
@@ -124,13 +144,12 @@ def run_case(sample, fixed, storage, dim, names, hi, bench, quick, divisor: int 
         for got, want in zip(program(*args), static(*args), strict=True):  # (and warm)
             err = relative_error(got.float().cpu().numpy(), want.float().cpu().numpy())
             assert err <= 4 * tolerance(str(first.get_element_type())), (sample, n, err)  # type: ignore[attr-defined]
-        t_dyn, t_static = [], []
-        for r in range(4):  # alternating rounds, each order twice
-            for fn, times in [(program, t_dyn), (static, t_static)][:: 1 if r % 2 else -1]:
-                times.append(time_call(fn, args))
-        d, s = min(t_dyn), min(t_static)
+        times = time_interleaved({"dynamic": program, "static": static}, args)
+        d, s = (statistics.median(times[k]) for k in ("dynamic", "static"))
+        q = {k: statistics.quantiles(v, n=4) for k, v in times.items()}  # (quartiles)
         out["bench"].append({"size": n, "dynamic_ms": round(d, 4), "static_ms": round(s, 4),
-                             "static_over_dynamic": round(s / d, 3)})  # fmt: skip
+                             "static_over_dynamic": round(s / d, 3),
+                             "quartiles_ms": {k: [round(x, 4) for x in v] for k, v in q.items()}})  # fmt: skip
     return out
 
 
