@@ -640,29 +640,55 @@ def _decide_multi_use(st: _State) -> None:
 
 
 def _recompute_in(st: _State, node: Node, other: int) -> bool:
-    """Recompute `node` in group `other` if that moves fewer bytes than a round trip."""
+    """Recompute `node` in group `other` (with the pointwise ops and fills it is computed
+    from: `_pointwise_cone`) if that moves fewer bytes than a round trip."""
     consumers = [c for c in node.consumers if st.group_of[c.index] == other]
     if node.kind != POINTWISE or any(c.kind == CONTRACTION for c in consumers):
         return False
-    if _gathers_within([*(st.graph.nodes[i] for i in st.members[other]), node]) is not None:
-        return False
-    if any(st.graph.producer_of(v) is not None for v in node.s.inputs):
-        return False
-    round_trip = 2 * sum(tensor_bytes(r) for r in node.op.results)
-    reads = {v for i in st.members[other] for v in st.graph.nodes[i].s.inputs}
-    extra_reads = sum(tensor_bytes(v) for v in node.s.inputs if v not in reads)
-    if extra_reads >= round_trip:
+    cone = _pointwise_cone(st, node, other)
+    if cone is None:
         return False
     members = [st.graph.nodes[i] for i in st.members[other]]
-    merged = [*members, node]
+    if _gathers_within([*members, *cone]) is not None:
+        return False
+    round_trip = 2 * sum(tensor_bytes(r) for r in node.op.results)
+    reads = {v for n in members for v in n.s.inputs}
+    outside = {v for n in cone if n.kind != FILL for v in n.s.inputs
+               if st.graph.producer_of(v) is None and v not in reads}  # fmt: skip
+    extra_reads = sum(tensor_bytes(v) for v in outside)
+    if extra_reads >= round_trip:
+        return False
+    merged = [*members, *cone]
     if recompute_refusal(st.graph, merged, shared_dims(st.graph, merged)) is not None:
         return False
-    st.recompute.setdefault(other, []).append(node.index)
+    st.recompute.setdefault(other, []).extend(n.index for n in cone)
+    ops = f"{len(cone)} ops " if len(cone) > 1 else ""
     st.decisions.append(Decision(
         True, "recompute", (node.label, consumers[0].label),
-        f"recompute reads {_kb(extra_reads)} < round trip {_kb(round_trip)}",
+        f"recompute {ops}reads {_kb(extra_reads)} < round trip {_kb(round_trip)}",
         group=f"@{other}"))  # fmt: skip
     return True
+
+
+def _pointwise_cone(st: _State, node: Node, other: int) -> list[Node] | None:
+    """`node` and what group `other` needs to compute it itself: its producers, theirs,
+    ... up to the function's arguments, each pointwise or a fill (a causal mask two
+    attentions share, computed from index ranges); None if the cone reaches another
+    kind of op or a view. Ops `other` has already are not repeated."""
+    have = {*st.members[other], *st.recompute.get(other, [])}
+    cone: list[Node] = []
+    seen: set[int] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.index in seen or n.index in have:
+            continue
+        seen.add(n.index)
+        if n.kind not in (POINTWISE, FILL) or n.view_producers or n.gather_producers:
+            return None
+        cone.append(n)
+        stack.extend(n.producers)
+    return sorted(cone, key=lambda n: n.index)
 
 
 def _sink_casts(st: _State) -> None:

@@ -119,6 +119,9 @@ class KernelInfo:
     """Its grid's program count is known at launch (`TileGridOp.sizes`)."""
     variants: bool = False
     """It stands for a family of variants (`tile-and-fuse`'s, by the sizes each serves)."""
+    warp_specialized: bool = False
+    """Its plan is a warp-specialised attention (`TilePlanAttr.consumers`): on sm_90 a Gluon
+    kernel of its one grid is launched in its place."""
 
 
 @dataclass(frozen=True)
@@ -199,6 +202,9 @@ def _accept(joining: list[KernelInfo], bundle: list[KernelInfo], target: Target)
     everyone = [*bundle, *joining]
     keys = {m.body_key for m in everyone}
     saved = format_seconds(target.launch_overhead)
+    if any(m.warp_specialized for m in everyone):
+        return False, ("horizontal: a warp-specialised attention launches alone (its Gluon "
+                       "kernel runs one grid's tile program)")  # fmt: skip
     if len(keys) > 1 and any(m.dynamic for m in everyone) and any(m.variants or m.persistent for m in everyone):
         return False, ("horizontal: a dynamic grid with variants, or a persistent one, shares "
                        "a launch only with kernels running its tile program on tensors of "
@@ -319,6 +325,7 @@ def kernel_infos(groups: list[GroupOp], target: Target) -> list[KernelInfo]:
             persistent=plan is not None and plan.persistent.data > 0,
             reads=frozenset((v, tensor_bytes(v)) for v in g.inputs),
             dynamic=bool(grid.sizes), variants=len(levels) > 1,
+            warp_specialized=plan is not None and plan.consumers.data > 0,
         ))  # fmt: skip
     return out
 

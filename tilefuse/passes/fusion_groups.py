@@ -141,8 +141,13 @@ def rewrite_function(f: func.FuncOp, graph: Graph, plan: FusionPlan) -> None:
     terminator = block.last_op
     assert terminator is not None
     replaced: dict[SSAValue, SSAValue] = {}
+    covered: dict[Operation, set[Operation]] = {}  # op -> the ops of groups recomputing it
+    for group in plan.groups:
+        ops = {graph.nodes[i].op for i in group.all_nodes}
+        for i in group.recomputed:
+            covered.setdefault(graph.nodes[i].op, set()).update(ops)
     for group in _launch_order(graph, plan):
-        group_op = _build_group(graph, group, replaced)
+        group_op = _build_group(graph, group, replaced, covered)
         if not group_op.outputs:
             continue  # dead code: nothing outside reads what the group computes
         Rewriter.insert_op(group_op, InsertPoint.before(terminator))
@@ -272,7 +277,11 @@ def _launch_order(graph: Graph, plan: FusionPlan) -> list[FusionGroup]:
     return order
 
 
-def _build_group(graph: Graph, group: FusionGroup, replaced: dict[SSAValue, SSAValue]) -> GroupOp:
+def _build_group(graph: Graph, group: FusionGroup, replaced: dict[SSAValue, SSAValue],
+                 covered: dict[Operation, set[Operation]]) -> GroupOp:  # fmt: skip
+    """`group` as a `tilefuse.group` op; a result leaves it where an op outside reads it,
+    unless that op's group computes the result itself (`covered`: the ops of the groups
+    recomputing each op)."""
     ops = _canonical_order([graph.nodes[i].op for i in group.all_nodes])
     inputs = _external_inputs(ops)
     body = Block(arg_types=[v.type for v in inputs])
@@ -286,7 +295,7 @@ def _build_group(graph: Graph, group: FusionGroup, replaced: dict[SSAValue, SSAV
     members = set(ops)
     outputs = [
         r for op in own for r in op.results
-        if any(u.operation not in members for u in r.uses)
+        if any(u.operation not in members and u.operation not in covered.get(op, ()) for u in r.uses)
     ]  # fmt: skip
     body.add_op(YieldOp([mapping[r] for r in outputs]))
     group_op = GroupOp(
