@@ -266,6 +266,7 @@ def _gl_module(emu: GluonEmulator) -> types.SimpleNamespace:
     gl.sum = lambda x, axis: torch.sum(x, dim=axis)
     gl.reduce = lambda x, axis, combine: functools.reduce(combine, x.unbind(axis))
     gl.set_auto_layout = gl.convert_layout = lambda x, layout: x
+    gl.permute = lambda x, order: x.permute(*order)
     gl.cdiv = lambda a, b: -(-a // b)
     gl.load, gl.store = _gl_load, _gl_store
     gl.allocate_shared_memory = emu.allocate

@@ -57,20 +57,6 @@ sdpa = F.scaled_dot_product_attention
 S = 256
 
 
-@pytest.fixture(autouse=True)
-def emulated_permute(monkeypatch):
-    """The emulator's `gl` has no `permute` (an epilogue reading another attention's
-    output transposed prints `gl.permute(t, (1, 0))`): torch's, the same transpose."""
-    made = emulator._gl_module
-
-    def with_permute(emu):
-        gl = made(emu)
-        gl.permute = lambda x, order: x.permute(*order)
-        return gl
-
-    monkeypatch.setattr(emulator, "_gl_module", with_permute)
-
-
 def bf(x: torch.Tensor, dtype=BF16) -> torch.Tensor:
     """`x` rounded to the 16-bit type the program stores it in, as float64."""
     return x.to(dtype).double()

@@ -60,8 +60,9 @@ def texts(target: str, size: int) -> tuple[str, str, dict[str, str]]:
     static = tf.compile(specialize(text, {"S": size}, None), target=target).source
     ranges = {n: DimRange(1, 4096) for n in ("q.2", "k.2", "v.2")}
     dynamic = tf.compile(dynamic_form(text, "S"), target=target, dim_ranges=ranges).source
-    variants = {name: edited(dynamic, pairs) for name, pairs in edits(size).items()}
-    every = [p for pairs in edits(size).values() for p in pairs]
+    each = edits(size)
+    variants = {name: edited(dynamic, pairs) for name, pairs in each.items()}
+    every = [p for pairs in each.values() for p in pairs]
     variants["all of them"] = edited(dynamic, list(dict.fromkeys(every)))  # (the tail's once)
     return static, dynamic, variants
 

@@ -143,11 +143,11 @@ def bench_at(t: int, folder: Path, model, state, program, x, with_compile: bool)
         for fn in fns.values():
             fn(x)
         times = time_interleaved(fns, (x,))
-    best = {k: round(statistics.median(v), 4) for k, v in times.items()}
-    best["static_over_dynamic"] = round(best["static"] / best["dynamic"], 3)
+    medians = {k: round(statistics.median(v), 4) for k, v in times.items()}
+    medians["static_over_dynamic"] = round(medians["static"] / medians["dynamic"], 3)
     if with_compile:
-        best["compile_over_dynamic"] = round(best["torch_compile"] / best["dynamic"], 3)
-    return {"T": t, **best}
+        medians["compile_over_dynamic"] = round(medians["torch_compile"] / medians["dynamic"], 3)
+    return {"T": t, **medians}
 
 
 def main() -> None:

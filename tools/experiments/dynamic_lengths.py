@@ -65,19 +65,25 @@ def compiles(program) -> int:
     return total
 
 
+def _timed(fn, args, flush: torch.Tensor) -> float:
+    """ms of one `fn(*args)` (CUDA events), L2 flushed before it."""
+    flush.zero_()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    fn(*args)
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end)
+
+
+def _flush_buffer() -> torch.Tensor:
+    return torch.empty(256 << 20, dtype=torch.int8, device="cuda")
+
+
 def time_call(fn, args, rounds: int = 20) -> float:
     """Median ms of `fn(*args)`, L2 flushed before each timed call."""
-    flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
-    times = []
-    for _ in range(rounds):
-        flush.zero_()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn(*args)
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
+    flush = _flush_buffer()
+    return statistics.median(_timed(fn, args, flush) for _ in range(rounds))
 
 
 def time_interleaved(fns: dict, args, calls: int = 60) -> dict[str, list[float]]:
@@ -85,17 +91,11 @@ def time_interleaved(fns: dict, args, calls: int = 60) -> dict[str, list[float]]
     the builds taking turns call by call, the order reversed every call: a clock that
     drops under a long load (a power limit) slows every build alike, where
     back-to-back batches would charge it to whichever ran later."""
-    flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
+    flush = _flush_buffer()
     times: dict[str, list[float]] = {name: [] for name in fns}
     for i in range(calls):
         for name in list(fns)[:: 1 if i % 2 else -1]:
-            flush.zero_()
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fns[name](*args)
-            end.record()
-            torch.cuda.synchronize()
-            times[name].append(start.elapsed_time(end))
+            times[name].append(_timed(fns[name], args, flush))
     return times
 
 
