@@ -49,6 +49,21 @@ def test_matmul_programs_steps():
     ]
 
 
+@given(st.integers(1, 40), st.integers(1, 40), st.sampled_from(["row", "grouped"]),
+       st.integers(0, 50))
+def test_the_first_programs_are_the_whole_list_cut(m, n, order, count):
+    whole = matmul_programs(m, n, 6, 4, 4, 2, 2, order, 3)
+    assert matmul_programs(m, n, 6, 4, 4, 2, 2, order, 3, count) == whole[:count]
+
+
+def test_a_few_programs_of_a_huge_grid_cost_only_themselves():
+    # A dynamic dim's range end (M = 2^32 rows): 2^24 x 64 programs, the first 512 simulated.
+    start = time.perf_counter()
+    programs = matmul_programs(2**32, 8192, 4096, 256, 128, 64, 2, "grouped", 8, 512)
+    assert len(programs) == 512 and time.perf_counter() - start < 1.0
+    assert {p[0][0].key[0] for p in programs} == set(range(8))  # (a group of 8 rows)
+
+
 def test_edge_tiles_count_true_size():
     # M=3, N=5, K=3 in 2 x 2 tiles of 2-byte elements: A tile (1, 1) is 1 x 1
     # (2 bytes) and B tile (0, 2) is 2 x 1 (4 bytes).

@@ -141,11 +141,12 @@ def _lockstep(wave: Sequence[Program]) -> Iterator[Step]:
 
 
 def program_order(
-    grid_m: int, grid_n: int, order: str = "grouped", group_m: int = 8
+    grid_m: int, grid_n: int, order: str = "grouped", group_m: int = 8,
+    count: int | None = None,
 ) -> list[tuple[int, int]]:
     """
     The (row, column) tile of each program of a `grid_m` x `grid_n` grid, in
-    launch order.
+    launch order (the first `count` of them, if given).
 
     "row" walks the grid row by row. "grouped" is the ordering of Triton's
     matmul tutorial: programs walk a group of `group_m` tile rows column by
@@ -156,7 +157,8 @@ def program_order(
             f"program_order needs positive grid and group sizes, not "
             f"{grid_m}, {grid_n}, {group_m}."
         )
-    pids = range(grid_m * grid_n)
+    total = grid_m * grid_n
+    pids = range(total if count is None else min(count, total))
     if order == "row":
         return [(pid // grid_n, pid % grid_n) for pid in pids]
     if order == "grouped":
@@ -194,24 +196,20 @@ def matmul_programs(
     tiles are not modelled: each is written once whatever the order.
     """
     grid_m, grid_n, grid_k = _cdiv(M, BM), _cdiv(N, BN), _cdiv(K, BK)
-    a_tiles = [
-        [
-            TileAccess("A", (i, k), _extent(M, BM, i) * _extent(K, BK, k) * elem_bytes)
-            for k in range(grid_k)
-        ]
-        for i in range(grid_m)
-    ]
-    b_columns = [
-        [
-            TileAccess("B", (k, j), _extent(K, BK, k) * _extent(N, BN, j) * elem_bytes)
-            for k in range(grid_k)
-        ]
-        for j in range(grid_n)
-    ]
-    return [
-        list(zip(a_tiles[i], b_columns[j], strict=True))
-        for i, j in program_order(grid_m, grid_n, order, group_m)[:count]
-    ]
+    # Only the tiles the listed programs read: a dynamic dim's range end can make
+    # a grid of millions of programs, of which a few waves are simulated.
+    a_rows: dict[int, list[TileAccess]] = {}
+    b_columns: dict[int, list[TileAccess]] = {}
+    programs = []
+    for i, j in program_order(grid_m, grid_n, order, group_m, count):
+        if i not in a_rows:
+            a_rows[i] = [TileAccess("A", (i, k), _extent(M, BM, i) * _extent(K, BK, k) * elem_bytes)
+                         for k in range(grid_k)]  # fmt: skip
+        if j not in b_columns:
+            b_columns[j] = [TileAccess("B", (k, j), _extent(K, BK, k) * _extent(N, BN, j) * elem_bytes)
+                            for k in range(grid_k)]  # fmt: skip
+        programs.append(list(zip(a_rows[i], b_columns[j], strict=True)))
+    return programs
 
 
 def _cdiv(a: int, b: int) -> int:
