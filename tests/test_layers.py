@@ -20,12 +20,14 @@ ALLOWED: dict[str, set[str]] = {
     "backend": {"ir", "analysis"},
     "pipeline": {"ir", "frontend", "passes"},
     "report": {"ir", "analysis", "frontend", "pipeline"},
+    "dump": {"ir", "report"},
     "gpu": {"ir", "analysis", "frontend", "backend"},
-    "runtime": {"ir", "analysis", "frontend", "backend", "oracle", "pipeline", "report"},
+    "runtime": {"ir", "analysis", "frontend", "backend", "oracle", "pipeline", "report",
+                "dump"},
     "torch": {"ir", "analysis", "frontend", "backend", "oracle", "pipeline", "report",
-              "runtime"},
+              "dump", "runtime"},
     "tools": {"ir", "analysis", "frontend", "backend", "oracle", "pipeline", "report",
-              "passes", "gpu", "runtime"},
+              "dump", "passes", "gpu", "runtime"},
 }
 """Layer -> the layers below it that it may import (a layer always imports itself)."""
 

@@ -45,13 +45,13 @@ from tilefuse.backend.triton.emit import (
     emit_module,
     torch_dtype,
 )
+from tilefuse.dump import open_program_dump
 from tilefuse.frontend.program import load_program
 from tilefuse.ir.diagnostics import ArgumentError, CompileError, RuntimeCheckError
 from tilefuse.ir.dynamic import DimRange, size_checker
 from tilefuse.ir.log import channel
 from tilefuse.ir.module import entry_function
 from tilefuse.pipeline import run_pipeline
-from tilefuse.runtime.dump import open_program_dump
 from tilefuse.runtime.launcher import FastKernel, init_handles
 
 AUTO_TARGET = "auto"
@@ -394,7 +394,7 @@ def compile(
     for `target` (a built-in name, a JSON file, or `auto`: the GPU at hand's,
     `resolve_target`; `smem_budget`: bytes of shared memory tiles may use, `tile-and-fuse`'s option;
     0 keeps the target's; `dump_dir`: where to write the IR after each stage, the
-    report and the kernels, default `$TILEFUSE_DEBUG_DIR`, see `runtime/dump.py`;
+    report and the kernels, default `$TILEFUSE_DEBUG_DIR`, see `tilefuse/dump.py`;
     `allow_tf32`: f32 contractions on TF32 tensor cores, as torch's flag; off, they
     are IEEE f32. Contractions of bf16 or f16 values widened to f32 are 16-bit
     `tl.dot`s either way: their products are exact; `dim_ranges`: the range of each

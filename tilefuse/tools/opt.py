@@ -45,6 +45,7 @@ from tilefuse.analysis.cost.target import (
     target_names,
 )
 from tilefuse.backend.triton.emit import emit_triton
+from tilefuse.dump import ProgramDump, debug_root, dump_ir, open_program_dump
 from tilefuse.frontend.parse import decode_source, parse_module, verify
 from tilefuse.frontend.specialize import SpecializeError, specialize
 from tilefuse.ir import forms
@@ -54,7 +55,6 @@ from tilefuse.ir.dynamic import DimRange, is_dynamic, parse_range
 from tilefuse.passes import get_all_passes
 from tilefuse.pipeline import default_pipeline, unmet_stage
 from tilefuse.report import analyze_program, format_report, roofline_png
-from tilefuse.runtime.dump import ProgramDump, debug_root, dump_ir, open_program_dump
 
 __all__ = ["TilefuseOptMain", "dump_ir", "main", "parse_dim_options", "version_line"]
 

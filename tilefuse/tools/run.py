@@ -16,7 +16,7 @@ on a mismatch; `--save-outputs OUT.npz` writes
 kernel next to the cost model's prediction; `--autotune` (GPU only) times the
 model's top tile candidates of each kernel and keeps the fastest (cached);
 `--dump-dir DIR` (or `$TILEFUSE_DEBUG_DIR`) keeps the IR after every stage, the
-report and the kernels (`runtime/dump.py`).
+report and the kernels (`tilefuse/dump.py`).
 """
 
 from __future__ import annotations
