@@ -105,8 +105,23 @@ def test_a_repeated_launch_goes_straight_to_the_compiled_kernel():
     assert jit.slow == 1
     fast[(4,)](y, 1, x, DOT=3, num_warps=4)
     assert jit.slow == 1
-    # Only the kept arguments, then a null scratch pointer; grid padded to 3-D.
-    assert jit.compiled._run.calls == [(1234, 4, 1, 1, 4, 0, "OO", (y, x, None), 7)]
+    # Only the kept arguments, tensors as their addresses, then a null scratch pointer;
+    # grid padded to 3-D.
+    assert jit.compiled._run.calls == [
+        (1234, 4, 1, 1, 4, 0, "OO", (y.data_ptr(), x.data_ptr(), None), 7)]
+
+
+def test_the_launch_key_holds_what_the_drivers_pointer_check_guarded():
+    """Tensors reach torch's launcher as addresses, which it does not check are device
+    addresses: the key tells a GPU tensor from another, so a CPU tensor where a CUDA one
+    launched before goes through Triton's launch, which refuses it."""
+    import torch
+
+    _, fast = _fast()
+    x = torch.zeros(64)
+    key, flat = fast._signature((x, 3, 2.5))
+    assert key == ((torch.float32, True, False), 3, (float, 2.5))
+    assert flat == [x.data_ptr(), 3, 2.5]
 
 
 def test_anything_triton_would_specialise_differently_goes_through_triton():

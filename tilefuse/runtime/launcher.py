@@ -261,13 +261,32 @@ class FastKernel:
         return (getattr(self._knobs, "debug", None),
                 getattr(self._compilation, "instrumentation_mode", None))  # fmt: skip
 
-    def _signature(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
-        """A launch's arguments as Triton could specialise on them: a tensor's dtype and
-        16-byte alignment, the values of integers and other scalars."""
+    def _signature(self, args: tuple[Any, ...]) -> tuple[tuple[Any, ...], list[Any]]:
+        """A launch's arguments as Triton could specialise on them (a tensor's dtype,
+        16-byte alignment and whether it is on a GPU; the values of integers and other
+        scalars), and the arguments with each tensor as its address.
+
+        Torch's launcher takes an address as it is, but asks a tensor for its `data_ptr`
+        and the CUDA driver whether that is a device address (`cuPointerGetAttribute`),
+        every pointer of every launch. The key keeps what that check guards: a tensor
+        not on a GPU has another key, so its launch goes through Triton's, which refuses it."""
         tensor = self._tensor
-        # (a generator here cost ~10 us a launch of 30 arguments: most are ints)
-        return tuple([(a.dtype, a.data_ptr() % 16 == 0) if isinstance(a, tensor) else a
-                      if type(a) is int else (type(a), a) for a in args])  # fmt: skip
+        key: list[Any] = []
+        flat: list[Any] = []
+        # (one plain loop: less Python than two comprehensions or a generator, which
+        # cost ~10 us a launch of 30 arguments; most arguments are integers)
+        for a in args:
+            if type(a) is int:
+                key.append(a)
+                flat.append(a)
+            elif isinstance(a, tensor):
+                address = a.data_ptr()
+                key.append((a.dtype, address % 16 == 0, a.is_cuda))
+                flat.append(address)
+            else:
+                key.append((type(a), a))
+                flat.append(a)
+        return tuple(key), flat
 
     @staticmethod
     def _classes(signature: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -285,7 +304,8 @@ class FastKernel:
             current_device, current_stream = self._driver()
             # A compiled kernel is loaded on one device: the current one is in the key.
             device = current_device()
-            key = (device, tuple(kwargs.items()), self._signature(args), self._options())
+            signature, flat = self._signature(args)
+            key = (device, tuple(kwargs.items()), signature, self._options())
             try:
                 compiled = self.launches.get(key)
                 if compiled is None:  # new values: as Triton would specialise them?
@@ -307,7 +327,7 @@ class FastKernel:
                 return compiled
             gx, gy, gz = (*grid, 1, 1)[:3]
             compiled._run(gx, gy, gz, current_stream(device), compiled.function, None, None,
-                          None, None, *args)  # fmt: skip
+                          None, None, *flat)  # fmt: skip
             return compiled
 
         return launch
