@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,8 +19,11 @@ from tests.attention_programs import attention_mlir, key_end, key_loops
 from tests.device import DEVICE, on_device
 from tests.eager import rel_error
 from tilefuse.frontend.program import load_program, random_inputs
+from tilefuse.ir.module import entry_function
+from tilefuse.ir.tilefuse import GroupOp
 from tilefuse.oracle.compare import relative_error
 from tilefuse.oracle.reference import evaluate
+from tilefuse.pipeline import run_pipeline
 from tilefuse.runtime.compiled import compile
 from tilefuse.tools.run import to_torch
 
@@ -335,3 +339,43 @@ def test_rows_with_no_key_are_zero_when_their_loop_runs_no_trip(dtype):
     got = compiled(*map(on_device, (q, k, v))).double()
     assert got[..., :70, :].abs().max() == 0
     assert rel_error(got, sdpa_reference(q, k, v, c)) <= 2 * 2.0**-8
+
+
+def _attention_plan(causal: bool):
+    module = load_program(attention_mlir(1, 2, 512, 512, 128, causal=causal, dtype="bf16"))
+    run_pipeline(module, "h100")
+    (group,) = [op for op in entry_function(module).body.block.ops if isinstance(op, GroupOp)]
+    (grid,) = group.grids
+    return grid.plan
+
+
+def test_causal_attention_keeps_the_triton_loop_on_sm90():
+    """A causal bound holds the warp-specialised kernel back (`tile_plan.WS_CAUSAL`: it
+    hung on an H100, docs/PERF.md), and the plan says so; the same attention without the
+    mask takes it."""
+    assert _attention_plan(causal=False).consumers.data == 2
+    plan = _attention_plan(causal=True)
+    assert plan.consumers.data == 0
+    assert "a causal key bound: held back" in plan.note.data, plan.note.data
+
+
+PROGRAMS = Path(__file__).resolve().parent.parent / "tools" / "experiments" / "programs"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="runs the GPU's kernels")
+@pytest.mark.parametrize(("name", "masks"), [
+    ("causal_sdpa", ("causal",)), ("two_causal_sdpa", ("causal", "causal")),
+    ("two_sdpa_outputs", ("full", "full")),
+])  # fmt: skip
+def test_attentions_of_the_kernel_that_hung_run_on_the_gpu(name, masks):
+    """The programs of `tools/experiments/causal_ws_check.py` (bf16 B2 H16 S2048 D128; two
+    causal SDPAs summed hung on an H100 in the warp-specialised kernel) as planned now,
+    against SDPA in f32."""
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 16, 2048, 128, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    outs = compile(PROGRAMS / f"{name}.mlir")(q, k, v)
+    each = [F.scaled_dot_product_attention(*(x.float() for x in a), is_causal=m == "causal")
+            for a, m in zip(((q, k, v), (q, v, k)), masks, strict=False)]  # fmt: skip
+    want = [each[0].bfloat16().float() + each[1].bfloat16().float()] if name == "two_causal_sdpa" else each
+    for got, w in zip(outs, want, strict=True):
+        assert rel_error(got.double(), w.double()) <= 2 * 2.0**-8

@@ -42,6 +42,7 @@ from tilefuse.analysis.budget import (
     pow2,
     regs_per_thread,
 )
+from tilefuse.analysis.causal import STATIC, key_bound
 from tilefuse.analysis.cost.occupancy import occupancy
 from tilefuse.analysis.cost.opcost import payload_library_calls
 from tilefuse.analysis.cost.schedule import matmul_programs, simulate
@@ -1119,7 +1120,22 @@ def _ws_operand_reasons(graph: Graph, dims: SharedDims, sm, score: Node, out: No
         reasons.append(f"query rows not a multiple of {WS_CONSUMERS * WS_QUERY_ROWS}")
     if dims.dims[j].extent <= WS_KEY_BLOCK:
         reasons.append("one key tile")
+    if not WS_CAUSAL and any(q != STATIC for q in key_bound(graph, dims, sm, j) or {}):
+        reasons.append(WS_CAUSAL_HELD)
     return reasons
+
+
+WS_CAUSAL = False
+"""Whether an attention whose key loops a causal mask bounds (`causal.key_bound`) may
+take the warp-specialised kernel. Held back: its first launch hung on an H100 (Triton 3.6)
+in a program of two causal attentions at B2 H16 S2048 D128, 512 programs a launch, where
+the same program without the masks ran (docs/PERF.md, thirty-first session); the kernel
+is the same as one causal attention's, and the causal runs on a GPU since the kernel's
+softmax exponentials changed were of one wave of programs (run-time sizes, B1 H2). The
+CPU emulator finds no deadlock in it. The Triton loop serves causal attention until a
+GPU run clears the kernel (`tools/experiments/causal_ws_check.py` sets this to True)."""
+WS_CAUSAL_HELD = ("a causal key bound: held back, its kernel hung on an H100 in a program of two causal "
+                  "attentions (docs/PERF.md)")
 
 
 def _plan_warp_specialized(dims: SharedDims, target: Target, budget: int, j: int, row: int,
