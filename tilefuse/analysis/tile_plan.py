@@ -1130,8 +1130,8 @@ WS_CAUSAL = False
 take the warp-specialised kernel. Held back: its first launch hung on an H100 (Triton 3.6)
 in a program of two causal attentions at B2 H16 S2048 D128, 512 programs a launch, where
 the same program without the masks ran (docs/PERF.md, thirty-first session); the kernel
-is the same as one causal attention's, and the causal runs on a GPU since the kernel's
-softmax exponentials changed were of one wave of programs (run-time sizes, B1 H2). The
+is the same as one causal attention's, and since the kernel's softmax exponentials
+changed it had run causal on a GPU only over one wave of programs (run-time sizes, B1 H2). The
 CPU emulator finds no deadlock in it. The Triton loop serves causal attention until a
 GPU run clears the kernel (`tools/experiments/causal_ws_check.py` sets this to True)."""
 WS_CAUSAL_HELD = ("a causal key bound: held back, its kernel hung on an H100 in a program of two causal "
