@@ -22,11 +22,27 @@ import math
 import threading
 import types
 
+import pytest
 import torch
 
+from tilefuse.analysis import tile_plan
 from tilefuse.backend.triton.module import EmittedModule
 from tilefuse.backend.triton.signature import CONSTEXPR, POINTER
 from tilefuse.runtime.compiled import CompiledProgram
+
+
+@pytest.fixture(autouse=True, scope="module")
+def causal_kernel_printed():
+    """Causal attention's warp-specialised kernel is held back from plans
+    (`tile_plan.WS_CAUSAL`) but still printed and emulated, ready for when a GPU run clears
+    it: a test module importing this fixture plans with it allowed
+    (`test_causal_attention.py::test_causal_attention_keeps_the_triton_loop_on_sm90` checks
+    what plans do meanwhile)."""
+    held = tile_plan.WS_CAUSAL
+    tile_plan.WS_CAUSAL = True
+    yield
+    tile_plan.WS_CAUSAL = held
+
 
 # -- the CPU emulator of the printed Gluon kernel ------------------------------------------
 

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from tests.attention_programs import attention_mlir
+from tests.gluon_emulator import causal_kernel_printed  # noqa: F401 (an autouse fixture)
 from tests.numpy_graphs import GRAPHS
-from tilefuse.analysis import tile_plan
 from tilefuse.analysis.cost.target import get_target
 from tilefuse.backend.triton.attention_ws import NotWarpSpecialized, gluon_line
 from tilefuse.backend.triton.module import emit_module
@@ -26,19 +26,6 @@ from tilefuse.oracle.compare import relative_error
 from tilefuse.pipeline import run_pipeline
 from tilefuse.runtime.compiled import compile as compile_mlir
 from tilefuse.tools.run import to_torch
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _causal_kernel_printed():
-    """Causal attention's warp-specialised kernel is held back from plans
-    (`tile_plan.WS_CAUSAL`) but still printed and emulated here, ready for when a GPU run
-    clears it (`test_causal_attention.py::test_causal_attention_keeps_the_triton_loop_on_sm90`
-    checks what plans do meanwhile)."""
-    held = tile_plan.WS_CAUSAL
-    tile_plan.WS_CAUSAL = True
-    yield
-    tile_plan.WS_CAUSAL = held
-
 
 SAMPLE = "samples/attention.mlir"
 

@@ -33,10 +33,12 @@ from torch import nn
 from xdsl.dialects.builtin import ModuleOp
 
 from tests.attention_programs import attention_mlir
-from tests.gluon_emulator import gluon_in_place_of_triton
+from tests.gluon_emulator import (
+    causal_kernel_printed,  # noqa: F401 (an autouse fixture)
+    gluon_in_place_of_triton,
+)
 from tests.numpy_graphs import GRAPHS
 from tests.test_causal_attention import MASKS, masked_attention
-from tilefuse.analysis import tile_plan
 from tilefuse.analysis.cost.target import get_target
 from tilefuse.backend.triton.module import EmittedModule, emit_module
 from tilefuse.frontend.program import load_program, random_inputs
@@ -51,19 +53,6 @@ from tilefuse.report import analyze_program, format_report
 from tilefuse.runtime.compiled import CompiledProgram, load
 from tilefuse.tools.run import to_torch
 from tilefuse.torch.export import export
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _causal_kernel_printed():
-    """Causal attention's warp-specialised kernel is held back from plans
-    (`tile_plan.WS_CAUSAL`) but still printed and emulated here, ready for when a GPU run
-    clears it (`test_causal_attention.py::test_causal_attention_keeps_the_triton_loop_on_sm90`
-    checks what plans do meanwhile)."""
-    held = tile_plan.WS_CAUSAL
-    tile_plan.WS_CAUSAL = True
-    yield
-    tile_plan.WS_CAUSAL = held
-
 
 SAMPLE = "samples/attention.mlir"
 BF16, F16 = torch.bfloat16, torch.float16

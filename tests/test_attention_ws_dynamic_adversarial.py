@@ -34,7 +34,10 @@ import triton.language as tl
 from torch import nn
 
 import tests.gluon_emulator as gluon_emulator
-from tests.gluon_emulator import GluonEmulator
+from tests.gluon_emulator import (
+    GluonEmulator,
+    causal_kernel_printed,  # noqa: F401 (an autouse fixture)
+)
 from tests.test_attention_ws_adversarial import (
     BF16,
     F16,
@@ -56,25 +59,11 @@ from tests.test_attention_ws_adversarial import (
     randn,
     reference,
 )
-from tilefuse.analysis import tile_plan
 from tilefuse.frontend.program import load_program
 from tilefuse.ir.dynamic import DimRange
 from tilefuse.oracle.compare import relative_error
 from tilefuse.runtime.compiled import load
 from tilefuse.torch.export import export
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _causal_kernel_printed():
-    """Causal attention's warp-specialised kernel is held back from plans
-    (`tile_plan.WS_CAUSAL`) but still printed and emulated here, ready for when a GPU run
-    clears it (`test_causal_attention.py::test_causal_attention_keeps_the_triton_loop_on_sm90`
-    checks what plans do meanwhile)."""
-    held = tile_plan.WS_CAUSAL
-    tile_plan.WS_CAUSAL = True
-    yield
-    tile_plan.WS_CAUSAL = held
-
 
 # -- programs ---------------------------------------------------------------------------------
 

@@ -19,11 +19,8 @@ from tests.attention_programs import attention_mlir, key_end, key_loops
 from tests.device import DEVICE, on_device
 from tests.eager import rel_error
 from tilefuse.frontend.program import load_program, random_inputs
-from tilefuse.ir.module import entry_function
-from tilefuse.ir.tilefuse import GroupOp
 from tilefuse.oracle.compare import relative_error
 from tilefuse.oracle.reference import evaluate
-from tilefuse.pipeline import run_pipeline
 from tilefuse.runtime.compiled import compile
 from tilefuse.tools.run import to_torch
 
@@ -342,11 +339,10 @@ def test_rows_with_no_key_are_zero_when_their_loop_runs_no_trip(dtype):
 
 
 def _attention_plan(causal: bool):
-    module = load_program(attention_mlir(1, 2, 512, 512, 128, causal=causal, dtype="bf16"))
-    run_pipeline(module, "h100")
-    (group,) = [op for op in entry_function(module).body.block.ops if isinstance(op, GroupOp)]
-    (grid,) = group.grids
-    return grid.plan
+    from tests.test_attention_ws import planned
+
+    _, plan = planned(load_program(attention_mlir(1, 2, 512, 512, 128, causal=causal, dtype="bf16")))
+    return plan
 
 
 def test_causal_attention_keeps_the_triton_loop_on_sm90():

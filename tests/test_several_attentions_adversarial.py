@@ -31,6 +31,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import tests.gluon_emulator as emulator
+from tests.gluon_emulator import causal_kernel_printed  # noqa: F401 (an autouse fixture)
 from tests.test_attention_ws_adversarial import (
     BF16,
     F16,
@@ -44,7 +45,6 @@ from tests.test_attention_ws_adversarial import (
     randn,
     reference,
 )
-from tilefuse.analysis import tile_plan
 from tilefuse.analysis.cost.target import get_target
 from tilefuse.backend.triton.module import emit_module
 from tilefuse.frontend.program import load_program
@@ -53,19 +53,6 @@ from tilefuse.oracle.compare import relative_error
 from tilefuse.pipeline import run_pipeline
 from tilefuse.runtime.compiled import load
 from tilefuse.torch.export import export
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _causal_kernel_printed():
-    """Causal attention's warp-specialised kernel is held back from plans
-    (`tile_plan.WS_CAUSAL`) but still printed and emulated here, ready for when a GPU run
-    clears it (`test_causal_attention.py::test_causal_attention_keeps_the_triton_loop_on_sm90`
-    checks what plans do meanwhile)."""
-    held = tile_plan.WS_CAUSAL
-    tile_plan.WS_CAUSAL = True
-    yield
-    tile_plan.WS_CAUSAL = held
-
 
 sdpa = F.scaled_dot_product_attention
 S = 256

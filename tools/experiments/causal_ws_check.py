@@ -35,7 +35,11 @@ def child(name: str) -> None:
 
     import tilefuse.runtime as tf
     from tilefuse.analysis import tile_plan
-    from tilefuse.runtime.compiled import compile_in_parallel, every_kernel
+    from tilefuse.runtime.compiled import (
+        compile_in_parallel,
+        every_kernel,
+        kernels_replaced,
+    )
 
     faulthandler.dump_traceback_later(20, repeat=True, file=sys.stdout)
     start = time.time()
@@ -67,13 +71,9 @@ def child(name: str) -> None:
 
             return launch
 
-    kernels = {n: getattr(prog.python, n) for n in every_kernel(prog.python)}
-    for n, kernel in kernels.items():
-        setattr(prog.python, n, Synchronised(n, kernel))
-    outs = fn(*args)
+    with kernels_replaced(prog.python, Synchronised):
+        outs = fn(*args)
     outs = outs if isinstance(outs, tuple) else (outs,)
-    for n, kernel in kernels.items():
-        setattr(prog.python, n, kernel)
     masks = CASES[name]
     each = [F.scaled_dot_product_attention(*(x.float() for x in a), is_causal=m == "causal")
             for a, m in zip(((q, k, v), (q, v, k)), masks, strict=False)]  # fmt: skip
